@@ -1,0 +1,357 @@
+package paywatch
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Network names a blockchain network as it appears in the API.
+type Network string
+
+// The supported networks.
+const (
+	TRC20    Network = "TRC20"
+	BEP20    Network = "BEP20"
+	ERC20    Network = "ERC20"
+	POLYGON  Network = "POLYGON"
+	ARBITRUM Network = "ARBITRUM"
+)
+
+// Token names a stablecoin as it appears in the API.
+type Token string
+
+// The supported tokens.
+const (
+	USDT Token = "USDT"
+	USDC Token = "USDC"
+)
+
+// Family is an address family: networks of one family share derived addresses.
+type Family string
+
+// The address families.
+const (
+	FamilyEVM  Family = "evm"
+	FamilyTron Family = "tron"
+)
+
+// PlannedNetworks lists networks the API already names but does not serve
+// yet, so a client sending one learns it is coming rather than unknown.
+var PlannedNetworks = []Network{"BASE", "SOLANA", "TON"}
+
+// PlannedTokens lists tokens the API already names but does not serve yet.
+var PlannedTokens = []Token{"DAI", "PYUSD"}
+
+// NetworkInfo describes one supported network: everything the API, the
+// scanners and the hosted page need to know about it.
+type NetworkInfo struct {
+	// Network is the API name, such as TRC20.
+	Network Network
+	// Name is the display name, such as "Tron (TRC20)".
+	Name string
+	// NativeToken is the symbol of the coin that pays for gas.
+	NativeToken string
+	// Confirmations is the fixed number of blocks a transfer needs.
+	Confirmations int
+	// Family is the address family of the network.
+	Family Family
+	// Explorer is the block explorer's base address, without a trailing slash.
+	Explorer string
+	// ChainID is the EIP-155 chain id of an EVM network and 0 for Tron.
+	ChainID int64
+	// BlockTime is the typical block interval; it sets poll intervals.
+	BlockTime time.Duration
+	// Tokens lists the tokens served on the network, in API order.
+	Tokens []Token
+}
+
+// Pair is a network and token combination a payment can use.
+type Pair struct {
+	Network Network
+	Token   Token
+}
+
+// String returns the pair as "USDT on TRC20", the form used in messages.
+func (p Pair) String() string {
+	return string(p.Token) + " on " + string(p.Network)
+}
+
+// tokenRow is one token on one network: its on-chain facts.
+type tokenRow struct {
+	token    Token
+	decimals int
+	contract string
+}
+
+// networkRow is one row of the registry. Adding a network means adding one
+// row here and nothing else.
+type networkRow struct {
+	info   NetworkInfo // Tokens is filled from tokens at init.
+	tokens []tokenRow
+}
+
+// networkTable is the registry of supported networks, in API order.
+var networkTable = []networkRow{
+	{
+		info: NetworkInfo{
+			Network: TRC20, Name: "Tron (TRC20)", NativeToken: "TRX", Confirmations: 19,
+			Family: FamilyTron, Explorer: "https://tronscan.org", ChainID: 0, BlockTime: 3 * time.Second,
+		},
+		tokens: []tokenRow{
+			{USDT, 6, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"},
+		},
+	},
+	{
+		info: NetworkInfo{
+			Network: BEP20, Name: "BSC (BEP20)", NativeToken: "BNB", Confirmations: 15,
+			Family: FamilyEVM, Explorer: "https://bscscan.com", ChainID: 56, BlockTime: 3 * time.Second,
+		},
+		tokens: []tokenRow{
+			{USDT, 18, "0x55d398326f99059fF775485246999027B3197955"},
+			{USDC, 18, "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d"},
+		},
+	},
+	{
+		info: NetworkInfo{
+			Network: ERC20, Name: "Ethereum (ERC20)", NativeToken: "ETH", Confirmations: 12,
+			Family: FamilyEVM, Explorer: "https://etherscan.io", ChainID: 1, BlockTime: 12 * time.Second,
+		},
+		tokens: []tokenRow{
+			{USDT, 6, "0xdAC17F958D2ee523a2206206994597C13D831ec7"},
+			{USDC, 6, "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"},
+		},
+	},
+	{
+		info: NetworkInfo{
+			Network: POLYGON, Name: "Polygon", NativeToken: "POL", Confirmations: 64,
+			Family: FamilyEVM, Explorer: "https://polygonscan.com", ChainID: 137, BlockTime: 2 * time.Second,
+		},
+		tokens: []tokenRow{
+			{USDT, 6, "0xc2132D05D31c914a87C6611C10748AEb04B58e8F"},
+			{USDC, 6, "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"},
+		},
+	},
+	{
+		info: NetworkInfo{
+			Network: ARBITRUM, Name: "Arbitrum One", NativeToken: "ETH", Confirmations: 40,
+			Family: FamilyEVM, Explorer: "https://arbiscan.io", ChainID: 42161, BlockTime: 250 * time.Millisecond,
+		},
+		tokens: []tokenRow{
+			{USDT, 6, "0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9"},
+			{USDC, 6, "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"},
+		},
+	},
+}
+
+// tokenNames holds the display names of the supported tokens.
+var tokenNames = map[Token]string{
+	USDT: "Tether USD",
+	USDC: "USD Coin",
+}
+
+// Indexes built once from networkTable, so lookups stay O(1) and the table
+// stays the single source of truth.
+var (
+	networkIndex = map[Network]*networkRow{}
+	tokenIndex   = map[Token]bool{}
+)
+
+func init() {
+	for i := range networkTable {
+		row := &networkTable[i]
+		row.info.Tokens = nil
+		for _, t := range row.tokens {
+			row.info.Tokens = append(row.info.Tokens, t.token)
+			tokenIndex[t.token] = true
+		}
+		networkIndex[row.info.Network] = row
+	}
+}
+
+// copyInfo returns a NetworkInfo whose Tokens slice the caller may modify
+// without corrupting the registry.
+func (r *networkRow) copyInfo() NetworkInfo {
+	info := r.info
+	info.Tokens = slices.Clone(r.info.Tokens)
+	return info
+}
+
+// token returns the row of token t on this network.
+func (r *networkRow) token(t Token) (tokenRow, bool) {
+	for _, tr := range r.tokens {
+		if tr.token == t {
+			return tr, true
+		}
+	}
+	return tokenRow{}, false
+}
+
+// Networks returns every supported network in API order (TRC20, BEP20, ERC20,
+// POLYGON, ARBITRUM). The result is a copy the caller owns.
+func Networks() []NetworkInfo {
+	out := make([]NetworkInfo, 0, len(networkTable))
+	for i := range networkTable {
+		out = append(out, networkTable[i].copyInfo())
+	}
+	return out
+}
+
+// LookupNetwork returns the description of a supported network; ok is false
+// for planned and unknown names.
+func LookupNetwork(n Network) (NetworkInfo, bool) {
+	row, ok := networkIndex[n]
+	if !ok {
+		return NetworkInfo{}, false
+	}
+	return row.copyInfo(), true
+}
+
+// ParseNetwork validates an API network name. Names are exact and uppercase;
+// planned networks get an error saying so, because a client sending BASE has
+// read our docs and deserves a better answer than "unknown".
+func ParseNetwork(s string) (Network, error) {
+	n := Network(s)
+	if _, ok := networkIndex[n]; ok {
+		return n, nil
+	}
+	if slices.Contains(PlannedNetworks, n) {
+		return "", invalidf("network %s is planned but not yet available", s)
+	}
+	if up := Network(strings.ToUpper(s)); up != n {
+		if _, ok := networkIndex[up]; ok {
+			return "", invalidf("unknown network %s: network names are uppercase, e.g. %s", quoteInput(s), up)
+		}
+	}
+	return "", invalidf("unknown network %s", quoteInput(s))
+}
+
+// ParseToken validates an API token name; like ParseNetwork it is exact and
+// uppercase, and names planned tokens as such.
+func ParseToken(s string) (Token, error) {
+	t := Token(s)
+	if tokenIndex[t] {
+		return t, nil
+	}
+	if slices.Contains(PlannedTokens, t) {
+		return "", invalidf("token %s is planned but not yet available", s)
+	}
+	if up := Token(strings.ToUpper(s)); up != t && tokenIndex[up] {
+		return "", invalidf("unknown token %s: token names are uppercase, e.g. %s", quoteInput(s), up)
+	}
+	return "", invalidf("unknown token %s", quoteInput(s))
+}
+
+// ValidatePair reports whether t is served on n. The message for a known
+// token on a network that lacks it is exactly "<T> is not supported on <N>",
+// the text the API returns with 400.
+func ValidatePair(n Network, t Token) error {
+	row, ok := networkIndex[n]
+	if !ok {
+		_, err := ParseNetwork(string(n))
+		return err
+	}
+	if !tokenIndex[t] {
+		_, err := ParseToken(string(t))
+		return err
+	}
+	if _, ok := row.token(t); !ok {
+		return invalidf("%s is not supported on %s", t, n)
+	}
+	return nil
+}
+
+// Pairs returns the valid network and token combinations in API order; the
+// caller owns the slice.
+func Pairs() []Pair {
+	var out []Pair
+	for i := range networkTable {
+		for _, t := range networkTable[i].tokens {
+			out = append(out, Pair{Network: networkTable[i].info.Network, Token: t.token})
+		}
+	}
+	return out
+}
+
+// Decimals returns the number of decimals of token t's contract on network
+// n (18 for both tokens on BEP20, 6 elsewhere). It returns 0 for a pair that
+// is not served, so callers must ValidatePair first.
+func Decimals(n Network, t Token) int {
+	if row, ok := networkIndex[n]; ok {
+		if tr, ok := row.token(t); ok {
+			return tr.decimals
+		}
+	}
+	return 0
+}
+
+// DefaultContract returns the mainnet contract address of token t on network
+// n in canonical form (EIP-55 or Tron base58), or "" for a pair that is not
+// served. Deployments may override it, for example on a test network.
+func DefaultContract(n Network, t Token) string {
+	if row, ok := networkIndex[n]; ok {
+		if tr, ok := row.token(t); ok {
+			return tr.contract
+		}
+	}
+	return ""
+}
+
+// Family returns the address family of the network, or "" for an unknown
+// network.
+func (n Network) Family() Family {
+	if row, ok := networkIndex[n]; ok {
+		return row.info.Family
+	}
+	return ""
+}
+
+// Valid reports whether n is a supported network.
+func (n Network) Valid() bool {
+	_, ok := networkIndex[n]
+	return ok
+}
+
+// Valid reports whether t is a supported token on at least one network.
+func (t Token) Valid() bool {
+	return tokenIndex[t]
+}
+
+// TokenName returns the display name of a token ("Tether USD", "USD Coin"),
+// or "" for an unknown token.
+func TokenName(t Token) string {
+	return tokenNames[t]
+}
+
+// Families returns the address families in the order their first network
+// appears in the registry (tron, evm).
+func Families() []Family {
+	var out []Family
+	for i := range networkTable {
+		if f := networkTable[i].info.Family; !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ParseFamily validates an address family name ("evm" or "tron").
+func ParseFamily(s string) (Family, error) {
+	f := Family(s)
+	if slices.Contains(Families(), f) {
+		return f, nil
+	}
+	return "", invalidf("unknown address family %s", quoteInput(s))
+}
+
+// NetworksOf returns the supported networks of family f in API order; all of
+// them share the addresses derived from the family's xPub.
+func NetworksOf(f Family) []Network {
+	var out []Network
+	for i := range networkTable {
+		if networkTable[i].info.Family == f {
+			out = append(out, networkTable[i].info.Network)
+		}
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package paywatch_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+)
+
+func TestNetworksTable(t *testing.T) {
+	tests := []struct {
+		network       paywatch.Network
+		name          string
+		native        string
+		confirmations int
+		family        paywatch.Family
+		explorer      string
+		chainID       int64
+		blockTime     time.Duration
+		tokens        []paywatch.Token
+	}{
+		{paywatch.TRC20, "Tron (TRC20)", "TRX", 19, paywatch.FamilyTron, "https://tronscan.org", 0, 3 * time.Second, []paywatch.Token{paywatch.USDT}},
+		{paywatch.BEP20, "BSC (BEP20)", "BNB", 15, paywatch.FamilyEVM, "https://bscscan.com", 56, 3 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
+		{paywatch.ERC20, "Ethereum (ERC20)", "ETH", 12, paywatch.FamilyEVM, "https://etherscan.io", 1, 12 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
+		{paywatch.POLYGON, "Polygon", "POL", 64, paywatch.FamilyEVM, "https://polygonscan.com", 137, 2 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
+		{paywatch.ARBITRUM, "Arbitrum One", "ETH", 40, paywatch.FamilyEVM, "https://arbiscan.io", 42161, 250 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
+	}
+	all := paywatch.Networks()
+	require.Len(t, all, len(tests), "order and count of Networks()")
+	for i, tt := range tests {
+		t.Run(string(tt.network), func(t *testing.T) {
+			want := paywatch.NetworkInfo{
+				Network: tt.network, Name: tt.name, NativeToken: tt.native, Confirmations: tt.confirmations,
+				Family: tt.family, Explorer: tt.explorer, ChainID: tt.chainID, BlockTime: tt.blockTime, Tokens: tt.tokens,
+			}
+			assert.Equal(t, want, all[i])
+			got, ok := paywatch.LookupNetwork(tt.network)
+			require.True(t, ok)
+			assert.Equal(t, want, got)
+			assert.Equal(t, tt.family, tt.network.Family())
+			assert.True(t, tt.network.Valid())
+			n, err := paywatch.ParseNetwork(string(tt.network))
+			require.NoError(t, err)
+			assert.Equal(t, tt.network, n)
+		})
+	}
+}
+
+func TestNetworksReturnsCopies(t *testing.T) {
+	all := paywatch.Networks()
+	all[1].Tokens[0] = "EVIL"
+	all[1].Name = "changed"
+	info, _ := paywatch.LookupNetwork(paywatch.BEP20)
+	info.Tokens[1] = "EVIL"
+	again, ok := paywatch.LookupNetwork(paywatch.BEP20)
+	require.True(t, ok)
+	assert.Equal(t, "BSC (BEP20)", again.Name)
+	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC}, again.Tokens)
+	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC}, paywatch.Networks()[1].Tokens)
+}
+
+func TestParseNetwork(t *testing.T) {
+	tests := []struct {
+		in      string
+		wantErr string
+	}{
+		{"TRC20", ""},
+		{"ARBITRUM", ""},
+		{"trc20", `unknown network "trc20": network names are uppercase, e.g. TRC20`},
+		{"BASE", "network BASE is planned but not yet available"},
+		{"SOLANA", "network SOLANA is planned but not yet available"},
+		{"TON", "network TON is planned but not yet available"},
+		{"", `unknown network ""`},
+		{"BTC", `unknown network "BTC"`},
+		{" TRC20", `unknown network " TRC20"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			n, err := paywatch.ParseNetwork(tt.in)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, paywatch.Network(tt.in), n)
+				return
+			}
+			require.EqualError(t, err, tt.wantErr)
+			assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
+			assert.Empty(t, n)
+		})
+	}
+}
+
+func TestParseToken(t *testing.T) {
+	tests := []struct {
+		in      string
+		wantErr string
+	}{
+		{"USDT", ""},
+		{"USDC", ""},
+		{"usdt", `unknown token "usdt": token names are uppercase, e.g. USDT`},
+		{"DAI", "token DAI is planned but not yet available"},
+		{"PYUSD", "token PYUSD is planned but not yet available"},
+		{"BUSD", `unknown token "BUSD"`},
+		{"", `unknown token ""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			tok, err := paywatch.ParseToken(tt.in)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, paywatch.Token(tt.in), tok)
+				assert.True(t, tok.Valid())
+				return
+			}
+			require.EqualError(t, err, tt.wantErr)
+			assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
+		})
+	}
+}
+
+func TestValidatePairAndPairs(t *testing.T) {
+	want := []paywatch.Pair{
+		{paywatch.TRC20, paywatch.USDT},
+		{paywatch.BEP20, paywatch.USDT}, {paywatch.BEP20, paywatch.USDC},
+		{paywatch.ERC20, paywatch.USDT}, {paywatch.ERC20, paywatch.USDC},
+		{paywatch.POLYGON, paywatch.USDT}, {paywatch.POLYGON, paywatch.USDC},
+		{paywatch.ARBITRUM, paywatch.USDT}, {paywatch.ARBITRUM, paywatch.USDC},
+	}
+	assert.Equal(t, want, paywatch.Pairs())
+	assert.Len(t, paywatch.Pairs(), 9)
+	for _, p := range want {
+		assert.NoError(t, paywatch.ValidatePair(p.Network, p.Token), p.String())
+	}
+
+	err := paywatch.ValidatePair(paywatch.TRC20, paywatch.USDC)
+	require.EqualError(t, err, "USDC is not supported on TRC20")
+	assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
+	assert.Equal(t, "USDC is not supported on TRC20", paywatch.ErrorMessage(err))
+
+	assert.EqualError(t, paywatch.ValidatePair("BASE", paywatch.USDT), "network BASE is planned but not yet available")
+	assert.EqualError(t, paywatch.ValidatePair(paywatch.ERC20, "DAI"), "token DAI is planned but not yet available")
+	assert.EqualError(t, paywatch.ValidatePair("", ""), `unknown network ""`)
+	assert.EqualError(t, paywatch.ValidatePair(paywatch.ERC20, "usdc"), `unknown token "usdc": token names are uppercase, e.g. USDC`)
+	assert.Equal(t, "USDT on TRC20", paywatch.Pair{paywatch.TRC20, paywatch.USDT}.String())
+}
+
+func TestDecimalsAndContracts(t *testing.T) {
+	tests := []struct {
+		network  paywatch.Network
+		token    paywatch.Token
+		decimals int
+		contract string
+	}{
+		{paywatch.TRC20, paywatch.USDT, 6, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"},
+		{paywatch.BEP20, paywatch.USDT, 18, "0x55d398326f99059fF775485246999027B3197955"},
+		{paywatch.BEP20, paywatch.USDC, 18, "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d"},
+		{paywatch.ERC20, paywatch.USDT, 6, "0xdAC17F958D2ee523a2206206994597C13D831ec7"},
+		{paywatch.ERC20, paywatch.USDC, 6, "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"},
+		{paywatch.POLYGON, paywatch.USDT, 6, "0xc2132D05D31c914a87C6611C10748AEb04B58e8F"},
+		{paywatch.POLYGON, paywatch.USDC, 6, "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"},
+		{paywatch.ARBITRUM, paywatch.USDT, 6, "0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9"},
+		{paywatch.ARBITRUM, paywatch.USDC, 6, "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"},
+		// Pairs that are not served have no decimals and no contract.
+		{paywatch.TRC20, paywatch.USDC, 0, ""},
+		{"BASE", paywatch.USDC, 0, ""},
+		{paywatch.ERC20, "DAI", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.network)+"/"+string(tt.token), func(t *testing.T) {
+			assert.Equal(t, tt.decimals, paywatch.Decimals(tt.network, tt.token))
+			contract := paywatch.DefaultContract(tt.network, tt.token)
+			assert.Equal(t, tt.contract, contract)
+			if contract == "" {
+				return
+			}
+			// Every default contract is already in canonical form: a valid
+			// EIP-55 checksum or a valid Tron base58check address.
+			canon, err := paywatch.NormalizeNetworkAddress(tt.network, contract)
+			require.NoError(t, err)
+			assert.Equal(t, contract, canon)
+		})
+	}
+}
+
+func TestTronUSDTContractBytes(t *testing.T) {
+	// Field note: mainnet USDT is 41a614f803b6fd780986a42c78ec9c7f77e6ded13c.
+	b, err := paywatch.TronAddressBytes(paywatch.DefaultContract(paywatch.TRC20, paywatch.USDT))
+	require.NoError(t, err)
+	assert.Equal(t, "41a614f803b6fd780986a42c78ec9c7f77e6ded13c", hexString(b))
+}
+
+func TestTokenNamesAndFamilies(t *testing.T) {
+	assert.Equal(t, "Tether USD", paywatch.TokenName(paywatch.USDT))
+	assert.Equal(t, "USD Coin", paywatch.TokenName(paywatch.USDC))
+	assert.Equal(t, "", paywatch.TokenName("DAI"))
+	assert.Equal(t, paywatch.Family(""), paywatch.Network("BASE").Family())
+	assert.False(t, paywatch.Network("BASE").Valid())
+	assert.False(t, paywatch.Token("DAI").Valid())
+
+	assert.Equal(t, []paywatch.Family{paywatch.FamilyTron, paywatch.FamilyEVM}, paywatch.Families())
+	assert.Equal(t, []paywatch.Network{paywatch.TRC20}, paywatch.NetworksOf(paywatch.FamilyTron))
+	assert.Equal(t, []paywatch.Network{paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM}, paywatch.NetworksOf(paywatch.FamilyEVM))
+	f, err := paywatch.ParseFamily("evm")
+	require.NoError(t, err)
+	assert.Equal(t, paywatch.FamilyEVM, f)
+	_, err = paywatch.ParseFamily("EVM")
+	assert.EqualError(t, err, `unknown address family "EVM"`)
+}

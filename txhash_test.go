@@ -1,0 +1,52 @@
+package paywatch_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+)
+
+func TestNormalizeTxHash(t *testing.T) {
+	const lower = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+	upper := strings.ToUpper(lower)
+	mixed := "A1b2C3d4E5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8F90"
+	inputs := []string{lower, upper, mixed, "0x" + lower, "0x" + upper, "0X" + mixed, " 0x" + lower + "\n"}
+
+	for _, n := range []paywatch.Network{paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM} {
+		for _, in := range inputs {
+			got, err := paywatch.NormalizeTxHash(n, in)
+			require.NoError(t, err, in)
+			assert.Equal(t, "0x"+lower, got, "%s %s", n, in)
+		}
+	}
+	for _, in := range inputs {
+		got, err := paywatch.NormalizeTxHash(paywatch.TRC20, in)
+		require.NoError(t, err, in)
+		assert.Equal(t, lower, got, in)
+	}
+
+	bad := []struct {
+		network paywatch.Network
+		in, err string
+	}{
+		{paywatch.ERC20, "", "invalid transaction hash: want 64 hex digits, optionally prefixed by 0x"},
+		{paywatch.ERC20, "0x", "invalid transaction hash: want 64 hex digits, optionally prefixed by 0x"},
+		{paywatch.ERC20, lower[:63], "invalid transaction hash: want 64 hex digits, optionally prefixed by 0x"},
+		{paywatch.ERC20, lower + "0", "invalid transaction hash: want 64 hex digits, optionally prefixed by 0x"},
+		{paywatch.TRC20, "0x0x" + lower[:62], "invalid transaction hash: not hexadecimal"},
+		{paywatch.TRC20, lower[:63] + "g", "invalid transaction hash: not hexadecimal"},
+		{paywatch.TRC20, lower[:62] + " 0", "invalid transaction hash: not hexadecimal"},
+		{paywatch.ERC20, "0x" + lower[:31] + "é" + lower[33:], "invalid transaction hash: not hexadecimal"},
+		{"BASE", lower, "network BASE is planned but not yet available"},
+		{"", lower, `unknown network ""`},
+	}
+	for _, tt := range bad {
+		_, err := paywatch.NormalizeTxHash(tt.network, tt.in)
+		require.EqualError(t, err, tt.err, tt.in)
+		assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
+	}
+}
