@@ -1,0 +1,45 @@
+# paywatch: the two commands a newcomer needs are `make run` and `make test`.
+
+export GOTOOLCHAIN := local
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: run test bench build lint migrate clean
+
+## run: everything in one process: API, pages, worker, embedded Temporal + Web UI, devnet chains
+run: bin/paywatch
+	./bin/paywatch dev
+
+## test: every test, against the local PostgreSQL and in-process Temporal servers
+test:
+	$(GO) test -count=1 -timeout 45m ./...
+
+## bench: the benchmarks whose figures the README quotes
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+
+## build: bin/paywatch (with the embedded Temporal server) and bin/paywatch-slim (without)
+build: bin/paywatch bin/paywatch-slim
+	@ls -lh bin/
+
+bin/paywatch: FORCE
+	$(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/paywatch
+
+bin/paywatch-slim: FORCE
+	$(GO) build -tags noembed -trimpath -ldflags "-s -w $(LDFLAGS)" -o $@ ./cmd/paywatch
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags noembed ./cmd/paywatch
+
+## migrate: apply database migrations (DATABASE_URL, or the local dev database)
+migrate:
+	$(GO) run ./cmd/paywatch migrate
+
+clean:
+	rm -rf bin
+
+FORCE:

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paywatch/paywatch"
+)
+
+// Mode is the subcommand a process runs; it decides defaults and which parts start.
+type Mode string
+
+// The process modes of operations.md §1.
+const (
+	ModeDev    Mode = "dev"
+	ModeServe  Mode = "serve"
+	ModeAPI    Mode = "api"
+	ModeWorker Mode = "worker"
+)
+
+// Config is every setting of a paywatch process, read from the environment.
+//
+//	DATABASE_URL                      pgx connection string (dev: local PostgreSQL, database paywatch, created if missing)
+//	TEMPORAL_ADDRESS                  host:port of a Temporal frontend (dev: empty, an embedded server starts)
+//	TEMPORAL_NAMESPACE                Temporal namespace (default "default")
+//	PAYWATCH_DATA_DIR                 embedded Temporal's SQLite file, the dev master key (default ".data")
+//	PAYWATCH_API_ADDR                 listener for {base_url} (default 127.0.0.1:8080)
+//	PAYWATCH_PAY_ADDR                 listener for {pay_url} (default 127.0.0.1:8081)
+//	PAYWATCH_BASE_URL                 public address of the API (default http://<API_ADDR>)
+//	PAYWATCH_PAY_URL                  public address of the hosted pages (default http://<PAY_ADDR>)
+//	PAYWATCH_MASTER_KEY               operator key mk_... (dev: generated once into the data dir)
+//	PAYWATCH_WEBHOOK_ALLOW_PRIVATE    allow webhook URLs on private/loopback addresses (dev: true, otherwise false)
+//	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network (JSON-RPC URLs; TRC20: gRPC host:port)
+//	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
+//	PAYWATCH_DEVNET                   run devnet chains for networks without an RPC URL (dev: true; never in serve)
+//	PAYWATCH_DEVNET_BLOCK_INTERVAL    devnet block time (default 1s)
+//	PAYWATCH_TEMPORAL_DEV_ADDR        embedded Temporal frontend (default 127.0.0.1:7233)
+//	PAYWATCH_TEMPORAL_UI_ADDR         embedded Temporal Web UI (default 127.0.0.1:8233; "off" disables it)
+//	PAYWATCH_TASK_QUEUE               Temporal task queue (default "paywatch")
+//	PAYWATCH_DRAIN_DELAY              how long /health answers 503 before listeners close (dev 0s, otherwise 5s)
+//	PAYWATCH_SHUTDOWN_TIMEOUT         upper bound for draining in-flight requests (default 15s)
+//	PAYWATCH_LOG_LEVEL                debug, info, warn or error (default info)
+type Config struct {
+	Mode Mode
+
+	DatabaseURL       string
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+	DataDir           string
+
+	APIAddr string
+	PayAddr string
+	BaseURL string
+	PayURL  string
+
+	MasterKey           string
+	WebhookAllowPrivate bool
+
+	// RPCURLs maps a network to its RPC endpoints, in failover order.
+	RPCURLs map[paywatch.Network][]string
+	// Contracts overrides token contracts per network and token.
+	Contracts map[paywatch.Network]map[paywatch.Token]string
+
+	Devnet              bool
+	DevnetBlockInterval time.Duration
+
+	TemporalDevAddr string
+	TemporalUIAddr  string
+
+	DrainDelay      time.Duration
+	ShutdownTimeout time.Duration
+	LogLevel        string
+}
+
+// LoadConfig reads the configuration for mode from getenv, applying that
+// mode's defaults. It reports unparseable values; Validate reports missing ones.
+func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
+	dev := mode == ModeDev
+	var errs []error
+	str := func(key, def string) string {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			return v
+		}
+		return def
+	}
+	boolean := func(key string, def bool) bool {
+		v := strings.TrimSpace(getenv(key))
+		if v == "" {
+			return def
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not a boolean", key, v))
+			return def
+		}
+		return b
+	}
+	duration := func(key string, def time.Duration) time.Duration {
+		v := strings.TrimSpace(getenv(key))
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration such as 1s or 500ms", key, v))
+			return def
+		}
+		return d
+	}
+
+	c := Config{Mode: mode}
+	c.DatabaseURL = str("DATABASE_URL", "")
+	if c.DatabaseURL == "" && dev {
+		c.DatabaseURL = "postgres://postgres@127.0.0.1:5432/paywatch?sslmode=disable"
+	}
+	c.TemporalAddress = str("TEMPORAL_ADDRESS", "")
+	c.TemporalNamespace = str("TEMPORAL_NAMESPACE", "default")
+	c.TaskQueue = str("PAYWATCH_TASK_QUEUE", "paywatch")
+	c.DataDir = str("PAYWATCH_DATA_DIR", ".data")
+	c.APIAddr = str("PAYWATCH_API_ADDR", "127.0.0.1:8080")
+	c.PayAddr = str("PAYWATCH_PAY_ADDR", "127.0.0.1:8081")
+	c.BaseURL = strings.TrimRight(str("PAYWATCH_BASE_URL", ""), "/")
+	c.PayURL = strings.TrimRight(str("PAYWATCH_PAY_URL", ""), "/")
+	c.MasterKey = str("PAYWATCH_MASTER_KEY", "")
+	c.WebhookAllowPrivate = boolean("PAYWATCH_WEBHOOK_ALLOW_PRIVATE", dev)
+	c.Devnet = boolean("PAYWATCH_DEVNET", dev)
+	c.DevnetBlockInterval = duration("PAYWATCH_DEVNET_BLOCK_INTERVAL", time.Second)
+	c.TemporalDevAddr = str("PAYWATCH_TEMPORAL_DEV_ADDR", "127.0.0.1:7233")
+	c.TemporalUIAddr = str("PAYWATCH_TEMPORAL_UI_ADDR", "127.0.0.1:8233")
+	if strings.EqualFold(c.TemporalUIAddr, "off") {
+		c.TemporalUIAddr = ""
+	}
+	defDrain := 5 * time.Second
+	if dev {
+		defDrain = 0
+	}
+	c.DrainDelay = duration("PAYWATCH_DRAIN_DELAY", defDrain)
+	c.ShutdownTimeout = duration("PAYWATCH_SHUTDOWN_TIMEOUT", 15*time.Second)
+	c.LogLevel = strings.ToLower(str("PAYWATCH_LOG_LEVEL", "info"))
+
+	c.RPCURLs = map[paywatch.Network][]string{}
+	c.Contracts = map[paywatch.Network]map[paywatch.Token]string{}
+	for _, n := range paywatch.Networks() {
+		if v := getenv("PAYWATCH_" + string(n.Network) + "_RPC_URL"); strings.TrimSpace(v) != "" {
+			for _, u := range strings.Split(v, ",") {
+				if u = strings.TrimSpace(u); u != "" {
+					c.RPCURLs[n.Network] = append(c.RPCURLs[n.Network], u)
+				}
+			}
+		}
+		for _, t := range n.Tokens {
+			if v := strings.TrimSpace(getenv("PAYWATCH_" + string(n.Network) + "_" + string(t) + "_CONTRACT")); v != "" {
+				if c.Contracts[n.Network] == nil {
+					c.Contracts[n.Network] = map[paywatch.Token]string{}
+				}
+				c.Contracts[n.Network][t] = v
+			}
+		}
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = "http://" + c.APIAddr
+	}
+	if c.PayURL == "" {
+		c.PayURL = "http://" + c.PayAddr
+	}
+	return c, errors.Join(errs...)
+}
+
+// Validate reports every missing or malformed setting at once, naming the
+// variables, so an operator fixes them in one go.
+func (c Config) Validate() error {
+	var errs []error
+	missing := func(key string) { errs = append(errs, fmt.Errorf("%s is required for paywatch %s", key, c.Mode)) }
+	switch c.Mode {
+	case ModeDev:
+	case ModeServe, ModeAPI, ModeWorker:
+		if c.DatabaseURL == "" {
+			missing("DATABASE_URL")
+		}
+		if c.TemporalAddress == "" {
+			missing("TEMPORAL_ADDRESS")
+		}
+		if c.MasterKey == "" && c.Mode != ModeWorker {
+			missing("PAYWATCH_MASTER_KEY")
+		}
+	default:
+		errs = append(errs, fmt.Errorf("unknown mode %q", c.Mode))
+	}
+	if c.MasterKey != "" && !strings.HasPrefix(c.MasterKey, "mk_") {
+		errs = append(errs, errors.New("PAYWATCH_MASTER_KEY must start with mk_"))
+	} else if c.MasterKey != "" && len(c.MasterKey) < 3+24 {
+		errs = append(errs, errors.New("PAYWATCH_MASTER_KEY is too short: use at least 24 random characters after mk_"))
+	}
+	if c.Mode == ModeAPI || c.Mode == ModeServe || c.Mode == ModeDev {
+		for _, kv := range [][2]string{{"PAYWATCH_API_ADDR", c.APIAddr}, {"PAYWATCH_PAY_ADDR", c.PayAddr}} {
+			if _, _, err := net.SplitHostPort(kv[1]); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not host:port", kv[0], kv[1]))
+			}
+		}
+		for _, kv := range [][2]string{{"PAYWATCH_BASE_URL", c.BaseURL}, {"PAYWATCH_PAY_URL", c.PayURL}} {
+			u, err := url.Parse(kv[1])
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("%s: %q is not an http(s) URL", kv[0], kv[1]))
+			}
+		}
+	}
+	if c.Mode != ModeDev && c.Devnet {
+		errs = append(errs, errors.New("PAYWATCH_DEVNET is only available in paywatch dev"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("PAYWATCH_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+// EmbeddedTemporal reports whether this process starts its own Temporal server.
+func (c Config) EmbeddedTemporal() bool {
+	return c.Mode == ModeDev && c.TemporalAddress == ""
+}
+
+// RunsAPI reports whether this process serves the REST API and hosted pages.
+func (c Config) RunsAPI() bool { return c.Mode != ModeWorker }
+
+// RunsWorker reports whether this process runs the Temporal worker and scanners.
+func (c Config) RunsWorker() bool { return c.Mode != ModeAPI }

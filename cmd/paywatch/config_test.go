@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDevDefaults(t *testing.T) {
+	cfg, err := LoadConfig(ModeDev, envOf(nil))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, "postgres://postgres@127.0.0.1:5432/paywatch?sslmode=disable", cfg.DatabaseURL)
+	assert.True(t, cfg.EmbeddedTemporal())
+	assert.Equal(t, "default", cfg.TemporalNamespace)
+	assert.Equal(t, ".data", cfg.DataDir)
+	assert.Equal(t, "127.0.0.1:8080", cfg.APIAddr)
+	assert.Equal(t, "127.0.0.1:8081", cfg.PayAddr)
+	assert.Equal(t, "http://127.0.0.1:8080", cfg.BaseURL)
+	assert.Equal(t, "http://127.0.0.1:8081", cfg.PayURL)
+	assert.Equal(t, "127.0.0.1:7233", cfg.TemporalDevAddr)
+	assert.Equal(t, "127.0.0.1:8233", cfg.TemporalUIAddr)
+	assert.True(t, cfg.WebhookAllowPrivate)
+	assert.True(t, cfg.Devnet)
+	assert.Equal(t, time.Second, cfg.DevnetBlockInterval)
+	assert.Zero(t, cfg.DrainDelay)
+}
+
+func TestServeDefaultsAreStrict(t *testing.T) {
+	cfg, err := LoadConfig(ModeServe, envOf(map[string]string{
+		"DATABASE_URL":                 "postgres://db/paywatch",
+		"TEMPORAL_ADDRESS":             "temporal:7233",
+		"PAYWATCH_MASTER_KEY":          "mk_0123456789abcdefghijklmnop",
+		"PAYWATCH_ERC20_RPC_URL":       "https://a.example, https://b.example",
+		"PAYWATCH_ERC20_USDT_CONTRACT": "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+	}))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.False(t, cfg.WebhookAllowPrivate)
+	assert.False(t, cfg.Devnet)
+	assert.False(t, cfg.EmbeddedTemporal())
+	assert.Equal(t, 5*time.Second, cfg.DrainDelay)
+	assert.Equal(t, []string{"https://a.example", "https://b.example"}, cfg.RPCURLs[paywatch.ERC20])
+	assert.Equal(t, "0xdAC17F958D2ee523a2206206994597C13D831ec7", cfg.Contracts[paywatch.ERC20][paywatch.USDT])
+}
+
+func TestValidateNamesEveryProblem(t *testing.T) {
+	cases := []struct {
+		name string
+		mode Mode
+		env  map[string]string
+		want []string
+	}{
+		{"serve without anything", ModeServe, nil,
+			[]string{"DATABASE_URL is required for paywatch serve", "TEMPORAL_ADDRESS is required for paywatch serve", "PAYWATCH_MASTER_KEY is required for paywatch serve"}},
+		{"api without master key", ModeAPI, map[string]string{"DATABASE_URL": "postgres://x/y", "TEMPORAL_ADDRESS": "t:7233"},
+			[]string{"PAYWATCH_MASTER_KEY is required for paywatch api"}},
+		{"worker needs no master key", ModeWorker, map[string]string{"TEMPORAL_ADDRESS": "t:7233"},
+			[]string{"DATABASE_URL is required for paywatch worker"}},
+		{"master key prefix", ModeDev, map[string]string{"PAYWATCH_MASTER_KEY": "secret-secret-secret-secret"},
+			[]string{"PAYWATCH_MASTER_KEY must start with mk_"}},
+		{"short master key", ModeDev, map[string]string{"PAYWATCH_MASTER_KEY": "mk_short"},
+			[]string{"PAYWATCH_MASTER_KEY is too short"}},
+		{"bad listener", ModeDev, map[string]string{"PAYWATCH_API_ADDR": "8080"},
+			[]string{`PAYWATCH_API_ADDR: "8080" is not host:port`}},
+		{"bad public URL", ModeDev, map[string]string{"PAYWATCH_PAY_URL": "ftp://pay"},
+			[]string{`PAYWATCH_PAY_URL: "ftp://pay" is not an http(s) URL`}},
+		{"devnet outside dev", ModeServe, map[string]string{"DATABASE_URL": "postgres://x/y", "TEMPORAL_ADDRESS": "t:7233", "PAYWATCH_MASTER_KEY": "mk_0123456789abcdefghijklmnop", "PAYWATCH_DEVNET": "true"},
+			[]string{"PAYWATCH_DEVNET is only available in paywatch dev"}},
+		{"log level", ModeDev, map[string]string{"PAYWATCH_LOG_LEVEL": "loud"},
+			[]string{`PAYWATCH_LOG_LEVEL: "loud" is not debug, info, warn or error`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := LoadConfig(tc.mode, envOf(tc.env))
+			require.NoError(t, err)
+			err = cfg.Validate()
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestLoadConfigRejectsMalformedValues(t *testing.T) {
+	_, err := LoadConfig(ModeDev, envOf(map[string]string{
+		"PAYWATCH_DEVNET_BLOCK_INTERVAL": "fast",
+		"PAYWATCH_WEBHOOK_ALLOW_PRIVATE": "maybe",
+	}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `PAYWATCH_DEVNET_BLOCK_INTERVAL: "fast" is not a duration`)
+	assert.Contains(t, err.Error(), `PAYWATCH_WEBHOOK_ALLOW_PRIVATE: "maybe" is not a boolean`)
+}
+
+func TestServeRefusesToStartWithoutRequiredVariables(t *testing.T) {
+	var errOut bytes.Buffer
+	code := run(context.Background(), []string{"serve"}, envOf(nil), io.Discard, &errOut)
+	assert.Equal(t, 2, code)
+	for _, v := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "PAYWATCH_MASTER_KEY"} {
+		assert.Contains(t, errOut.String(), v)
+	}
+}

@@ -1,0 +1,294 @@
+// Package devtemporal runs a Temporal server and its Web UI inside the
+// paywatch process, for `paywatch dev` and for tests.
+//
+// It is kept in its own package so that binaries built with the `noembed`
+// tag (see cmd/paywatch) do not link the server, which multiplies the binary
+// size by about seven.
+package devtemporal
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+)
+
+// Options configures an embedded server.
+type Options struct {
+	// DataDir holds the SQLite database file (temporal.db); it is created if missing.
+	DataDir string
+	// FrontendAddr is the host:port of the frontend gRPC service, e.g. 127.0.0.1:7233.
+	FrontendAddr string
+	// UIAddr is the host:port of the Web UI; empty disables the UI.
+	UIAddr string
+	// Namespace is created on start if missing.
+	Namespace string
+	// SearchAttributes are registered on the namespace when it is first created.
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// LogLevel is the server's zap level; the default "error" keeps `make run` quiet (at warn it logs every poll failure during shutdown).
+	LogLevel string
+}
+
+// Server is a running embedded Temporal server.
+type Server struct {
+	opts   Options
+	server temporal.Server
+	ui     *uiserver.Server
+	uiDone chan struct{}
+}
+
+// ErrPortTaken reports a listener address that another process already uses.
+// The Temporal server exits the whole process on a taken port, so Start
+// probes every port first and returns this error instead.
+var ErrPortTaken = errors.New("address already in use")
+
+// Start creates the schema on first use, creates the namespace, and starts
+// the server and its UI. It returns once the frontend accepts connections.
+func Start(opts Options) (*Server, error) {
+	if opts.LogLevel == "" {
+		opts.LogLevel = "error"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	for _, addr := range []string{opts.FrontendAddr, opts.UIAddr} {
+		if addr == "" {
+			continue
+		}
+		if err := probe(addr); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	host, frontendPort, err := splitHostPort(opts.FrontendAddr)
+	if err != nil {
+		return nil, err
+	}
+
+	ports, err := freePorts(host, 7)
+	if err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(opts.DataDir, "temporal.db")
+	sqlCfg := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		// One connection: SQLite serialises writers anyway, and a second
+		// connection only produces "database is locked" errors.
+		MaxConns:     1,
+		MaxIdleConns: 1,
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+		},
+	}
+	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("set up temporal schema: %w", err)
+		}
+	}
+	ns, err := sqlite.NewNamespaceConfig("active", opts.Namespace, false, opts.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("namespace config: %w", err)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("create namespace: %w", err)
+	}
+
+	addr := func(p int) string { return net.JoinHostPort(host, strconv.Itoa(p)) }
+	service := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: host}}
+	}
+	cfg := &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
+			PProf:      config.PProf{Port: 0},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: opts.FrontendAddr},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": service(frontendPort, ports[0]),
+			"history":  service(ports[1], ports[2]),
+			"matching": service(ports[3], ports[4]),
+			"worker":   service(ports[5], ports[6]),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: opts.FrontendAddr},
+	}
+	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: opts.LogLevel, Format: "console"}))
+	dyn := dynamicconfig.StaticClient{
+		// One partition per task queue: with a single matching host more
+		// partitions only add polling overhead (measured: about 2x fewer
+		// workflow tasks per second with the default of 4).
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: static.SingleLocalHost(opts.FrontendAddr),
+			primitives.HistoryService:  static.SingleLocalHost(addr(ports[1])),
+			primitives.MatchingService: static.SingleLocalHost(addr(ports[3])),
+			primitives.WorkerService:   static.SingleLocalHost(addr(ports[5])),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithDynamicConfigClient(dyn),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	s := &Server{opts: opts, server: srv}
+	if err := waitDial(opts.FrontendAddr, 30*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+	if opts.UIAddr != "" {
+		if err := s.startUI(); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) startUI() error {
+	host, port, err := splitHostPort(s.opts.UIAddr)
+	if err != nil {
+		return err
+	}
+	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+		Host:                host,
+		Port:                port,
+		TemporalGRPCAddress: s.opts.FrontendAddr,
+		EnableUI:            true,
+		HideLogs:            true,
+		DisableNewsFetch:    true,
+		DefaultNamespace:    s.opts.Namespace,
+		CORS:                uiconfig.CORS{CookieInsecure: true},
+	}))
+	s.uiDone = make(chan struct{})
+	go func() {
+		defer close(s.uiDone)
+		_ = s.ui.Start() // blocks until Stop
+	}()
+	return waitDial(s.opts.UIAddr, 10*time.Second)
+}
+
+// FrontendAddr is the host:port clients dial.
+func (s *Server) FrontendAddr() string { return s.opts.FrontendAddr }
+
+// UIAddr is the host:port of the Web UI, or "" when it is disabled.
+func (s *Server) UIAddr() string { return s.opts.UIAddr }
+
+// Stop stops the UI and the server. Stop workers and close clients first:
+// that order keeps the shutdown free of error logs.
+func (s *Server) Stop() error {
+	if s.ui != nil {
+		s.ui.Stop()
+		<-s.uiDone
+	}
+	return s.server.Stop()
+}
+
+// probe fails with ErrPortTaken when addr cannot be bound.
+func probe(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w (is another paywatch dev or Temporal server running?)", addr, ErrPortTaken)
+	}
+	return l.Close()
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("bad address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("bad port in %q", addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return host, port, nil
+}
+
+// freePorts asks the kernel for n distinct free ports on host.
+func freePorts(host string, n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("find free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func waitDial(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not come up within %s: %w", addr, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,109 @@
+// Command paywatch is the paywatch service: REST API, hosted pages, Temporal
+// worker and chain scanners in one binary. See `paywatch help`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `paywatch: a self-hostable stablecoin payment monitor
+
+Usage: paywatch <command>
+
+Commands:
+  dev       everything in one process on embedded defaults (Temporal, devnet chains, local PostgreSQL)
+  serve     API, hosted pages, worker and scanners against a configured Temporal cluster and RPC endpoints
+  api       the API and hosted pages only
+  worker    the Temporal worker and chain scanners only
+  migrate   apply database migrations and exit
+  admin     operator commands over the operator endpoints
+  devnet    devnet commands, e.g. "devnet send"
+  version   print the version
+
+Configuration is read from environment variables; see the README.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run dispatches a command line and returns the process exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch cmd := args[0]; cmd {
+	case "dev", "serve", "api", "worker":
+		return runService(ctx, Mode(cmd), getenv, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, getenv, stdout, stderr)
+	case "admin", "devnet":
+		fmt.Fprintf(stderr, "paywatch %s: not yet available\n", cmd)
+		return 1
+	case "version", "--version":
+		fmt.Fprintln(stdout, version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "paywatch: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+// runService runs a long-lived mode until ctx is cancelled (SIGINT or SIGTERM).
+func runService(ctx context.Context, mode Mode, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := LoadConfig(mode, getenv)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "paywatch %s: invalid configuration:\n%v\n", mode, err)
+		return 2
+	}
+	m := NewMain(cfg, stdout, stderr)
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "paywatch %s: %v\n", mode, err)
+		_ = m.Close()
+		return 1
+	}
+	<-ctx.Done()
+	if err := m.Close(); err != nil {
+		fmt.Fprintf(stderr, "paywatch %s: shutdown: %v\n", mode, err)
+		return 1
+	}
+	return 0
+}
+
+// runMigrate applies migrations with the same DATABASE_URL rules as dev (when
+// unset, the local database, created if missing) and exits.
+func runMigrate(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) int {
+	mode := ModeServe
+	if getenv("DATABASE_URL") == "" {
+		mode = ModeDev
+	}
+	cfg, err := LoadConfig(mode, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "paywatch migrate: %v\n", err)
+		return 2
+	}
+	version, err := migrate(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "paywatch migrate: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "database is at migration version %d\n", version)
+	return 0
+}

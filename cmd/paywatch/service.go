@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/paywatch/paywatch/api"
+	"github.com/paywatch/paywatch/store"
+)
+
+// Main is one paywatch process. main() and the end-to-end tests start the
+// same thing: NewMain, Run, and Close.
+type Main struct {
+	// Config is the validated configuration.
+	Config Config
+	// Register adds workflows and activities to the worker; nil registers
+	// paywatch's own. Tests use it to add their own workflows.
+	Register func(r worker.Registry)
+
+	stdout io.Writer
+	logger *slog.Logger
+
+	embedded embeddedTemporal
+	pool     *pgxpool.Pool
+	temporal client.Client
+	worker   worker.Worker
+	http     *api.Server
+	servers  []*http.Server
+	apiAddr  string
+	payAddr  string
+	errc     chan error
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// extraCheck, when set by a test, joins the /health checks as "test".
+	extraCheck api.Check
+}
+
+// embeddedTemporal is the in-process Temporal server of `paywatch dev`,
+// provided by embedded.go unless the binary is built with -tags noembed.
+type embeddedTemporal interface {
+	FrontendAddr() string
+	UIAddr() string
+	Stop() error
+}
+
+// NewMain returns an unstarted process for cfg; logs go to stderr.
+func NewMain(cfg Config, stdout, stderr io.Writer) *Main {
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	return &Main{
+		Config: cfg,
+		stdout: stdout,
+		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		errc:   make(chan error, 4),
+	}
+}
+
+// Run starts every part this mode runs and returns once they are ready. It
+// does not block: wait on the context, or on Err, then call Close.
+func (m *Main) Run(ctx context.Context) error {
+	cfg := &m.Config
+	if cfg.Mode == ModeServe && cfg.WebhookAllowPrivate {
+		m.logger.Warn("PAYWATCH_WEBHOOK_ALLOW_PRIVATE is set: webhooks may reach private and loopback addresses")
+	}
+	if cfg.Mode == ModeDev && cfg.MasterKey == "" {
+		key, err := devMasterKey(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		cfg.MasterKey = key
+	}
+
+	temporalAddr := cfg.TemporalAddress
+	if cfg.EmbeddedTemporal() {
+		srv, err := startEmbeddedTemporal(*cfg)
+		if err != nil {
+			return fmt.Errorf("embedded Temporal server: %w", err)
+		}
+		m.embedded = srv
+		temporalAddr = srv.FrontendAddr()
+	}
+
+	if cfg.Mode == ModeDev {
+		if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
+	}
+	pool, err := store.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	m.pool = pool
+	if _, err := store.Migrate(ctx, pool); err != nil {
+		return err
+	}
+
+	sdkLevel := slog.LevelWarn
+	if cfg.LogLevel == "debug" {
+		sdkLevel = slog.LevelDebug
+	}
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort:  temporalAddr,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    sdklog.NewStructuredLogger(slog.New(leveled{m.logger.Handler(), sdkLevel})),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", temporalAddr, err)
+	}
+	m.temporal = tc
+
+	if cfg.RunsWorker() {
+		w := worker.New(tc, cfg.TaskQueue, worker.Options{})
+		if m.Register != nil {
+			m.Register(w)
+		}
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
+		m.worker = w
+	}
+
+	if cfg.RunsAPI() {
+		checks := map[string]api.Check{
+			"database": func(ctx context.Context) error { return m.pool.Ping(ctx) },
+			"temporal": func(ctx context.Context) error {
+				_, err := m.temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			},
+		}
+		if m.extraCheck != nil {
+			checks["test"] = m.extraCheck
+		}
+		m.http = api.New(api.Deps{Version: version, Logger: m.logger, Checks: checks})
+		if m.apiAddr, err = m.listen(cfg.APIAddr, m.http.API()); err != nil {
+			return err
+		}
+		if m.payAddr, err = m.listen(cfg.PayAddr, m.http.Pay()); err != nil {
+			return err
+		}
+	}
+	if cfg.Mode == ModeDev {
+		m.printStartup()
+	}
+	m.logger.Info("paywatch started", "mode", cfg.Mode, "version", version)
+	return nil
+}
+
+// listen binds addr first, so a taken port is reported here rather than
+// from a goroutine, then serves h on it.
+func (m *Main) listen(addr string, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(m.logger.Handler(), slog.LevelWarn),
+	}
+	m.servers = append(m.servers, srv)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.errc <- fmt.Errorf("serve %s: %w", addr, err)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+// Err delivers a fatal error of a running part, such as a listener failing.
+func (m *Main) Err() <-chan error { return m.errc }
+
+// APIAddr is the bound address of the API listener, after Run.
+func (m *Main) APIAddr() string { return m.apiAddr }
+
+// PayAddr is the bound address of the pay listener, after Run.
+func (m *Main) PayAddr() string { return m.payAddr }
+
+// Close shuts down gracefully: /health turns 503 "draining" at once, the
+// listeners close after the drain delay and finish in-flight requests, then
+// the worker, the Temporal client, the embedded server and the pool stop, in
+// that order. It is safe to call more than once.
+func (m *Main) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *Main) close() error {
+	var errs []error
+	if m.http != nil {
+		m.http.SetDraining()
+		if d := m.Config.DrainDelay; d > 0 {
+			time.Sleep(d)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, srv := range m.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("drain HTTP: %w", err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if m.worker != nil {
+		m.worker.Stop()
+	}
+	if m.temporal != nil {
+		m.temporal.Close()
+	}
+	if m.embedded != nil {
+		if err := m.embedded.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop Temporal server: %w", err))
+		}
+	}
+	if m.pool != nil {
+		m.pool.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// printStartup prints the start-up block of operations.md §1.
+func (m *Main) printStartup() {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\npaywatch %s is running (dev)\n", version)
+	fmt.Fprintf(&b, "  API          %s\n", m.Config.BaseURL)
+	fmt.Fprintf(&b, "  Pay pages    %s\n", m.Config.PayURL)
+	if m.embedded != nil && m.embedded.UIAddr() != "" {
+		fmt.Fprintf(&b, "  Temporal UI  http://%s\n", m.embedded.UIAddr())
+	} else {
+		fmt.Fprintf(&b, "  Temporal     %s\n", m.Config.TemporalAddress)
+	}
+	fmt.Fprintf(&b, "  Master key   %s\n", m.Config.MasterKey)
+	fmt.Fprintf(&b, "  Database     %s\n", store.Redact(m.Config.DatabaseURL))
+	fmt.Fprintln(&b)
+	_, _ = io.WriteString(m.stdout, b.String())
+}
+
+// devMasterKey returns the dev master key kept in dataDir, generating it on
+// first use so it stays the same across restarts.
+func devMasterKey(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "master_key")
+	if b, err := os.ReadFile(path); err == nil {
+		if key := strings.TrimSpace(string(b)); strings.HasPrefix(key, "mk_") {
+			return key, nil
+		}
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	key := "mk_" + rand.Text()
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("store dev master key: %w", err)
+	}
+	return key, nil
+}
+
+// migrate applies migrations for `paywatch migrate`.
+func migrate(ctx context.Context, cfg Config) (int64, error) {
+	if cfg.Mode == ModeDev {
+		if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+			return 0, err
+		}
+	}
+	pool, err := store.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	return store.Migrate(ctx, pool)
+}
+
+// leveled raises the minimum level of a handler; the Temporal SDK logs every
+// poll at info, which would drown paywatch's own logs.
+type leveled struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (l leveled) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= l.min && l.Handler.Enabled(ctx, lv)
+}
+
+func (l leveled) WithAttrs(a []slog.Attr) slog.Handler { return leveled{l.Handler.WithAttrs(a), l.min} }
+
+func (l leveled) WithGroup(n string) slog.Handler { return leveled{l.Handler.WithGroup(n), l.min} }
