@@ -1,0 +1,240 @@
+// Package chainapi holds the types shared by package chains and its EVM and
+// Tron implementations. It exists only to break the import cycle between
+// chains (which dials the implementations) and the implementations (which
+// return chains' types); package chains re-exports everything here under the
+// same names, and callers should use those.
+package chainapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"sync/atomic"
+
+	"github.com/paywatch/paywatch"
+)
+
+// Transfer is one token Transfer event seen on chain.
+type Transfer struct {
+	Network  paywatch.Network
+	Token    paywatch.Token
+	Contract string // normalised token contract address
+	TxHash   string // normalised as paywatch.NormalizeTxHash
+	// LogIndex identifies the log within its block. EVM: the log's index in
+	// its block, as the node reports it. Tron: the log's position in the
+	// block's flattened log list, that is in the logs of the block's
+	// TransactionInfos taken in block order (every log counts, whatever its
+	// contract or its transaction's result), because Tron nodes report no
+	// log index at all.
+	LogIndex    uint32
+	BlockNumber uint64
+	BlockHash   string // "0x…" EVM; 64 lowercase hex Tron block id
+	From, To    string // normalised addresses (EIP-55 / Tron base58)
+	Amount      *big.Int
+}
+
+// Client reads one network. Implementations are safe for concurrent use.
+type Client interface {
+	Network() paywatch.Network
+	Head(ctx context.Context) (uint64, error)
+	// Transfers returns the Transfer events of the configured token contracts in blocks [from, to] inclusive; to must not exceed the head (callers clamp). Implementations chunk large ranges internally.
+	Transfers(ctx context.Context, from, to uint64) ([]Transfer, error)
+	// BlockHash returns the canonical block hash at height n.
+	BlockHash(ctx context.Context, n uint64) (string, error)
+	// TransactionTransfers returns the token transfers of one transaction; found is false (and err nil) when the transaction is not (yet) on chain or failed.
+	TransactionTransfers(ctx context.Context, txHash string) (transfers []Transfer, found bool, err error)
+	// AddressTransfers returns transfers to addr in blocks [from, head].
+	AddressTransfers(ctx context.Context, addr string, from uint64) ([]Transfer, error)
+	Close()
+}
+
+// CallCounter is implemented by clients that count the RPC calls they issue,
+// retries and failovers included, so benchmarks can report calls per block.
+type CallCounter interface {
+	// Calls returns the number of RPC calls issued so far.
+	Calls() uint64
+}
+
+// Config configures a Client.
+type Config struct {
+	Network paywatch.Network
+	// URLs are the endpoints, tried in order with failover: JSON-RPC over
+	// HTTP(S) for EVM networks, gRPC host:port for TRC20.
+	URLs []string
+	// Contracts is the token contract per token. Nil means the network's
+	// mainnet contracts (paywatch.DefaultContract).
+	Contracts map[paywatch.Token]string
+	// MaxBlockRange is the most blocks per eth_getLogs call (default 1000)
+	// or per Tron batch (default and maximum 100).
+	MaxBlockRange uint64
+	// Concurrency is how many per-block calls a Tron client keeps in flight
+	// while reading a batch (default 4). EVM clients ignore it.
+	Concurrency int
+}
+
+// Errors a Client wraps, so callers can tell them apart with errors.Is.
+var (
+	// ErrRateLimited means every endpoint refused the call for rate limiting
+	// (HTTP 429, gRPC ResourceExhausted or a provider's rate-limit message);
+	// back off and retry.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrRangeTooLarge means the provider refused a block range as too large
+	// or as returning too many results; retry with a smaller range. EVM
+	// clients already halve the range inside Transfers, so it surfaces only
+	// when a single block is refused.
+	ErrRangeTooLarge = errors.New("block range too large")
+	// ErrUnavailable means no endpoint could be reached or every one failed
+	// with a server error.
+	ErrUnavailable = errors.New("rpc endpoints unavailable")
+	// ErrBlockNotFound means the node has no block at the asked height
+	// (above its head).
+	ErrBlockNotFound = errors.New("block not found")
+)
+
+// Defaults of Config.MaxBlockRange and Config.Concurrency.
+const (
+	DefaultEVMBlockRange  = 1000
+	DefaultTronBlockRange = 100
+	MaxTronBlockRange     = 100
+	DefaultConcurrency    = 4
+)
+
+// Contract is one configured token contract in the normalised form of its
+// network's family.
+type Contract struct {
+	Token   paywatch.Token
+	Address string
+}
+
+// Prepare validates cfg for a client of family f and returns a copy with
+// defaults filled in and the token contracts normalised.
+func Prepare(cfg Config, f paywatch.Family) (Config, []Contract, error) {
+	info, ok := paywatch.LookupNetwork(cfg.Network)
+	if !ok {
+		return cfg, nil, fmt.Errorf("chains: unknown network %q", cfg.Network)
+	}
+	if info.Family != f {
+		return cfg, nil, fmt.Errorf("chains: network %s is not of family %s", cfg.Network, f)
+	}
+	if len(cfg.URLs) == 0 {
+		return cfg, nil, fmt.Errorf("chains: no RPC URL for %s", cfg.Network)
+	}
+	cfg.URLs = slices.Clone(cfg.URLs)
+	switch f {
+	case paywatch.FamilyTron:
+		if cfg.MaxBlockRange == 0 || cfg.MaxBlockRange > MaxTronBlockRange {
+			cfg.MaxBlockRange = DefaultTronBlockRange
+		}
+	default:
+		if cfg.MaxBlockRange == 0 {
+			cfg.MaxBlockRange = DefaultEVMBlockRange
+		}
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	src := cfg.Contracts
+	if src == nil {
+		src = map[paywatch.Token]string{}
+		for _, t := range info.Tokens {
+			src[t] = paywatch.DefaultContract(cfg.Network, t)
+		}
+	}
+	contracts := make([]Contract, 0, len(src))
+	cfg.Contracts = make(map[paywatch.Token]string, len(src))
+	for _, t := range info.Tokens { // API order, so results are deterministic
+		addr, ok := src[t]
+		if !ok {
+			continue
+		}
+		norm, err := paywatch.NormalizeAddress(f, addr)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("chains: %s contract of %s: %w", t, cfg.Network, err)
+		}
+		cfg.Contracts[t] = norm
+		contracts = append(contracts, Contract{Token: t, Address: norm})
+	}
+	for t := range src {
+		if _, ok := cfg.Contracts[t]; !ok {
+			return cfg, nil, fmt.Errorf("chains: token %s is not served on %s", t, cfg.Network)
+		}
+	}
+	if len(contracts) == 0 {
+		return cfg, nil, fmt.Errorf("chains: no token contracts for %s", cfg.Network)
+	}
+	return cfg, contracts, nil
+}
+
+// Endpoints is a failover list of connections of type T. It remembers the
+// last one that answered and starts there, so a dead primary costs one
+// failed call per outage rather than one per request.
+type Endpoints[T any] struct {
+	conns   []T
+	names   []string
+	current atomic.Int32
+}
+
+// NewEndpoints returns a failover list over conns, named for error messages.
+func NewEndpoints[T any](conns []T, names []string) *Endpoints[T] {
+	return &Endpoints[T]{conns: conns, names: names}
+}
+
+// All returns the connections, for closing them.
+func (e *Endpoints[T]) All() []T { return e.conns }
+
+// Failure classifies an error from one endpoint.
+type Failure int
+
+// The failure classes.
+const (
+	// Final errors go back to the caller at once: a valid answer of the
+	// node (not found, bad request, range too large).
+	Final Failure = iota
+	// Failover errors try the next endpoint: transport errors, 5xx.
+	Failover
+	// Limited errors try the next endpoint and, if every one is limited,
+	// surface as ErrRateLimited.
+	Limited
+)
+
+// Do runs call against the endpoints in turn, starting with the one that
+// last answered, until one returns nil or an error that classify calls
+// Final. When every endpoint fails it returns their errors joined: as they
+// are if every failure was Limited (call is expected to wrap those in
+// ErrRateLimited), else wrapped in ErrUnavailable.
+func (e *Endpoints[T]) Do(ctx context.Context, classify func(error) Failure, call func(T) error) error {
+	n := len(e.conns)
+	start := int(e.current.Load())
+	var errs []error
+	allLimited := true
+	for i := range n {
+		idx := (start + i) % n
+		err := call(e.conns[idx])
+		if err == nil {
+			e.current.Store(int32(idx))
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		class := classify(err)
+		if class == Final {
+			e.current.Store(int32(idx))
+			return err
+		}
+		if class != Limited {
+			allLimited = false
+		}
+		if n == 1 {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, fmt.Errorf("%s: %w", e.names[idx], err))
+		}
+	}
+	if allLimited {
+		return errors.Join(errs...)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+}

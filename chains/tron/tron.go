@@ -1,0 +1,454 @@
+// Package tron is the chains.Client of TRC20: gotron-sdk over a Tron full
+// node's gRPC Wallet API.
+//
+// Tron's gRPC API has no log filter, so a scan reads whole blocks: per batch
+// of at most 100 blocks one GetBlockByLimitNext (block ids and transaction
+// ids) plus one GetTransactionInfoByBlockNum per block that has transactions
+// (the logs), a few in flight at once. The cost per block is the same whatever the number of
+// watched addresses, and the caller matches recipients itself.
+//
+// Only successful transactions count: TransactionInfo.Result SUCESS (sic)
+// and Receipt.Result SUCCESS. Log addresses and topic addresses are 20 bytes
+// without the 0x41 prefix, as java-tron reports them.
+package tron
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/fbsobreira/gotron-sdk/pkg/client"
+	"github.com/fbsobreira/gotron-sdk/pkg/proto/api"
+	"github.com/fbsobreira/gotron-sdk/pkg/proto/core"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains/internal/chainapi"
+)
+
+// TransferTopic is topic 0 of the TRC-20 (ERC-20) Transfer event.
+var TransferTopic = crypto.Keccak256([]byte("Transfer(address,address,uint256)"))
+
+// callTimeout bounds one gRPC call when the caller's context has no earlier
+// deadline.
+const callTimeout = 30 * time.Second
+
+// Client reads TRC20. It is safe for concurrent use.
+type Client struct {
+	network     paywatch.Network
+	batch       uint64
+	concurrency int
+	contracts   map[[20]byte]chainapi.Contract
+	eps         *chainapi.Endpoints[*client.GrpcClient]
+	calls       atomic.Uint64
+}
+
+var _ chainapi.Client = (*Client)(nil)
+
+// Dial returns a Client for cfg. cfg.URLs are gRPC host:port addresses of
+// full nodes (plaintext, as Tron nodes serve gRPC), tried in order with
+// failover. It does no I/O.
+func Dial(_ context.Context, cfg chainapi.Config) (*Client, error) {
+	cfg, contracts, err := chainapi.Prepare(cfg, paywatch.FamilyTron)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		network:     cfg.Network,
+		batch:       cfg.MaxBlockRange,
+		concurrency: cfg.Concurrency,
+		contracts:   make(map[[20]byte]chainapi.Contract, len(contracts)),
+	}
+	for _, ct := range contracts {
+		b, err := paywatch.TronAddressBytes(ct.Address)
+		if err != nil {
+			return nil, fmt.Errorf("tron: %s contract: %w", ct.Token, err)
+		}
+		c.contracts[[20]byte(b[1:])] = ct
+	}
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		c.calls.Add(1)
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	var conns []*client.GrpcClient
+	var names []string
+	for _, raw := range cfg.URLs {
+		addr := strings.TrimPrefix(raw, "grpc://")
+		if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || !validPort(port) {
+			stopAll(conns)
+			return nil, fmt.Errorf("tron: %s RPC address %q: want host:port", cfg.Network, raw)
+		}
+		g := client.NewGrpcClientWithTimeout(addr, callTimeout)
+		if err := g.Start(
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithUnaryInterceptor(count),
+		); err != nil {
+			stopAll(conns)
+			return nil, fmt.Errorf("tron: %s: %w", addr, err)
+		}
+		conns = append(conns, g)
+		names = append(names, addr)
+	}
+	c.eps = chainapi.NewEndpoints(conns, names)
+	return c, nil
+}
+
+// Network returns TRC20.
+func (c *Client) Network() paywatch.Network { return c.network }
+
+// Calls returns the number of gRPC calls issued so far.
+func (c *Client) Calls() uint64 { return c.calls.Load() }
+
+// Close closes the connections of every endpoint.
+func (c *Client) Close() { stopAll(c.eps.All()) }
+
+// Head returns the number of the newest block.
+func (c *Client) Head(ctx context.Context) (uint64, error) {
+	var b *api.BlockExtention
+	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
+		b, err = g.GetNowBlockCtx(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("tron: head: %w", err)
+	}
+	if b.GetBlockHeader().GetRawData() == nil || len(b.GetBlockid()) != 32 {
+		return 0, fmt.Errorf("tron: head: node returned an empty block")
+	}
+	return uint64(b.GetBlockHeader().GetRawData().GetNumber()), nil
+}
+
+// BlockHash returns the id of block n as 64 lowercase hex digits.
+func (c *Client) BlockHash(ctx context.Context, n uint64) (string, error) {
+	var b *api.BlockExtention
+	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
+		b, err = g.GetBlockByNumCtx(ctx, int64(n))
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("tron: block %d: %w", n, err)
+	}
+	id := b.GetBlockid()
+	if len(id) == 0 { // java-tron answers an unknown height with an empty block
+		return "", fmt.Errorf("tron: block %d: %w", n, chainapi.ErrBlockNotFound)
+	}
+	if err := checkBlockID(id, n); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(id), nil
+}
+
+// checkBlockID verifies that id is a block id of height n: 32 bytes whose
+// first 8 are n, big-endian.
+func checkBlockID(id []byte, n uint64) error {
+	if len(id) != 32 {
+		return fmt.Errorf("tron: block %d: id has %d bytes, want 32", n, len(id))
+	}
+	var num uint64
+	for _, b := range id[:8] {
+		num = num<<8 | uint64(b)
+	}
+	if num != n {
+		return fmt.Errorf("tron: block %d: node returned block %d", n, num)
+	}
+	return nil
+}
+
+// block is what a scan needs of one block.
+type block struct {
+	num uint64
+	id  string
+	txs map[string]bool // transaction ids, hex
+}
+
+// Transfers returns the successful TRC20 transfers of the configured
+// contracts in blocks [from, to], in chain order.
+func (c *Client) Transfers(ctx context.Context, from, to uint64) ([]chainapi.Transfer, error) {
+	var out []chainapi.Transfer
+	for start := from; start <= to; {
+		end := to
+		if to-start >= c.batch {
+			end = start + c.batch - 1
+		}
+		ts, err := c.batchTransfers(ctx, start, end)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ts...)
+		if end == to {
+			break
+		}
+		start = end + 1
+	}
+	return out, nil
+}
+
+// batchTransfers reads blocks [from, to] (at most 100): their ids in one
+// call, then their transaction infos, concurrently.
+func (c *Client) batchTransfers(ctx context.Context, from, to uint64) ([]chainapi.Transfer, error) {
+	blocks, err := c.blocks(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	perBlock := make([][]chainapi.Transfer, len(blocks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.concurrency)
+	for i, b := range blocks {
+		if len(b.txs) == 0 {
+			continue // nothing to log; idle devnet and testnet blocks are mostly empty
+		}
+		g.Go(func() error {
+			infos, err := c.blockInfos(gctx, b.num)
+			if err != nil {
+				return err
+			}
+			for _, info := range infos {
+				if id := hex.EncodeToString(info.GetId()); !b.txs[id] {
+					return fmt.Errorf("tron: block %d changed while it was read (reorg); transaction %s is not in block %s", b.num, id, b.id)
+				}
+			}
+			perBlock[i] = c.decodeBlock(b, infos, "")
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var out []chainapi.Transfer
+	for _, ts := range perBlock {
+		out = append(out, ts...)
+	}
+	return out, nil
+}
+
+// blocks returns blocks [from, to] (at most 100) from one
+// GetBlockByLimitNext, checking that the node returned all of them in order.
+func (c *Client) blocks(ctx context.Context, from, to uint64) ([]block, error) {
+	var list *api.BlockListExtention
+	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
+		list, err = g.GetBlockByLimitNextCtx(ctx, int64(from), int64(to)+1)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tron: blocks %d-%d: %w", from, to, err)
+	}
+	got := list.GetBlock()
+	if uint64(len(got)) != to-from+1 {
+		return nil, fmt.Errorf("tron: blocks %d-%d: node returned %d blocks (is %d past its head?): %w",
+			from, to, len(got), to, chainapi.ErrBlockNotFound)
+	}
+	out := make([]block, len(got))
+	for i, b := range got {
+		n := from + uint64(i)
+		if err := checkBlockID(b.GetBlockid(), n); err != nil {
+			return nil, err
+		}
+		txs := make(map[string]bool, len(b.GetTransactions()))
+		for _, tx := range b.GetTransactions() {
+			txs[hex.EncodeToString(tx.GetTxid())] = true
+		}
+		out[i] = block{num: n, id: hex.EncodeToString(b.GetBlockid()), txs: txs}
+	}
+	return out, nil
+}
+
+// blockInfos returns the transaction infos of block n, in block order.
+func (c *Client) blockInfos(ctx context.Context, n uint64) ([]*core.TransactionInfo, error) {
+	var list *api.TransactionInfoList
+	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
+		list, err = g.GetBlockInfoByNumCtx(ctx, int64(n))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tron: transaction infos of block %d: %w", n, err)
+	}
+	return list.GetTransactionInfo(), nil
+}
+
+// decodeBlock returns the transfers of the configured contracts in one
+// block's transaction infos, numbering logs across the whole block. If only
+// is set it keeps the transfers of that transaction alone.
+func (c *Client) decodeBlock(b block, infos []*core.TransactionInfo, only string) []chainapi.Transfer {
+	var out []chainapi.Transfer
+	var index uint32
+	for _, info := range infos {
+		txid := hex.EncodeToString(info.GetId())
+		ok := succeeded(info) && (only == "" || txid == only)
+		for _, l := range info.GetLog() {
+			i := index
+			index++
+			if !ok {
+				continue
+			}
+			if t, ok := c.decodeLog(l); ok {
+				t.TxHash = txid
+				t.LogIndex = i
+				t.BlockNumber = b.num
+				t.BlockHash = b.id
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// succeeded reports whether a transaction succeeded: Result SUCESS (sic)
+// and a receipt whose contract result is SUCCESS.
+func succeeded(info *core.TransactionInfo) bool {
+	return info.GetResult() == core.TransactionInfo_SUCESS &&
+		info.GetReceipt().GetResult() == core.Transaction_Result_SUCCESS
+}
+
+// decodeLog decodes a Transfer log of a configured contract; it fills
+// everything but the transaction and block fields.
+func (c *Client) decodeLog(l *core.TransactionInfo_Log) (chainapi.Transfer, bool) {
+	addr := l.GetAddress()
+	if len(addr) == 21 && addr[0] == 0x41 { // tolerate nodes that add the prefix
+		addr = addr[1:]
+	}
+	if len(addr) != 20 {
+		return chainapi.Transfer{}, false
+	}
+	ct, ok := c.contracts[[20]byte(addr)]
+	topics := l.GetTopics()
+	if !ok || len(topics) != 3 || !bytes.Equal(topics[0], TransferTopic) ||
+		len(topics[1]) != 32 || len(topics[2]) != 32 || len(l.GetData()) != 32 {
+		return chainapi.Transfer{}, false
+	}
+	return chainapi.Transfer{
+		Network:  c.network,
+		Token:    ct.Token,
+		Contract: ct.Address,
+		From:     paywatch.TronAddressFromEVMBytes(topics[1][12:]),
+		To:       paywatch.TronAddressFromEVMBytes(topics[2][12:]),
+		Amount:   new(big.Int).SetBytes(l.GetData()),
+	}, true
+}
+
+// TransactionTransfers returns the TRC20 transfers of one transaction. found
+// is false when the node knows no such transaction (java-tron answers an
+// empty TransactionInfo, which gotron-sdk reports as "transaction info not
+// found"), when it failed, or when its block no longer contains it.
+//
+// Besides GetTransactionInfoById it reads the transaction's block (its id)
+// and the block's transaction infos (to number the logs as Transfers does).
+func (c *Client) TransactionTransfers(ctx context.Context, txHash string) ([]chainapi.Transfer, bool, error) {
+	norm, err := paywatch.NormalizeTxHash(c.network, txHash)
+	if err != nil {
+		return nil, false, err
+	}
+	id, _ := hex.DecodeString(norm)
+	var info *core.TransactionInfo
+	err = c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
+		// The raw call rather than g.GetTransactionInfoByIDCtx: that one turns
+		// "unknown" into an error distinguishable only by its text.
+		info, err = g.Client.GetTransactionInfoById(ctx, &api.BytesMessage{Value: id})
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("tron: transaction %s: %w", norm, err)
+	}
+	if !bytes.Equal(info.GetId(), id) || !succeeded(info) || info.GetBlockNumber() <= 0 {
+		return nil, false, nil
+	}
+	n := uint64(info.GetBlockNumber())
+	blocks, err := c.blocks(ctx, n, n)
+	if errors.Is(err, chainapi.ErrBlockNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if !blocks[0].txs[norm] {
+		return nil, false, nil // reorged out since the info was read
+	}
+	infos, err := c.blockInfos(ctx, n)
+	if err != nil {
+		return nil, false, err
+	}
+	return c.decodeBlock(blocks[0], infos, norm), true, nil
+}
+
+// AddressTransfers returns the transfers to addr in blocks [from, head].
+// Tron's gRPC API cannot filter by address, so this reads every block of
+// the range like Transfers: about one call per block.
+func (c *Client) AddressTransfers(ctx context.Context, addr string, from uint64) ([]chainapi.Transfer, error) {
+	norm, err := paywatch.NormalizeAddress(paywatch.FamilyTron, addr)
+	if err != nil {
+		return nil, err
+	}
+	head, err := c.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if from > head {
+		return nil, nil
+	}
+	all, err := c.Transfers(ctx, from, head)
+	if err != nil {
+		return nil, err
+	}
+	var out []chainapi.Transfer
+	for _, t := range all {
+		if t.To == norm {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// do runs call with failover over the endpoints, bounding each attempt by
+// callTimeout.
+func (c *Client) do(ctx context.Context, call func(context.Context, *client.GrpcClient) error) error {
+	return c.eps.Do(ctx, classify, func(g *client.GrpcClient) error {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		err := call(cctx, g)
+		if status.Code(err) == codes.ResourceExhausted {
+			return fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
+		}
+		return err
+	})
+}
+
+// classify decides whether an error moves on to the next endpoint:
+// unreachable, overloaded or broken nodes do; answers about the request
+// (invalid argument, not found) do not.
+func classify(err error) chainapi.Failure {
+	if errors.Is(err, chainapi.ErrRateLimited) {
+		return chainapi.Limited
+	}
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.NotFound, codes.OutOfRange, codes.FailedPrecondition,
+		codes.AlreadyExists, codes.Canceled:
+		return chainapi.Final
+	default: // Unavailable, DeadlineExceeded, Internal, Unknown, Unimplemented, ...
+		return chainapi.Failover
+	}
+}
+
+// validPort reports whether p is a TCP port number.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n < 65536
+}
+
+// stopAll closes the connections.
+func stopAll(conns []*client.GrpcClient) {
+	for _, g := range conns {
+		g.Stop()
+	}
+}
