@@ -1,0 +1,103 @@
+// Package activities holds the side effects of the payment workflow:
+// persisting its state, assigning and releasing addresses, reading chains
+// and delivering signed webhooks. Every dependency is injected through New,
+// so tests run the same code against fakes or a real PostgreSQL.
+package activities
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// Store is what the activities need from PostgreSQL; *store.Store
+// implements it.
+type Store interface {
+	// SavePaymentState persists the workflow's state if st.Version is newer
+	// than the stored one.
+	SavePaymentState(ctx context.Context, st workflows.PaymentState) (applied bool, err error)
+	// AssignAddress gives a network-less payment its deposit address on n
+	// (address modes live there). Refusals are *paywatch.Error values with
+	// codes EINVALID, ERATELIMIT, EFORBIDDEN or ECONFLICT and the exact API
+	// message.
+	AssignAddress(ctx context.Context, paymentID string, n paywatch.Network, t paywatch.Token) (workflows.Assignment, error)
+	// ReleaseAddress frees a finished payment's address or micro offset
+	// according to its outcome.
+	ReleaseAddress(ctx context.Context, paymentID string, outcome paywatch.Status) error
+	// ClaimTxHash claims a transaction hash for one payment; a hash another
+	// payment holds gives ECONFLICT.
+	ClaimTxHash(ctx context.Context, n paywatch.Network, txHash, paymentID string) error
+	// WebhookPaymentInfo reads the merchant fields of a webhook payload.
+	WebhookPaymentInfo(ctx context.Context, paymentID string) (store.WebhookPaymentInfo, error)
+	// QueueWebhookEvent records an event and applies the daily quota.
+	QueueWebhookEvent(ctx context.Context, ev store.WebhookEvent) (store.WebhookState, error)
+	// WebhookDelivery reads an event with the project's current URL and secret.
+	WebhookDelivery(ctx context.Context, eventID string) (store.WebhookDelivery, error)
+	// RecordWebhookAttempt logs one delivery attempt.
+	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) error
+}
+
+// Chains gives the chain client of a network; the scanners' registry
+// implements it.
+type Chains interface {
+	Client(n paywatch.Network) (chains.Client, error)
+}
+
+// Deps are the Activities' dependencies. Store and Chains are required;
+// the rest have defaults.
+type Deps struct {
+	Store  Store
+	Chains Chains
+	// HTTPClient sends webhooks; nil means NewWebhookClient(WebhookTimeout,
+	// AllowPrivate). Tests inject one with a short timeout.
+	HTTPClient *http.Client
+	// Clock is the time source of signatures and retry delays; nil means
+	// time.Now.
+	Clock func() time.Time
+	// AllowPrivate lets webhook URLs point at private and reserved
+	// addresses (PAYWATCH_WEBHOOK_ALLOW_PRIVATE), for development only.
+	AllowPrivate bool
+	// Logger logs outside Temporal's activity logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Activities implements workflows.Activities; register it with
+// workflows.Register.
+type Activities struct {
+	store        Store
+	chains       Chains
+	http         *http.Client
+	now          func() time.Time
+	allowPrivate bool
+	log          *slog.Logger
+}
+
+var _ workflows.Activities = (*Activities)(nil)
+
+// New returns Activities over deps.
+func New(deps Deps) *Activities {
+	a := &Activities{
+		store:        deps.Store,
+		chains:       deps.Chains,
+		http:         deps.HTTPClient,
+		now:          deps.Clock,
+		allowPrivate: deps.AllowPrivate,
+		log:          deps.Logger,
+	}
+	if a.http == nil {
+		a.http = NewWebhookClient(workflows.WebhookTimeout, deps.AllowPrivate)
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	return a
+}

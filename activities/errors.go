@@ -1,0 +1,58 @@
+package activities
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// rateLimitBackoff is how long an activity waits after every RPC endpoint
+// refused it for rate limiting.
+const rateLimitBackoff = 30 * time.Second
+
+// temporalError is the one place where errors of the store and the chains
+// become Temporal errors. A *paywatch.Error is a verdict, not a failure: it
+// becomes a non-retryable application error whose type (a workflows.ErrType*
+// constant) selects the HTTP status and whose message is the exact API text,
+// with the error's extra fields as its one detail. A chain rate limit stays
+// retryable, after a back-off. Anything else is returned as is: Temporal
+// retries it under the activity's retry policy.
+func temporalError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *paywatch.Error
+	if errors.As(err, &pe) {
+		if typ, ok := errorTypes[pe.Code]; ok {
+			opts := temporal.ApplicationErrorOptions{NonRetryable: true}
+			if len(pe.Fields) > 0 {
+				opts.Details = []any{workflows.ErrorFields(pe.Fields)}
+			}
+			return temporal.NewApplicationErrorWithOptions(pe.Message, typ, opts)
+		}
+	}
+	if errors.Is(err, chains.ErrRateLimited) {
+		return temporal.NewApplicationErrorWithOptions(err.Error(), "RateLimited", temporal.ApplicationErrorOptions{
+			NextRetryDelay: rateLimitBackoff, Cause: err,
+		})
+	}
+	return err
+}
+
+// errorTypes maps domain error codes to update rejection types.
+// EFORBIDDEN maps to Invalid because the one place it reaches an update,
+// select-network, answers "This merchant is currently not accepting
+// payments" with 400 (interface.md lists no 403 there).
+var errorTypes = map[string]string{
+	paywatch.EINVALID:   workflows.ErrTypeInvalid,
+	paywatch.EFORBIDDEN: workflows.ErrTypeInvalid,
+	paywatch.ERATELIMIT: workflows.ErrTypeCapacity,
+	paywatch.ECONFLICT:  workflows.ErrTypeConflict,
+	paywatch.EGONE:      workflows.ErrTypeGone,
+	paywatch.ENOTFOUND:  workflows.ErrTypeNotFound,
+}

@@ -1,0 +1,115 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/activities"
+)
+
+func TestPublicIP(t *testing.T) {
+	for _, tc := range []struct {
+		ip     string
+		public bool
+	}{
+		{"8.8.8.8", true},
+		{"1.1.1.1", true},
+		{"2606:4700:4700::1111", true},
+		{"127.0.0.1", false},
+		{"127.5.5.5", false},
+		{"10.1.2.3", false},
+		{"172.16.0.1", false},
+		{"172.31.255.255", false},
+		{"192.168.1.1", false},
+		{"169.254.169.254", false}, // cloud metadata
+		{"100.64.0.1", false},      // CGNAT
+		{"0.0.0.0", false},
+		{"0.1.2.3", false},
+		{"224.0.0.1", false},
+		{"239.255.255.250", false},
+		{"255.255.255.255", false},
+		{"240.0.0.1", false},
+		{"192.0.2.1", false},    // TEST-NET-1
+		{"198.51.100.7", false}, // TEST-NET-2
+		{"203.0.113.9", false},  // TEST-NET-3
+		{"198.18.0.1", false},   // benchmarking
+		{"::1", false},
+		{"::", false},
+		{"fe80::1", false},
+		{"fe80::1%eth0", false},
+		{"fc00::1", false},
+		{"fd12:3456::1", false},
+		{"ff02::1", false},
+		{"2001:db8::1", false},
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:10.0.0.1", false},
+		{"::ffff:8.8.8.8", true},
+		{"64:ff9b::7f00:1", false}, // NAT64 of 127.0.0.1
+		{"64:ff9b::808:808", true}, // NAT64 of 8.8.8.8
+		{"2002:7f00:1::1", false},  // 6to4
+		{"::127.0.0.1", false},     // IPv4-compatible
+	} {
+		ip := netip.MustParseAddr(tc.ip)
+		assert.Equal(t, tc.public, activities.PublicIP(ip), tc.ip)
+	}
+}
+
+func TestCheckWebhookURL(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		url string
+		err error
+	}{
+		{"https://8.8.8.8/hook", nil},
+		{"https://[2606:4700:4700::1111]:8443/hook", nil},
+		{"http://127.0.0.1:8080/hook", activities.ErrPrivateAddress},
+		{"http://[::1]/hook", activities.ErrPrivateAddress},
+		{"http://[::ffff:192.168.0.1]/hook", activities.ErrPrivateAddress},
+		{"http://localhost:3000/hook", activities.ErrPrivateAddress},
+		{"http://api.localhost/hook", activities.ErrPrivateAddress},
+		{"http://169.254.169.254/latest/meta-data", activities.ErrPrivateAddress},
+		{"ftp://8.8.8.8/hook", activities.ErrBadWebhookURL},
+		{"/relative", activities.ErrBadWebhookURL},
+		{"https://user:pw@8.8.8.8/", activities.ErrBadWebhookURL},
+	} {
+		err := activities.CheckWebhookURL(ctx, tc.url, false)
+		if tc.err == nil {
+			assert.NoError(t, err, tc.url)
+		} else {
+			assert.ErrorIs(t, err, tc.err, tc.url)
+		}
+	}
+	assert.NoError(t, activities.CheckWebhookURL(ctx, "http://127.0.0.1:8080/hook", true), "allowPrivate lifts the range check")
+	assert.ErrorIs(t, activities.CheckWebhookURL(ctx, "ftp://127.0.0.1/", true), activities.ErrBadWebhookURL)
+}
+
+// The dialer refuses private addresses after DNS resolution, so a name that
+// resolves to one (here "localhost", as after DNS rebinding) cannot be
+// reached even though no URL check ran.
+func TestWebhookClientRefusesPrivateAddressAtDial(t *testing.T) {
+	hit := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hit = true }))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	u.Host = "localhost:" + u.Port()
+
+	_, err = activities.NewWebhookClient(time.Second, false).Post(u.String(), "application/json", nil)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, activities.ErrPrivateAddress), "got %v", err)
+	assert.False(t, hit)
+
+	resp, err := activities.NewWebhookClient(time.Second, true).Post(u.String(), "application/json", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.True(t, hit)
+}

@@ -1,0 +1,39 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// SavePaymentState persists a state change of the workflow. It is
+// idempotent: the store only applies a version newer than the saved one.
+func (a *Activities) SavePaymentState(ctx context.Context, st workflows.PaymentState) error {
+	_, err := a.store.SavePaymentState(ctx, st)
+	return temporalError(err)
+}
+
+// SelectNetwork assigns the deposit address of a network-less payment.
+// Refusals (no address left, pair not offered, capacity) come back as
+// non-retryable errors carrying the API's message.
+func (a *Activities) SelectNetwork(ctx context.Context, in workflows.SelectNetworkInput) (workflows.Assignment, error) {
+	asg, err := a.store.AssignAddress(ctx, in.PaymentID, in.Network, in.Token)
+	if err != nil {
+		return workflows.Assignment{}, temporalError(err)
+	}
+	return asg, nil
+}
+
+// ReleaseAddress frees a finished payment's address: per_payment addresses
+// are deactivated, micro offsets of expired and cancelled payments are
+// quarantined (the store decides by mode and outcome).
+func (a *Activities) ReleaseAddress(ctx context.Context, in workflows.ReleaseAddressInput) error {
+	return temporalError(a.store.ReleaseAddress(ctx, in.PaymentID, in.Outcome))
+}
+
+// ClaimTxHash claims a verified transaction hash for the payment; a hash
+// that already counts for another payment is a Conflict rejection with the
+// API message.
+func (a *Activities) ClaimTxHash(ctx context.Context, in workflows.ClaimTxHashInput) error {
+	return temporalError(a.store.ClaimTxHash(ctx, in.Network, in.TxHash, in.PaymentID))
+}

@@ -1,0 +1,242 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// WebhookPayload is the body of every webhook, whatever the event and code
+// path (operations.md §3). Amounts are decimal strings with at least 2
+// decimals; external_order_id, network, token, address, tx_hash, metadata
+// and paid_at are always present and may be null. Payment-link payments
+// also carry the WebhookLinkFields.
+type WebhookPayload struct {
+	Event           paywatch.Event       `json:"event"`
+	EventID         string               `json:"event_id"`
+	Sequence        int                  `json:"sequence"`
+	PaymentID       string               `json:"payment_id"`
+	Status          paywatch.Status      `json:"status"`
+	Amount          string               `json:"amount"`
+	ExpectedAmount  string               `json:"expected_amount"`
+	PaidAmount      string               `json:"paid_amount"`
+	Network         *string              `json:"network"`
+	Token           *string              `json:"token"`
+	Address         *string              `json:"address"`
+	TxHash          *string              `json:"tx_hash"`
+	Transactions    []WebhookTransaction `json:"transactions"`
+	ExternalRef     string               `json:"external_ref"`
+	ExternalOrderID *string              `json:"external_order_id"`
+	Metadata        json.RawMessage      `json:"metadata"`
+	LatePayment     bool                 `json:"late_payment"`
+	CreatedAt       time.Time            `json:"created_at"`
+	PaidAt          *time.Time           `json:"paid_at"`
+	ExpiresAt       time.Time            `json:"expires_at"`
+	// WebhookLinkFields is nil, and its fields absent, unless the payment
+	// came through a payment link.
+	*WebhookLinkFields
+}
+
+// WebhookLinkFields are the payment-link fields of a link payment's webhook.
+type WebhookLinkFields struct {
+	BuyerEmail      *string `json:"buyer_email"`
+	BuyerName       *string `json:"buyer_name"`
+	BuyerNote       *string `json:"buyer_note"`
+	PaymentLinkID   string  `json:"payment_link_id"`
+	PaymentLinkSlug string  `json:"payment_link_slug"`
+}
+
+// WebhookTransaction is one element of the payload's transactions.
+type WebhookTransaction struct {
+	TxHash        string `json:"tx_hash"`
+	Amount        string `json:"amount"`
+	From          string `json:"from"`
+	Confirmed     bool   `json:"confirmed"`
+	Confirmations int    `json:"confirmations"`
+}
+
+// BuildWebhookPayload assembles the one payload format from the event, the
+// workflow's state at the event and the payment row's merchant fields.
+func BuildWebhookPayload(in workflows.QueueWebhookInput, info store.WebhookPaymentInfo) WebhookPayload {
+	st := in.State
+	p := WebhookPayload{
+		Event:           in.Event,
+		EventID:         in.EventID,
+		Sequence:        in.Sequence,
+		PaymentID:       st.PaymentID,
+		Status:          st.Status,
+		Amount:          st.Amount.String(),
+		ExpectedAmount:  st.Amount.String(),
+		PaidAmount:      st.PaidAmount.String(),
+		Network:         optional(string(st.Network)),
+		Token:           optional(string(st.Token)),
+		Address:         optional(st.Address),
+		TxHash:          optional(st.TxHash),
+		Transactions:    make([]WebhookTransaction, 0, len(st.Transactions)),
+		ExternalRef:     info.ExternalRef,
+		ExternalOrderID: info.ExternalOrderID,
+		Metadata:        info.Metadata,
+		LatePayment:     st.LatePayment,
+		CreatedAt:       info.CreatedAt.UTC(),
+		ExpiresAt:       st.ExpiresAt.UTC(),
+	}
+	if p.Metadata == nil {
+		p.Metadata = json.RawMessage("null")
+	}
+	if st.PaidAt != nil {
+		t := st.PaidAt.UTC()
+		p.PaidAt = &t
+	}
+	for _, t := range st.Transactions {
+		p.Transactions = append(p.Transactions, WebhookTransaction{
+			TxHash: t.TxHash, Amount: t.Amount.String(), From: t.From,
+			Confirmed: t.Confirmed, Confirmations: t.Confirmations,
+		})
+	}
+	if l := info.Link; l != nil {
+		p.WebhookLinkFields = &WebhookLinkFields{
+			BuyerEmail: l.BuyerEmail, BuyerName: l.BuyerName, BuyerNote: l.BuyerNote,
+			PaymentLinkID: l.PaymentLinkID, PaymentLinkSlug: l.PaymentLinkSlug,
+		}
+	}
+	return p
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// QueueWebhook records a webhook event with its final payload and applies
+// the daily quota; Skipped means the quota was exhausted and the event is
+// never sent. Queueing the same event again is a no-op.
+func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhookInput) (workflows.QueueWebhookResult, error) {
+	info, err := a.store.WebhookPaymentInfo(ctx, in.State.PaymentID)
+	if err != nil {
+		return workflows.QueueWebhookResult{}, temporalError(err)
+	}
+	body, err := json.Marshal(BuildWebhookPayload(in, info))
+	if err != nil {
+		return workflows.QueueWebhookResult{}, temporal.NewNonRetryableApplicationError("encode webhook payload", "Encoding", err)
+	}
+	state, err := a.store.QueueWebhookEvent(ctx, store.WebhookEvent{
+		EventID: in.EventID, PaymentID: in.State.PaymentID, Event: in.Event, Sequence: in.Sequence, Payload: body,
+	})
+	if err != nil {
+		return workflows.QueueWebhookResult{}, temporalError(err)
+	}
+	return workflows.QueueWebhookResult{Skipped: state == store.WebhookSkipped}, nil
+}
+
+// DeliverWebhook makes one delivery attempt of a queued event; Temporal's
+// retry policy makes the others. Each attempt reads the project's current
+// URL and secret, checks the URL against private and reserved ranges (the
+// dialer checks again at connect time), signs timestamp + "." + body with
+// the secret and POSTs the payload. 2xx is success; a 4xx (or any non-5xx)
+// answer, a refused URL and a missing URL or secret fail for good; a 5xx,
+// a timeout or a network error is retried at the next slot of
+// workflows.WebhookSchedule. Every attempt is logged with its status code,
+// the first 256 characters of the answer and its state.
+func (a *Activities) DeliverWebhook(ctx context.Context, in workflows.DeliverWebhookInput) error {
+	started := a.now()
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	d, err := a.store.WebhookDelivery(ctx, in.EventID)
+	if err != nil {
+		return temporalError(err)
+	}
+	if d.State == store.WebhookDelivered || d.State == store.WebhookSkipped {
+		return nil
+	}
+	fail := func(code int, body string, permanent bool) error {
+		state := store.WebhookRetrying
+		if permanent || attempt >= workflows.WebhookMaxAttempts {
+			state = store.WebhookFailed
+		}
+		if err := a.store.RecordWebhookAttempt(ctx, store.WebhookAttempt{
+			EventID: in.EventID, Attempt: attempt, StatusCode: code, ResponseBody: body, State: state,
+		}); err != nil {
+			return err // retried as is; the attempt will be logged then
+		}
+		msg := fmt.Sprintf("webhook %s attempt %d: %s", in.EventID, attempt, failureText(code, body))
+		if state == store.WebhookFailed {
+			return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeWebhookFailed, nil)
+		}
+		return temporal.NewApplicationErrorWithOptions(msg, "WebhookRetry", temporal.ApplicationErrorOptions{
+			NextRetryDelay: nextWebhookDelay(attempt, a.now().Sub(started)),
+		})
+	}
+	switch {
+	case d.URL == "":
+		return fail(0, "project has no webhook URL", true)
+	case d.Secret == "":
+		return fail(0, "project has no webhook secret; webhooks are never sent unsigned", true)
+	}
+	if err := CheckWebhookURL(ctx, d.URL, a.allowPrivate); err != nil {
+		permanent := errors.Is(err, ErrPrivateAddress) || errors.Is(err, ErrBadWebhookURL)
+		return fail(0, err.Error(), permanent)
+	}
+	ts := paywatch.WebhookTimestamp(a.now())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Payload))
+	if err != nil {
+		return fail(0, err.Error(), true)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "paywatch-webhooks/1")
+	req.Header.Set(paywatch.HeaderTimestamp, ts)
+	req.Header.Set(paywatch.HeaderSignature, paywatch.SignWebhook(d.Secret, ts, d.Payload))
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return fail(0, err.Error(), errors.Is(err, ErrPrivateAddress))
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4*store.MaxWebhookResponseBody))
+	body := store.CutResponseBody(string(raw))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if err := a.store.RecordWebhookAttempt(ctx, store.WebhookAttempt{
+			EventID: in.EventID, Attempt: attempt, StatusCode: resp.StatusCode, ResponseBody: body, State: store.WebhookDelivered,
+		}); err != nil {
+			// Delivered but not logged: do not send again for a log row.
+			activity.GetLogger(ctx).Error("log delivered webhook", "eventId", in.EventID, "error", err)
+		}
+		return nil
+	case resp.StatusCode >= 500:
+		return fail(resp.StatusCode, body, false)
+	default:
+		return fail(resp.StatusCode, body, true)
+	}
+}
+
+// failureText describes a failed attempt for the activity error.
+func failureText(code int, body string) string {
+	if code == 0 {
+		return body
+	}
+	return fmt.Sprintf("HTTP %d: %s", code, body)
+}
+
+// nextWebhookDelay is the wait after failed attempt n (from 1) so that
+// attempt n+1 starts at its slot of WebhookSchedule: the gap between the two
+// slots minus the time attempt n took, and at least a second (Temporal
+// cannot express "now").
+func nextWebhookDelay(attempt int, took time.Duration) time.Duration {
+	if attempt < 1 || attempt >= workflows.WebhookMaxAttempts {
+		return time.Second
+	}
+	gap := workflows.WebhookSchedule[attempt] - workflows.WebhookSchedule[attempt-1]
+	return max(gap-took, time.Second)
+}

@@ -1,0 +1,327 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/paywatch/paywatch"
+)
+
+// WebhookState is the delivery state of a webhook event and of each of its
+// attempts (operations.md §2 webhook-deliveries).
+type WebhookState string
+
+// The webhook delivery states. Events start pending; attempts are never
+// pending.
+const (
+	WebhookPending   WebhookState = "pending"
+	WebhookDelivered WebhookState = "delivered"
+	WebhookFailed    WebhookState = "failed"
+	WebhookRetrying  WebhookState = "retrying"
+	WebhookSkipped   WebhookState = "skipped"
+)
+
+// MaxWebhookResponseBody is how many characters of a receiver's answer are
+// stored per attempt.
+const MaxWebhookResponseBody = 256
+
+// quotaSkippedBody is the logged "response" of an event skipped by quota.
+const quotaSkippedBody = "daily webhook quota exhausted"
+
+// WebhookEvent is a webhook to queue: its stable id, the payment, the
+// event, its sequence and the exact payload.
+type WebhookEvent struct {
+	EventID   string
+	PaymentID string
+	Event     paywatch.Event
+	Sequence  int
+	Payload   json.RawMessage
+}
+
+// QueueWebhookEvent records a webhook event and applies the owner account's
+// daily webhook quota in the same transaction. payment.partial,
+// payment.expired and payment.cancelled count once, here, against the
+// account's webhooks_per_day (plan limit or override; a negative override
+// means unlimited) for the current UTC date; over quota the event is marked
+// skipped, with a skipped attempt in the log, and is never sent.
+// payment.completed and payment.overpaid are exempt and do not count. A
+// project without an owner has no quota. Queueing the same event id again
+// changes nothing and returns its state, so retries never count twice.
+func (s *Store) QueueWebhookEvent(ctx context.Context, ev WebhookEvent) (WebhookState, error) {
+	now := s.now().UTC()
+	var state WebhookState
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var projectID int64
+		err := tx.QueryRow(ctx, `
+			INSERT INTO webhook_events (event_id, project_id, payment_id, event, sequence, payload, state, created_at, updated_at)
+			SELECT $1, p.project_id, p.id, $3, $4, $5::jsonb, 'pending', $6, $6 FROM payments p WHERE p.id = $2
+			ON CONFLICT DO NOTHING
+			RETURNING project_id`,
+			ev.EventID, ev.PaymentID, string(ev.Event), ev.Sequence, string(ev.Payload), now).Scan(&projectID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = tx.QueryRow(ctx, `SELECT state FROM webhook_events WHERE event_id = $1`, ev.EventID).Scan(&state)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("payment %s not found", ev.PaymentID)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		state = WebhookPending
+		if ev.Event.QuotaExempt() {
+			return nil
+		}
+		var accountID int64
+		var plan string
+		var overrides []byte
+		err = tx.QueryRow(ctx, `
+			SELECT a.id, a.plan, a.limits FROM projects pr JOIN accounts a ON a.id = pr.owner_id
+			WHERE pr.id = $1`, projectID).Scan(&accountID, &plan, &overrides)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var o paywatch.LimitOverrides
+		if len(overrides) > 0 {
+			if err := json.Unmarshal(overrides, &o); err != nil {
+				return fmt.Errorf("account %d limits: %w", accountID, err)
+			}
+		}
+		limit := paywatch.EffectiveLimits(paywatch.Plan(plan), o).WebhooksPerDay
+		if limit < 0 {
+			return nil
+		}
+		counted := false
+		if limit > 0 {
+			var n int64
+			err = tx.QueryRow(ctx, `
+				INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2::date, 'webhooks', 1)
+				ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
+				WHERE daily_usage.count < $3
+				RETURNING count`, accountID, now.Format(time.DateOnly), limit).Scan(&n)
+			switch {
+			case err == nil:
+				counted = true
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
+		if counted {
+			return nil
+		}
+		state = WebhookSkipped
+		return recordAttempt(ctx, tx, WebhookAttempt{EventID: ev.EventID, Attempt: 1, ResponseBody: quotaSkippedBody, State: WebhookSkipped}, now)
+	})
+	if err != nil {
+		return "", fmt.Errorf("queue webhook %s: %w", ev.EventID, err)
+	}
+	return state, nil
+}
+
+// WebhookPaymentInfo is what a webhook payload takes from the payments row
+// rather than from the workflow: the merchant's references and metadata.
+type WebhookPaymentInfo struct {
+	ProjectID       int64
+	ExternalRef     string
+	ExternalOrderID *string
+	// Metadata is the merchant's JSON object, nil if none.
+	Metadata  json.RawMessage
+	CreatedAt time.Time
+	// Link is set for payments made through a payment link.
+	Link *WebhookLinkInfo
+}
+
+// WebhookLinkInfo holds the payment-link fields of a link payment's
+// webhooks.
+type WebhookLinkInfo struct {
+	PaymentLinkID   string
+	PaymentLinkSlug string
+	BuyerEmail      *string
+	BuyerName       *string
+	BuyerNote       *string
+}
+
+// WebhookPaymentInfo reads the payload fields a webhook takes from the
+// payment row. It reads the row as JSON, so the payment-link columns
+// (payment_link_id, buyer_email, buyer_name, buyer_note and, if present,
+// payment_link_slug) are picked up as soon as a migration adds them; the
+// link's slug is otherwise looked up in a payment_links table if one exists.
+func (s *Store) WebhookPaymentInfo(ctx context.Context, paymentID string) (WebhookPaymentInfo, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT to_jsonb(p) FROM payments p WHERE p.id = $1`, paymentID).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WebhookPaymentInfo{}, paywatch.Errorf(paywatch.ENOTFOUND, "Payment not found")
+	}
+	if err != nil {
+		return WebhookPaymentInfo{}, fmt.Errorf("read payment %s: %w", paymentID, err)
+	}
+	var row struct {
+		ProjectID       int64           `json:"project_id"`
+		ExternalRef     string          `json:"external_ref"`
+		ExternalOrderID *string         `json:"external_order_id"`
+		Metadata        json.RawMessage `json:"metadata"`
+		CreatedAt       time.Time       `json:"created_at"`
+		PaymentLinkID   json.RawMessage `json:"payment_link_id"`
+		PaymentLinkSlug *string         `json:"payment_link_slug"`
+		BuyerEmail      *string         `json:"buyer_email"`
+		BuyerName       *string         `json:"buyer_name"`
+		BuyerNote       *string         `json:"buyer_note"`
+	}
+	if err := json.Unmarshal(raw, &row); err != nil {
+		return WebhookPaymentInfo{}, fmt.Errorf("decode payment %s: %w", paymentID, err)
+	}
+	info := WebhookPaymentInfo{
+		ProjectID:       row.ProjectID,
+		ExternalRef:     row.ExternalRef,
+		ExternalOrderID: row.ExternalOrderID,
+		CreatedAt:       row.CreatedAt.UTC(),
+	}
+	if m := strings.TrimSpace(string(row.Metadata)); m != "" && m != "null" {
+		info.Metadata = row.Metadata
+	}
+	linkID := strings.Trim(strings.TrimSpace(string(row.PaymentLinkID)), `"`)
+	if linkID == "" || linkID == "null" {
+		return info, nil
+	}
+	link := &WebhookLinkInfo{PaymentLinkID: linkID, BuyerEmail: row.BuyerEmail, BuyerName: row.BuyerName, BuyerNote: row.BuyerNote}
+	if row.PaymentLinkSlug != nil {
+		link.PaymentLinkSlug = *row.PaymentLinkSlug
+	} else {
+		err := s.pool.QueryRow(ctx, `SELECT slug FROM payment_links WHERE id::text = $1`, linkID).Scan(&link.PaymentLinkSlug)
+		var pgErr *pgconn.PgError
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) && !(errors.As(err, &pgErr) && pgErr.Code == "42P01") {
+			return WebhookPaymentInfo{}, fmt.Errorf("read payment link of %s: %w", paymentID, err)
+		}
+	}
+	info.Link = link
+	return info, nil
+}
+
+// WebhookDelivery is what one delivery attempt needs, read afresh for every
+// attempt so that a changed webhook URL or a regenerated secret applies.
+type WebhookDelivery struct {
+	EventID string
+	Event   paywatch.Event
+	// Payload is the exact body to send.
+	Payload []byte
+	State   WebhookState
+	// URL and Secret are the project's current webhook URL and secret; ""
+	// when unset.
+	URL    string
+	Secret string
+}
+
+// WebhookDelivery reads an event with its project's current webhook URL
+// and secret.
+func (s *Store) WebhookDelivery(ctx context.Context, eventID string) (WebhookDelivery, error) {
+	var d WebhookDelivery
+	var url, secret *string
+	err := s.pool.QueryRow(ctx, `
+		SELECT e.event_id::text, e.event, e.payload::text, e.state, pr.webhook_url, pr.webhook_secret
+		FROM webhook_events e JOIN projects pr ON pr.id = e.project_id
+		WHERE e.event_id = $1`, eventID).Scan(&d.EventID, &d.Event, &d.Payload, &d.State, &url, &secret)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WebhookDelivery{}, paywatch.Errorf(paywatch.ENOTFOUND, "webhook event %s not found", eventID)
+	}
+	if err != nil {
+		return WebhookDelivery{}, fmt.Errorf("read webhook event %s: %w", eventID, err)
+	}
+	if url != nil {
+		d.URL = *url
+	}
+	if secret != nil {
+		d.Secret = *secret
+	}
+	return d, nil
+}
+
+// WebhookAttempt is one delivery attempt as the deliveries log shows it.
+type WebhookAttempt struct {
+	EventID string
+	// Attempt counts from 1.
+	Attempt int
+	// StatusCode is the receiver's HTTP status, 0 if there was no answer.
+	StatusCode int
+	// ResponseBody is the receiver's answer (or why there was none); it is
+	// cut to MaxWebhookResponseBody characters.
+	ResponseBody string
+	State        WebhookState
+}
+
+// RecordWebhookAttempt logs an attempt and sets the event's state to the
+// attempt's. Recording the same attempt again (an activity retried after a
+// crash) overwrites it; a delivered or skipped event keeps its state.
+func (s *Store) RecordWebhookAttempt(ctx context.Context, a WebhookAttempt) error {
+	now := s.now().UTC()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return recordAttempt(ctx, tx, a, now)
+	})
+	if err != nil {
+		return fmt.Errorf("record webhook attempt %s #%d: %w", a.EventID, a.Attempt, err)
+	}
+	return nil
+}
+
+func recordAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttempt, now time.Time) error {
+	var code *int
+	if a.StatusCode != 0 {
+		code = &a.StatusCode
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO webhook_attempts (event_id, attempt, status_code, response_body, state, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (event_id, attempt) DO UPDATE SET status_code = EXCLUDED.status_code,
+			response_body = EXCLUDED.response_body, state = EXCLUDED.state, created_at = EXCLUDED.created_at`,
+		a.EventID, a.Attempt, code, CutResponseBody(a.ResponseBody), string(a.State), now); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `
+		UPDATE webhook_events SET state = $2, updated_at = $3
+		WHERE event_id = $1 AND state NOT IN ('delivered', 'skipped')`, a.EventID, string(a.State), now)
+	return err
+}
+
+// CutResponseBody returns at most MaxWebhookResponseBody characters of a
+// receiver's answer, as valid UTF-8 without NUL bytes (which PostgreSQL
+// text cannot hold).
+func CutResponseBody(s string) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if utf8.RuneCountInString(s) <= MaxWebhookResponseBody {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == MaxWebhookResponseBody {
+			return s[:i]
+		}
+		n++
+	}
+	return s
+}
+
+// WebhookAttempts lists an event's attempts in order, for tests and
+// operators.
+func (s *Store) WebhookAttempts(ctx context.Context, eventID string) ([]WebhookAttempt, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT event_id::text, attempt, COALESCE(status_code, 0), COALESCE(response_body, ''), state
+		FROM webhook_attempts WHERE event_id = $1 ORDER BY attempt`, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookAttempt, error) {
+		var a WebhookAttempt
+		err := r.Scan(&a.EventID, &a.Attempt, &a.StatusCode, &a.ResponseBody, &a.State)
+		return a, err
+	})
+}

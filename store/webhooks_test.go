@@ -1,0 +1,195 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/store/storetest"
+)
+
+// whFixture is an account, its project and payments, inserted with SQL so
+// these tests depend on the schema only.
+type whFixture struct {
+	pool      *pgxpool.Pool
+	accountID int64
+	projectID int64
+	payments  int
+}
+
+func whSeed(t *testing.T, plan string, limits string) *whFixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	f := &whFixture{pool: pool}
+	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO accounts (email, plan, limits) VALUES ('owner@example.com', $1, $2::jsonb) RETURNING id`,
+		plan, limits).Scan(&f.accountID))
+	require.NoError(t, pool.QueryRow(ctx, `
+		INSERT INTO projects (slug, name, owner_id, webhook_url, webhook_secret)
+		VALUES ('shop', 'Shop', $1, 'https://hooks.example.com/pay', 'whsec_test') RETURNING id`, f.accountID).Scan(&f.projectID))
+	return f
+}
+
+// payment inserts a payment: the first without external_order_id, the
+// next ones with order-2, order-3 and so on.
+func (f *whFixture) payment(t *testing.T) string {
+	t.Helper()
+	f.payments++
+	var id string
+	require.NoError(t, f.pool.QueryRow(context.Background(), `
+		INSERT INTO payments (id, project_id, address_mode, network, token, address, amount, decimals, external_ref, external_order_id, metadata, expires_at)
+		VALUES (gen_random_uuid(), $1, 'per_payment', 'ERC20', 'USDT', '0x1111111111111111111111111111111111111111', 50000000, 6,
+		        'customer-1', NULLIF('order-' || $2::text, 'order-1'), '{"cart": 7}'::jsonb, now() + interval '1 hour')
+		RETURNING id::text`, f.projectID, strconv.Itoa(f.payments)).Scan(&id))
+	return id
+}
+
+func whEvent(paymentID string, seq int, ev paywatch.Event) store.WebhookEvent {
+	return store.WebhookEvent{
+		EventID:   fmt.Sprintf("00000000-0000-4000-8000-%012d", seq),
+		PaymentID: paymentID,
+		Event:     ev,
+		Sequence:  seq,
+		Payload:   json.RawMessage(fmt.Sprintf(`{"event": %q, "sequence": %d}`, ev, seq)),
+	}
+}
+
+func (f *whFixture) usage(t *testing.T, day string) int64 {
+	var n int64
+	err := f.pool.QueryRow(context.Background(), `SELECT COALESCE(SUM(count), 0) FROM daily_usage WHERE account_id = $1 AND day = $2::date AND kind = 'webhooks'`,
+		f.accountID, day).Scan(&n)
+	require.NoError(t, err)
+	return n
+}
+
+// Quota events count once when queued (a repeat of the same event id does
+// not count), over quota they are skipped with a logged attempt,
+// completed/overpaid are exempt, and counters are per UTC date.
+func TestWebhookQuota(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "free", `{"webhooks_per_day": 2}`)
+	now := time.Date(2025, 3, 1, 23, 59, 0, 0, time.UTC)
+	s := store.New(f.pool, store.WithClock(func() time.Time { return now }))
+	pay := f.payment(t)
+
+	st, err := s.QueueWebhookEvent(ctx, whEvent(pay, 1, paywatch.EventPartial))
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, st)
+	st, err = s.QueueWebhookEvent(ctx, whEvent(pay, 1, paywatch.EventPartial)) // retried queue
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, st)
+	assert.EqualValues(t, 1, f.usage(t, "2025-03-01"), "a repeated queue does not count again")
+
+	st, err = s.QueueWebhookEvent(ctx, whEvent(pay, 2, paywatch.EventPartial))
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, st)
+	st, err = s.QueueWebhookEvent(ctx, whEvent(pay, 3, paywatch.EventExpired))
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookSkipped, st, "third quota event of the day")
+	attempts, err := s.WebhookAttempts(ctx, whEvent(pay, 3, "").EventID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1)
+	assert.Equal(t, store.WebhookSkipped, attempts[0].State)
+
+	st, err = s.QueueWebhookEvent(ctx, whEvent(pay, 4, paywatch.EventCompleted))
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, st, "completed is exempt")
+	st, err = s.QueueWebhookEvent(ctx, whEvent(pay, 5, paywatch.EventOverpaid))
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, st, "overpaid is exempt")
+	assert.EqualValues(t, 2, f.usage(t, "2025-03-01"))
+
+	d, err := s.WebhookDelivery(ctx, whEvent(pay, 3, "").EventID)
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookSkipped, d.State)
+
+	now = now.Add(2 * time.Minute) // 00:01 UTC: a new day
+	st, err = s.QueueWebhookEvent(ctx, whEvent(pay, 6, paywatch.EventCancelled))
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, st)
+	assert.EqualValues(t, 1, f.usage(t, "2025-03-02"))
+}
+
+// Concurrent quota events never exceed the limit.
+func TestWebhookQuotaUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "free", `{}`) // free: 50 a day
+	s := store.New(f.pool)
+	pay := f.payment(t)
+	var mu sync.Mutex
+	counts := map[store.WebhookState]int{}
+	var wg sync.WaitGroup
+	for i := 1; i <= 60; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := s.QueueWebhookEvent(ctx, whEvent(pay, i, paywatch.EventPartial))
+			assert.NoError(t, err)
+			mu.Lock()
+			counts[st]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 50, counts[store.WebhookPending])
+	assert.Equal(t, 10, counts[store.WebhookSkipped])
+}
+
+// Attempts are logged with status, cut body and state; the event follows.
+func TestRecordWebhookAttempts(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "pro", `{}`)
+	s := store.New(f.pool)
+	pay := f.payment(t)
+	ev := whEvent(pay, 1, paywatch.EventCompleted)
+	_, err := s.QueueWebhookEvent(ctx, ev)
+	require.NoError(t, err)
+
+	long := strings.Repeat("é", 300) + "\x00"
+	require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: ev.EventID, Attempt: 1, StatusCode: 503, ResponseBody: long, State: store.WebhookRetrying}))
+	require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: ev.EventID, Attempt: 1, StatusCode: 503, ResponseBody: long, State: store.WebhookRetrying})) // replayed
+	require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: ev.EventID, Attempt: 2, StatusCode: 200, ResponseBody: "ok", State: store.WebhookDelivered}))
+
+	as, err := s.WebhookAttempts(ctx, ev.EventID)
+	require.NoError(t, err)
+	require.Len(t, as, 2)
+	assert.Equal(t, 503, as[0].StatusCode)
+	assert.Equal(t, strings.Repeat("é", 256), as[0].ResponseBody)
+	assert.Equal(t, store.WebhookDelivered, as[1].State)
+
+	d, err := s.WebhookDelivery(ctx, ev.EventID)
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookDelivered, d.State)
+	assert.Equal(t, "https://hooks.example.com/pay", d.URL)
+	assert.Equal(t, "whsec_test", d.Secret)
+	assert.JSONEq(t, string(ev.Payload), string(d.Payload))
+}
+
+func TestWebhookPaymentInfo(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "pro", `{}`)
+	s := store.New(f.pool)
+	pay := f.payment(t)
+	info, err := s.WebhookPaymentInfo(ctx, pay)
+	require.NoError(t, err)
+	assert.Equal(t, f.projectID, info.ProjectID)
+	assert.Equal(t, "customer-1", info.ExternalRef)
+	assert.Nil(t, info.ExternalOrderID)
+	info2, err := s.WebhookPaymentInfo(ctx, f.payment(t))
+	require.NoError(t, err)
+	assert.Equal(t, "order-2", *info2.ExternalOrderID)
+	assert.JSONEq(t, `{"cart": 7}`, string(info.Metadata))
+	assert.False(t, info.CreatedAt.IsZero())
+	assert.Nil(t, info.Link)
+}

@@ -1,0 +1,143 @@
+package workflows
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paywatch/paywatch"
+)
+
+// webhookEventNamespace is the UUIDv5 namespace of webhook event ids: an
+// event id is derived from the payment id and the event's sequence, so it is
+// deterministic on replay and the same across delivery retries.
+var webhookEventNamespace = uuid.MustParse("3f0b6a52-7c1e-4d52-9a57-4f1e2b0c9d61")
+
+// EventID returns the event_id of a payment's webhook with the given
+// sequence number.
+func EventID(paymentID string, sequence int) string {
+	return uuid.NewSHA1(webhookEventNamespace, []byte(paymentID+"/"+strconv.Itoa(sequence))).String()
+}
+
+// commit persists the state if it changed: it bumps Version, saves the
+// state, publishes a status change to the search attributes and queues the
+// webhook the change calls for. Only the save is awaited; the webhook runs
+// in its own coroutine.
+func (p *payment) commit(ctx workflow.Context) {
+	if !p.changed {
+		return
+	}
+	p.changed = false
+	event, notify := p.pendingEvent()
+	if notify {
+		p.st.WebhookSequence++
+		if p.st.Status == paywatch.StatusPartial {
+			paid := p.st.PaidAmount
+			p.st.PartialNotified = &paid
+		}
+	}
+	statusChanged := p.committed != p.st.Status
+	p.committed = p.st.Status
+	p.st.Version++
+	p.st.UpdatedAt = workflow.Now(ctx)
+	snap := p.snapshot()
+	if statusChanged {
+		p.publish(ctx)
+	}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
+		ActivitySavePaymentState, snap).Get(ctx, nil); err != nil {
+		p.logger.Error("save payment state failed", "paymentId", p.st.PaymentID, "version", snap.Version, "error", err)
+	}
+	if notify {
+		p.sendWebhook(ctx, event, snap)
+	}
+}
+
+// pendingEvent returns the webhook the current state calls for: one per
+// status change into paid, overpaid, partial, expired or cancelled, and
+// another payment.partial whenever confirmed funds of a partial payment
+// grow. A payment that never had a network expires silently.
+func (p *payment) pendingEvent() (paywatch.Event, bool) {
+	s := p.st.Status
+	switch {
+	case s == paywatch.StatusPartial:
+		if p.st.PartialNotified != nil && p.st.PaidAmount.Cmp(*p.st.PartialNotified) <= 0 {
+			return "", false
+		}
+	case s == p.committed:
+		return "", false
+	case s == paywatch.StatusExpired && p.st.Network == "":
+		return "", false
+	}
+	return paywatch.EventFor(s)
+}
+
+// sendWebhook queues and delivers one webhook in its own coroutine, so
+// retries (up to 30 minutes) never hold up the state machine.
+func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap PaymentState) {
+	in := QueueWebhookInput{
+		EventID:  EventID(snap.PaymentID, snap.WebhookSequence),
+		Sequence: snap.WebhookSequence,
+		Event:    event,
+		State:    snap,
+	}
+	p.webhooksOut++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() {
+			p.webhooksOut--
+			p.wake = true
+		}()
+		var q QueueWebhookResult
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
+			ActivityQueueWebhook, in).Get(ctx, &q); err != nil {
+			p.logger.Error("queue webhook failed", "paymentId", snap.PaymentID, "event", event, "error", err)
+			return
+		}
+		if q.Skipped {
+			p.logger.Info("webhook skipped: daily quota exhausted", "paymentId", snap.PaymentID, "event", event)
+			return
+		}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, WebhookActivityOptions),
+			ActivityDeliverWebhook, DeliverWebhookInput{EventID: in.EventID}).Get(ctx, nil); err != nil {
+			p.logger.Warn("webhook not delivered", "paymentId", snap.PaymentID, "event", event, "eventId", in.EventID, "error", err)
+		}
+	})
+}
+
+// publish upserts the search attributes and the memo, so the Temporal Web
+// UI can filter payments by status, project, network, token and references.
+func (p *payment) publish(ctx workflow.Context) {
+	orderID := ""
+	if p.in.ExternalOrderID != nil {
+		orderID = *p.in.ExternalOrderID
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		SearchAttrPaymentStatus.ValueSet(string(p.st.Status)),
+		SearchAttrProjectSlug.ValueSet(p.in.ProjectSlug),
+		SearchAttrNetwork.ValueSet(string(p.st.Network)),
+		SearchAttrToken.ValueSet(string(p.st.Token)),
+		SearchAttrExternalRef.ValueSet(p.in.ExternalRef),
+		SearchAttrExternalOrderID.ValueSet(orderID),
+	); err != nil {
+		p.logger.Warn("upsert search attributes failed", "paymentId", p.st.PaymentID, "error", err)
+	}
+	if err := workflow.UpsertMemo(ctx, map[string]any{
+		"amount":  p.st.Amount.String(),
+		"token":   string(p.st.Token),
+		"network": string(p.st.Network),
+		"address": p.st.Address,
+	}); err != nil {
+		p.logger.Warn("upsert memo failed", "paymentId", p.st.PaymentID, "error", err)
+	}
+}
+
+// snapshot returns a deep copy of the state, safe to hand to an activity or
+// a query while the workflow keeps changing its own.
+func (p *payment) snapshot() PaymentState {
+	s := p.st
+	s.Transactions = slices.Clone(p.st.Transactions)
+	s.SubmittedHashes = slices.Clone(p.st.SubmittedHashes)
+	return s
+}

@@ -1,0 +1,279 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paywatch/paywatch"
+)
+
+// Update rejection messages: the exact API texts of interface.md, except
+// the ones marked as paywatch's own (the specification names no message).
+const (
+	msgCancelChanged     = "Payment status changed before cancellation could complete. Please refresh and try again."
+	msgNetworkSelected   = "Network already selected for this payment"
+	msgNotPending        = "Payment is not in pending state"
+	msgExpired           = "Payment has expired"
+	msgHashPending       = "Transaction hash already submitted and pending confirmation"
+	msgHashOtherPayment  = "This transaction hash is already submitted for another payment"
+	msgFinalized         = "Payment already finalized"
+	msgNotTxidPayment    = "This payment does not accept transaction hashes"                   // paywatch's own
+	msgNoNetworkForHash  = "Select a network before submitting a transaction hash"             // paywatch's own
+	msgHashRequired      = "tx_hash is required"                                               // paywatch's own
+	msgHashBelowMinimum  = "Transaction amount is below the minimum accepted for this payment" // paywatch's own
+	msgHashNoTransfer    = "Transaction does not pay this payment's address"                   // paywatch's own
+	msgVerifiedMessage   = "Transaction verified. Waiting for confirmations."
+	msgUnverifiedMessage = "Transaction not found on chain yet. It will be verified automatically."
+)
+
+// reject returns an update rejection: a non-retryable application error
+// whose message is the API text and whose type selects the HTTP status.
+func reject(errType, msg string) error {
+	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{NonRetryable: true})
+}
+
+// rejectWithFields is reject with extra response fields as the error's one
+// detail (an ErrorFields).
+func rejectWithFields(errType, msg string, fields ErrorFields) error {
+	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{
+		NonRetryable: true, Details: []any{fields},
+	})
+}
+
+// updateError turns an activity's domain error into the update's rejection,
+// keeping its type, message and fields; other errors pass unchanged.
+func updateError(err error) error {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		return err
+	}
+	switch app.Type() {
+	case ErrTypeConflict, ErrTypeGone, ErrTypeInvalid, ErrTypeCapacity, ErrTypeNotFound:
+		var fields ErrorFields
+		if app.HasDetails() && app.Details(&fields) == nil && len(fields) > 0 {
+			return rejectWithFields(app.Type(), app.Message(), fields)
+		}
+		return reject(app.Type(), app.Message())
+	}
+	return err
+}
+
+// validateCancel accepts a cancel only for a pending payment.
+func (p *payment) validateCancel(ctx workflow.Context, _ CancelRequest) error {
+	if p.st.Status != paywatch.StatusPending {
+		return reject(ErrTypeConflict, fmt.Sprintf("Cannot cancel payment with status %q. Only pending payments can be cancelled.", p.st.Status))
+	}
+	return nil
+}
+
+// cancel cancels a pending payment. Transfers that reached the workflow
+// before the cancel are handled first: if one changed the status, the
+// transfer wins and the cancel is refused. Once the status is cancelled,
+// later transfers are ignored.
+func (p *payment) cancel(ctx workflow.Context, _ CancelRequest) (PaymentState, error) {
+	p.drainSignals(ctx)
+	if p.st.Status != paywatch.StatusPending {
+		return PaymentState{}, reject(ErrTypeConflict, msgCancelChanged)
+	}
+	p.st.Status = paywatch.StatusCancelled
+	p.changed = true
+	p.commit(ctx)
+	p.wake = true
+	return p.snapshot(), nil
+}
+
+// validateSelectNetwork checks a network selection: a valid pair, no
+// network yet, inside the window, still pending.
+func (p *payment) validateSelectNetwork(ctx workflow.Context, req SelectNetworkRequest) error {
+	if err := paywatch.ValidatePair(req.Network, req.Token); err != nil {
+		return reject(ErrTypeInvalid, paywatch.ErrorMessage(err))
+	}
+	if p.st.Network != "" || p.selecting {
+		return reject(ErrTypeConflict, msgNetworkSelected)
+	}
+	if !workflow.Now(ctx).Before(p.st.ExpiresAt) || p.st.Status == paywatch.StatusExpired {
+		return reject(ErrTypeGone, msgExpired)
+	}
+	if p.st.Status != paywatch.StatusPending {
+		return reject(ErrTypeConflict, msgNotPending)
+	}
+	return nil
+}
+
+// selectNetwork assigns the deposit address. The in-progress flag is set
+// before awaiting the activity, so a second concurrent selection is
+// refused; the window is never extended.
+func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) (Assignment, error) {
+	if err := p.validateSelectNetwork(ctx, req); err != nil {
+		return Assignment{}, err
+	}
+	p.selecting = true
+	defer func() {
+		p.selecting = false
+		p.wake = true
+	}()
+	var a Assignment
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivitySelectNetwork,
+		SelectNetworkInput{PaymentID: p.st.PaymentID, Network: req.Network, Token: req.Token}).Get(ctx, &a); err != nil {
+		return Assignment{}, updateError(err)
+	}
+	if d := paywatch.Decimals(a.Network, a.Token); a.Amount.Decimals() != d {
+		if r, err := a.Amount.Rescale(d); err == nil {
+			a.Amount = r
+		}
+	}
+	p.st.Network, p.st.Token, p.st.Address = a.Network, a.Token, a.Address
+	p.st.Amount = a.Amount
+	if a.OriginalAmount != nil {
+		p.st.OriginalAmount = a.OriginalAmount
+	}
+	p.st.PaidAmount = paywatch.NewAmount(nil, a.Amount.Decimals())
+	p.st.StartBlock = a.StartBlock
+	if !a.AssignedAt.IsZero() {
+		t := a.AssignedAt
+		p.st.AddressAssignedAt = &t
+	}
+	p.changed = true
+	p.commit(ctx)
+	p.publish(ctx)
+	if p.st.Status != paywatch.StatusPending {
+		// Cancelled while the address was being assigned: the address is
+		// recorded so that it is released, but the selection failed.
+		return Assignment{}, reject(ErrTypeConflict, msgNotPending)
+	}
+	return a, nil
+}
+
+// hashKnown reports whether a hash was already submitted to this payment.
+func (p *payment) hashKnown(h string) bool {
+	return slices.Contains(p.st.SubmittedHashes, h) || slices.Contains(p.verifying, h) ||
+		slices.ContainsFunc(p.st.Transactions, func(t Transaction) bool { return t.TxHash == h })
+}
+
+// validateSubmitTxHash applies the 409 rules of POST /v1/payments/:id/confirm.
+// An expired pool + txid payment still takes hashes during its late window.
+func (p *payment) validateSubmitTxHash(ctx workflow.Context, req SubmitTxHashRequest) error {
+	if req.TxHash == "" {
+		return reject(ErrTypeInvalid, msgHashRequired)
+	}
+	if !p.txidMode() {
+		return reject(ErrTypeInvalid, msgNotTxidPayment)
+	}
+	if p.st.Network == "" {
+		return reject(ErrTypeInvalid, msgNoNetworkForHash)
+	}
+	if !p.acceptsTransfers(workflow.Now(ctx)) {
+		return reject(ErrTypeConflict, msgFinalized)
+	}
+	if p.hashKnown(req.TxHash) {
+		return rejectWithFields(ErrTypeConflict, msgHashPending, ErrorFields{"submitted_tx_hash": req.TxHash})
+	}
+	return nil
+}
+
+// submitTxHash verifies a submitted hash at once: on chain and valid, it is
+// claimed for this payment and counted (confirming); not on chain yet, it is
+// recorded and re-checked on a timer until the window closes.
+func (p *payment) submitTxHash(ctx workflow.Context, req SubmitTxHashRequest) (SubmitTxHashResult, error) {
+	if err := p.validateSubmitTxHash(ctx, req); err != nil {
+		return SubmitTxHashResult{}, err
+	}
+	h := req.TxHash
+	p.verifying = append(p.verifying, h)
+	defer func() {
+		p.verifying = slices.DeleteFunc(p.verifying, func(v string) bool { return v == h })
+		p.wake = true
+	}()
+	var res VerifyTxHashResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivityVerifyTxHash,
+		p.verifyInput(h)).Get(ctx, &res); err != nil {
+		p.logger.Warn("tx hash verification failed; re-checking later", "paymentId", p.st.PaymentID, "txHash", h, "error", err)
+		res = VerifyTxHashResult{Found: false}
+	}
+	amount, found, err := p.applyVerified(ctx, h, res)
+	if err != nil {
+		return SubmitTxHashResult{}, err
+	}
+	if !found {
+		p.st.SubmittedHashes = append(p.st.SubmittedHashes, h)
+		p.nextHashCheck = workflow.Now(ctx).Add(hashRecheckMin)
+		p.hashInterval = hashRecheckMin
+		p.changed = true
+		p.commit(ctx)
+		return SubmitTxHashResult{Verified: false, Status: p.st.Status, Message: msgUnverifiedMessage}, nil
+	}
+	p.commit(ctx)
+	return SubmitTxHashResult{Verified: true, Status: p.st.Status, AmountReceived: &amount, Message: msgVerifiedMessage}, nil
+}
+
+// verifyInput is the activity input that verifies hash h for this payment.
+func (p *payment) verifyInput(h string) VerifyTxHashInput {
+	return VerifyTxHashInput{Network: p.st.Network, Token: p.st.Token, Address: p.st.Address, StartBlock: p.st.StartBlock, TxHash: h}
+}
+
+// applyVerified counts a verified transaction: its transfers to the
+// payment's address above the dust threshold, after the hash is claimed for
+// this payment. found is false when the transaction is not on chain yet.
+func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHashResult) (amount paywatch.Amount, found bool, err error) {
+	amount = paywatch.NewAmount(nil, p.st.Amount.Decimals())
+	if !res.Found {
+		return amount, false, nil
+	}
+	var valid []TransferSeen
+	for _, t := range res.Transfers {
+		if !paywatch.IsDust(t.Amount, p.in.DustMinimum) {
+			valid = append(valid, t)
+		}
+	}
+	switch {
+	case len(res.Transfers) == 0:
+		msg := msgHashNoTransfer
+		if res.Reason != "" {
+			msg = res.Reason
+		}
+		return amount, true, reject(ErrTypeInvalid, msg)
+	case len(valid) == 0:
+		return amount, true, reject(ErrTypeInvalid, msgHashBelowMinimum)
+	}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivityClaimTxHash,
+		ClaimTxHashInput{PaymentID: p.st.PaymentID, Network: p.st.Network, TxHash: h}).Get(ctx, nil); err != nil {
+		return amount, true, updateError(err)
+	}
+	if !p.acceptsTransfers(workflow.Now(ctx)) {
+		return amount, true, reject(ErrTypeConflict, msgFinalized)
+	}
+	for _, t := range valid {
+		if p.addTransfer(ctx, t, true) {
+			amount = amount.Add(t.Amount)
+		}
+	}
+	return amount, true, nil
+}
+
+// recheckHashes verifies the submitted hashes that were not on chain yet;
+// a hash that turned out invalid or claimed elsewhere is dropped.
+func (p *payment) recheckHashes(ctx workflow.Context) {
+	for _, h := range slices.Clone(p.st.SubmittedHashes) {
+		var res VerifyTxHashResult
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityVerifyTxHash,
+			p.verifyInput(h)).Get(ctx, &res); err != nil {
+			p.logger.Warn("tx hash re-check failed", "paymentId", p.st.PaymentID, "txHash", h, "error", err)
+			continue
+		}
+		_, found, err := p.applyVerified(ctx, h, res)
+		if !found {
+			continue
+		}
+		if err != nil {
+			p.logger.Info("submitted tx hash does not count", "paymentId", p.st.PaymentID, "txHash", h, "reason", err)
+		}
+		p.st.SubmittedHashes = slices.DeleteFunc(p.st.SubmittedHashes, func(v string) bool { return v == h })
+		p.changed = true
+	}
+	p.hashInterval = min(max(p.hashInterval*2, hashRecheckMin), hashRecheckMax)
+	p.nextHashCheck = workflow.Now(ctx).Add(p.hashInterval)
+}

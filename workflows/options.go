@@ -1,0 +1,68 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Activity options of the payment workflow. Every activity has a
+// StartToCloseTimeout; domain errors are non-retryable application errors,
+// so retries only ever repeat transient failures.
+
+// persistOptions: saving state, queueing webhooks, claims and releases must
+// eventually happen, so they retry without an attempt limit.
+var persistOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    time.Minute,
+	},
+}
+
+// interactiveOptions: activities an update handler awaits while the API
+// waits for an answer; they give up quickly.
+var interactiveOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 20 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    500 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    2 * time.Second,
+		MaximumAttempts:    3,
+	},
+}
+
+// chainOptions: chain reads from the main loop. A failure is not fatal: the
+// loop tries again at its next check.
+var chainOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    2 * time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    30 * time.Second,
+		MaximumAttempts:    4,
+	},
+}
+
+// WebhookActivityOptions are the options of ActivityDeliverWebhook: one
+// delivery attempt per activity attempt, 5 in all. The
+// activity sets NextRetryDelay to follow WebhookSchedule exactly; the
+// policy's own intervals (10 s × 5^n, capped at 25 min) only apply when an
+// attempt dies without answering (worker crash, StartToClose timeout) and
+// approximate the same schedule.
+var WebhookActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: WebhookTimeout + 20*time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        10 * time.Second,
+		BackoffCoefficient:     5,
+		MaximumInterval:        25 * time.Minute,
+		MaximumAttempts:        WebhookMaxAttempts,
+		NonRetryableErrorTypes: []string{ErrTypeWebhookFailed},
+	},
+}
+
+// chainRetryAfter is how long the main loop waits before trying a failed
+// chain check again.
+const chainRetryAfter = time.Minute

@@ -1,0 +1,379 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paywatch/paywatch"
+)
+
+// PaymentWorkflow owns one payment's status from creation to the end of its
+// late window (workflow ID PaymentWorkflowID(id)). It is a thin shell: all
+// state lives in one payment value, setup registers the signal, update and
+// query handlers, and run drives the state machine.
+//
+// Lifecycle decisions where interface.md is silent:
+//
+//   - Expiry of a pending payment happens at ExpiresAt + 3 minutes
+//     (paywatch.PendingShownExpiredAfter), after one last on-chain check, so
+//     the API never reports "expired" before it shows it (rule 2) and a
+//     transfer in flight at the deadline still counts. A network-less
+//     payment expires at the same moment, without a webhook.
+//   - A partial payment with nothing confirming is checked on-chain once more
+//     at ExpiresAt and then expires; a payment with transfers still
+//     confirming at the deadline (status confirming, or partial topped up by
+//     a new transfer) keeps confirming until ExpiresAt + 30 minutes, is then
+//     checked once more and expires unless fully paid by then.
+//   - While a partial payment's new transfer confirms, its status stays
+//     partial (the table has no partial → confirming row); the transfer shows
+//     as unconfirmed in transactions.
+//   - A transfer counts once it has the network's confirmations and its
+//     block is still canonical; a confirmed transfer is final, so a later
+//     transfer-removed signal for it is ignored (and logged).
+//   - Late funds (per_payment, pool + txid) are watched until ExpiresAt + 24 h;
+//     partial late funds update paid_amount and transactions but send no
+//     webhook; full ones turn the payment paid or overpaid with
+//     late_payment true.
+//   - Webhooks are delivered concurrently and never block the state
+//     machine; the workflow neither ends nor continues-as-new while one is
+//     outstanding.
+func PaymentWorkflow(ctx workflow.Context, in PaymentInput) error {
+	p := newPayment(ctx, in)
+	if err := p.setup(ctx); err != nil {
+		return err
+	}
+	return p.run(ctx)
+}
+
+// Timing of the main loop's own checks.
+const (
+	// hashRecheckMin and hashRecheckMax bound the back-off of re-checks of
+	// submitted transaction hashes that were not on chain yet.
+	hashRecheckMin = 30 * time.Second
+	hashRecheckMax = 10 * time.Minute
+	// maxConfirmationWait caps one wait for confirmations, whatever the
+	// estimate says.
+	maxConfirmationWait = 10 * time.Minute
+	// maxHistoryEvents continues-as-new even if the server never suggests it.
+	maxHistoryEvents = 10_000
+)
+
+// payment is the whole state of a payment workflow run. Only st (and in)
+// survive continue-as-new; the rest is rebuilt by setup.
+type payment struct {
+	in PaymentInput
+	st PaymentState
+
+	// committed is the status of the last commit: a different status now
+	// means a status change (search attributes, webhook).
+	committed paywatch.Status
+	// changed is set by every state change not yet committed.
+	changed bool
+
+	selecting   bool     // a select-network handler is awaiting its activity
+	verifying   []string // submit-tx-hash handlers awaiting their activities
+	webhooksOut int      // webhook coroutines still running
+	wake        bool     // a handler asks the main loop to look again
+	done        bool     // the payment is over; finish and end
+
+	nextConfCheck time.Time
+	nextHashCheck time.Time
+	hashInterval  time.Duration
+
+	seen    workflow.ReceiveChannel
+	removed workflow.ReceiveChannel
+	logger  log.Logger
+}
+
+// newPayment builds the state of a first run from the input, or takes the
+// state carried across continue-as-new.
+func newPayment(ctx workflow.Context, in PaymentInput) *payment {
+	p := &payment{in: in, logger: workflow.GetLogger(ctx)}
+	if in.Carry != nil {
+		p.st = *in.Carry
+	} else {
+		p.st = PaymentState{
+			PaymentID:      in.PaymentID,
+			Status:         paywatch.StatusPending,
+			Network:        in.Network,
+			Token:          in.Token,
+			Address:        in.Address,
+			Amount:         in.Amount,
+			OriginalAmount: in.OriginalAmount,
+			PaidAmount:     paywatch.NewAmount(nil, in.Amount.Decimals()),
+			ExpiresAt:      in.ExpiresAt,
+			StartBlock:     in.StartBlock,
+		}
+		if !in.AddressAssignedAt.IsZero() {
+			t := in.AddressAssignedAt
+			p.st.AddressAssignedAt = &t
+		}
+	}
+	p.committed = p.st.Status
+	return p
+}
+
+// setup registers the handlers and publishes the search attributes and memo.
+func (p *payment) setup(ctx workflow.Context) error {
+	lifecycleV1(ctx)
+	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
+	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (PaymentState, error) {
+		return p.snapshot(), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancel, p.cancel,
+		workflow.UpdateHandlerOptions{Validator: p.validateCancel}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSelectNetwork, p.selectNetwork,
+		workflow.UpdateHandlerOptions{Validator: p.validateSelectNetwork}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSubmitTxHash, p.submitTxHash,
+		workflow.UpdateHandlerOptions{Validator: p.validateSubmitTxHash}); err != nil {
+		return err
+	}
+	p.publish(ctx)
+	now := workflow.Now(ctx)
+	if p.hasUnconfirmed() {
+		p.nextConfCheck = now
+	}
+	if len(p.st.SubmittedHashes) > 0 {
+		p.nextHashCheck = now
+	}
+	p.hashInterval = hashRecheckMin
+	return nil
+}
+
+// run is the state machine: handle signals, do what is due, persist, then
+// sleep until the next due time, a signal or a handler's wake-up.
+func (p *payment) run(ctx workflow.Context) error {
+	for {
+		p.drainSignals(ctx)
+		p.advance(ctx)
+		p.commit(ctx)
+		if p.done {
+			return p.finish(ctx)
+		}
+		if p.continueAsNewSuggested(ctx) && p.quiet(ctx) {
+			return p.continueAsNew(ctx)
+		}
+		if err := p.wait(ctx); err != nil {
+			// The workflow itself was cancelled (an operator's decision,
+			// not a payment cancel): stop monitoring as it stands.
+			p.logger.Warn("payment workflow cancelled", "paymentId", p.st.PaymentID, "status", p.st.Status)
+			return err
+		}
+	}
+}
+
+// wait blocks until the next due time, a buffered signal or a wake-up; it
+// fails only when the workflow is cancelled.
+func (p *payment) wait(ctx workflow.Context) error {
+	p.wake = false
+	cond := func() bool { return p.wake || p.seen.Len() > 0 || p.removed.Len() > 0 }
+	next := p.nextWake()
+	if next.IsZero() {
+		return workflow.Await(ctx, cond)
+	}
+	if d := next.Sub(workflow.Now(ctx)); d > 0 {
+		_, err := workflow.AwaitWithTimeout(ctx, d, cond)
+		return err
+	}
+	return ctx.Err()
+}
+
+// drainSignals handles every buffered signal without blocking.
+func (p *payment) drainSignals(ctx workflow.Context) {
+	for {
+		var t TransferSeen
+		if p.seen.ReceiveAsync(&t) {
+			p.addTransfer(ctx, t, false)
+			continue
+		}
+		var r TransferRemoved
+		if p.removed.ReceiveAsync(&r) {
+			p.removeTransfer(ctx, r)
+			continue
+		}
+		return
+	}
+}
+
+// advance does whatever is due: confirmation checks, re-checks of
+// submitted hashes and the deadlines. Every branch that is due moves its
+// due time forward or changes the status, so the loop always progresses.
+func (p *payment) advance(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	if p.hasUnconfirmed() && !now.Before(p.nextConfCheck) && p.st.Status != paywatch.StatusCancelled {
+		p.checkConfirmations(ctx)
+	}
+	if len(p.st.SubmittedHashes) > 0 && !now.Before(p.nextHashCheck) && p.acceptsTransfers(now) {
+		p.recheckHashes(ctx)
+	}
+	if !p.selecting {
+		if d := p.deadline(); !d.IsZero() && !workflow.Now(ctx).Before(d) {
+			switch p.st.Status {
+			case paywatch.StatusExpired:
+				p.closeLateWindow(ctx)
+			case paywatch.StatusPending, paywatch.StatusConfirming, paywatch.StatusPartial:
+				p.passDeadline(ctx)
+			}
+		}
+	}
+	p.done = p.over(workflow.Now(ctx))
+}
+
+// over reports whether the payment is finished: paid, overpaid, cancelled,
+// or expired with no late window left.
+func (p *payment) over(now time.Time) bool {
+	switch p.st.Status {
+	case paywatch.StatusPaid, paywatch.StatusOverpaid, paywatch.StatusCancelled:
+		return true
+	case paywatch.StatusExpired:
+		return !p.lateEligible() || !now.Before(p.lateEnd())
+	}
+	return false
+}
+
+// nextWake is the earliest time something becomes due; zero if nothing will
+// without a signal or an update.
+func (p *payment) nextWake() time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if p.hasUnconfirmed() && p.st.Status != paywatch.StatusCancelled {
+		consider(p.nextConfCheck)
+	}
+	if len(p.st.SubmittedHashes) > 0 {
+		consider(p.nextHashCheck)
+	}
+	if !p.selecting {
+		consider(p.deadline())
+	}
+	return next
+}
+
+// deadline returns when the current status must next be looked at because
+// of the payment window, or zero.
+func (p *payment) deadline() time.Time {
+	e := p.st.ExpiresAt
+	switch p.st.Status {
+	case paywatch.StatusPending, paywatch.StatusConfirming, paywatch.StatusPartial:
+		switch {
+		case p.st.Network == "":
+			return e.Add(paywatch.PendingShownExpiredAfter)
+		case p.hasUnconfirmed():
+			return e.Add(paywatch.ConfirmingGrace)
+		case p.st.Status == paywatch.StatusPartial:
+			return e
+		default:
+			return e.Add(paywatch.PendingShownExpiredAfter)
+		}
+	case paywatch.StatusExpired:
+		if p.lateEligible() {
+			return p.lateEnd()
+		}
+	}
+	return time.Time{}
+}
+
+// passDeadline handles a payment whose window (or grace) is over.
+func (p *payment) passDeadline(ctx workflow.Context) {
+	if p.st.Network == "" {
+		p.expire()
+		return
+	}
+	if p.hasUnconfirmed() {
+		// Confirming grace is over: check on-chain once more, then decide.
+		p.checkConfirmations(ctx)
+		if !p.fullyPaid() {
+			p.expire()
+		}
+		return
+	}
+	if !p.st.DeadlineChecked {
+		p.st.DeadlineChecked = true
+		p.changed = true
+		p.finalCheck(ctx)
+		if p.hasUnconfirmed() || p.fullyPaid() {
+			return // found funds get the confirming grace
+		}
+	}
+	p.expire()
+}
+
+// closeLateWindow ends the late window: transfers still confirming get one
+// last check.
+func (p *payment) closeLateWindow(ctx workflow.Context) {
+	if p.hasUnconfirmed() {
+		p.checkConfirmations(ctx)
+	}
+}
+
+// expire moves an open payment to expired.
+func (p *payment) expire() {
+	p.st.Status = paywatch.StatusExpired
+	p.changed = true
+}
+
+// finish ends the workflow: it waits for handlers, releases the address,
+// then waits for outstanding webhooks.
+func (p *payment) finish(ctx workflow.Context) error {
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	p.drainSignals(ctx)
+	p.commit(ctx)
+	if p.st.Address != "" {
+		in := ReleaseAddressInput{PaymentID: p.st.PaymentID, Outcome: p.st.Status}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
+			ActivityReleaseAddress, in).Get(ctx, nil); err != nil {
+			p.logger.Error("release address failed", "paymentId", p.st.PaymentID, "error", err)
+		}
+	}
+	_ = workflow.Await(ctx, func() bool { return p.quiet(ctx) })
+	return nil
+}
+
+// quiet reports whether no handler and no webhook is running, the
+// condition for ending or continuing as new.
+func (p *payment) quiet(ctx workflow.Context) bool {
+	return p.webhooksOut == 0 && workflow.AllHandlersFinished(ctx)
+}
+
+// continueAsNewSuggested reports whether the history is long enough to
+// start afresh (many small transfers, long txid re-check loops).
+func (p *payment) continueAsNewSuggested(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= maxHistoryEvents
+}
+
+// continueAsNew carries the state into a new run once every signal is
+// handled and every change persisted.
+func (p *payment) continueAsNew(ctx workflow.Context) error {
+	for {
+		p.drainSignals(ctx)
+		if !p.changed && p.quiet(ctx) {
+			break
+		}
+		p.commit(ctx)
+		_ = workflow.Await(ctx, func() bool { return p.quiet(ctx) })
+	}
+	next := p.in
+	st := p.snapshot()
+	next.Carry = &st
+	next.Network, next.Token, next.Address = st.Network, st.Token, st.Address
+	next.Amount, next.OriginalAmount = st.Amount, st.OriginalAmount
+	next.StartBlock = st.StartBlock
+	if st.AddressAssignedAt != nil {
+		next.AddressAssignedAt = *st.AddressAssignedAt
+	}
+	p.logger.Info("continuing as new", "paymentId", st.PaymentID, "transactions", len(st.Transactions))
+	return workflow.NewContinueAsNewError(ctx, PaymentWorkflowName, next)
+}

@@ -1,0 +1,968 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/converter"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// PaymentSuite runs the payment workflow in the SDK's time-skipping test
+// environment with every activity mocked by name. A simulated chain makes
+// one block per BlockTime from the start, so confirmation waits move
+// env.Now() by exactly BlockTime × blocks missing.
+type PaymentSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+
+	start time.Time
+
+	mu        sync.Mutex
+	saved     []workflows.PaymentState
+	hooks     []hook
+	delivered []string
+	released  []workflows.ReleaseAddressInput
+	// chain simulation
+	baseHead  uint64
+	stallAt   *uint64         // head frozen here when set
+	reorged   map[string]bool // tx hashes whose block is no longer canonical
+	final     []workflows.TransferSeen
+	finalRuns int
+	verify    map[string]workflows.VerifyTxHashResult
+	claimErr  map[string]error
+	selects   int
+	selectErr error
+	deliverIn time.Duration
+	finalIn   time.Duration
+	updates   int
+}
+
+type hook struct {
+	in workflows.QueueWebhookInput
+	at time.Time
+}
+
+func TestPaymentSuite(t *testing.T) { suite.Run(t, new(PaymentSuite)) }
+
+const (
+	address   = "0x1111111111111111111111111111111111111111"
+	blockTime = 12 * time.Second // ERC20
+	required  = 12               // ERC20 confirmations
+)
+
+func (s *PaymentSuite) SetupSuite() {
+	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+}
+
+func (s *PaymentSuite) SetupTest() {
+	s.start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s.saved, s.hooks, s.delivered, s.released = nil, nil, nil, nil
+	s.baseHead, s.stallAt = 1000, nil
+	s.reorged = map[string]bool{}
+	s.final, s.finalRuns = nil, 0
+	s.verify = map[string]workflows.VerifyTxHashResult{}
+	s.claimErr = map[string]error{}
+	s.selects, s.selectErr = 0, nil
+	s.deliverIn, s.finalIn = 0, 0
+
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartTime(s.start)
+	workflows.Register(env, activities.New(activities.Deps{}))
+	s.env = env
+
+	env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, st workflows.PaymentState) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.saved = append(s.saved, st)
+			return nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivityQueueWebhook, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.QueueWebhookInput) (workflows.QueueWebhookResult, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.hooks = append(s.hooks, hook{in: in, at: env.Now().UTC()})
+			return workflows.QueueWebhookResult{}, nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivityDeliverWebhook, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.deliverIn }).Return(
+		func(_ context.Context, in workflows.DeliverWebhookInput) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.delivered = append(s.delivered, in.EventID)
+			return nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.ReleaseAddressInput) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.released = append(s.released, in)
+			return nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivityCheckTransfers, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.CheckTransfersInput) (workflows.CheckTransfersResult, error) {
+			head := s.head()
+			res := workflows.CheckTransfersResult{Head: head}
+			for _, t := range in.Transfers {
+				c := workflows.TransferCheck{TxHash: t.TxHash, LogIndex: t.LogIndex, Canonical: !s.reorged[t.TxHash]}
+				if t.BlockNumber <= head {
+					c.Confirmations = int(head - t.BlockNumber + 1)
+				}
+				res.Transfers = append(res.Transfers, c)
+			}
+			return res, nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivityFinalCheck, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.finalIn }).Return(
+		func(_ context.Context, in workflows.FinalCheckInput) (workflows.FinalCheckResult, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.finalRuns++
+			return workflows.FinalCheckResult{Head: s.head(), Transfers: s.final}, nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivityVerifyTxHash, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.VerifyTxHashInput) (workflows.VerifyTxHashResult, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.verify[in.TxHash], nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivityClaimTxHash, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.ClaimTxHashInput) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.claimErr[in.TxHash]
+		}).Maybe()
+	env.OnActivity(workflows.ActivitySelectNetwork, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.SelectNetworkInput) (workflows.Assignment, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.selects++
+			if s.selectErr != nil {
+				return workflows.Assignment{}, s.selectErr
+			}
+			return workflows.Assignment{
+				Network: in.Network, Token: in.Token, Address: address,
+				Amount: amt("50.00"), StartBlock: s.head(), AssignedAt: s.start,
+			}, nil
+		}).Maybe()
+}
+
+// head is the simulated chain head: one block per blockTime since start.
+func (s *PaymentSuite) head() uint64 {
+	if s.stallAt != nil {
+		return *s.stallAt
+	}
+	return s.baseHead + uint64(s.env.Now().Sub(s.start)/blockTime)
+}
+
+// now is the test environment's clock in UTC.
+func (s *PaymentSuite) now() time.Time { return s.env.Now().UTC() }
+
+func amt(v string) paywatch.Amount { return paywatch.MustParseAmount(v, 6) }
+
+// input is a per_payment USDT payment of 50.00 on ERC20 expiring in 1 h.
+func (s *PaymentSuite) input() workflows.PaymentInput {
+	return workflows.PaymentInput{
+		PaymentID:         "9b2f6a52-0000-4000-8000-000000000001",
+		ProjectID:         1,
+		ProjectSlug:       "shop",
+		Mode:              paywatch.ModePerPayment,
+		Network:           paywatch.ERC20,
+		Token:             paywatch.USDT,
+		Address:           address,
+		StartBlock:        s.baseHead,
+		Amount:            amt("50.00"),
+		ExternalRef:       "customer-1",
+		CreatedAt:         s.start,
+		ExpiresAt:         s.start.Add(time.Hour),
+		AddressAssignedAt: s.start,
+	}
+}
+
+// transfer is a transfer mined in the current head block.
+func (s *PaymentSuite) transfer(hash, amount string) workflows.TransferSeen {
+	h := s.head()
+	return workflows.TransferSeen{TxHash: hash, LogIndex: 0, BlockNumber: h, BlockHash: fmt.Sprintf("0xblock%d", h), From: "0xfrom", Amount: amt(amount)}
+}
+
+// at runs fn at start + d.
+func (s *PaymentSuite) at(d time.Duration, fn func()) {
+	s.env.RegisterDelayedCallback(fn, d)
+}
+
+func (s *PaymentSuite) signal(hash, amount string) {
+	s.env.SignalWorkflow(workflows.SignalTransferSeen, s.transfer(hash, amount))
+}
+
+func (s *PaymentSuite) query() workflows.PaymentState {
+	v, err := s.env.QueryWorkflow(workflows.QueryState)
+	s.Require().NoError(err)
+	var st workflows.PaymentState
+	s.Require().NoError(v.Get(&st))
+	return st
+}
+
+// update sends an update and returns its result or rejection; the
+// callbacks run synchronously inside the test environment.
+func (s *PaymentSuite) update(name string, arg any, result *any, err *error) {
+	s.updates++
+	s.env.UpdateWorkflow(name, fmt.Sprintf("update-%d", s.updates), &testsuite.TestUpdateCallback{
+		OnAccept:   func() {},
+		OnReject:   func(e error) { *err = e },
+		OnComplete: func(v any, e error) { *result, *err = v, e },
+	}, arg)
+}
+
+func (s *PaymentSuite) run(in workflows.PaymentInput) {
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+}
+
+func (s *PaymentSuite) events() []paywatch.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []paywatch.Event
+	for _, h := range s.hooks {
+		out = append(out, h.in.Event)
+	}
+	return out
+}
+
+func (s *PaymentSuite) last() workflows.PaymentState {
+	s.Require().NotEmpty(s.saved)
+	return s.saved[len(s.saved)-1]
+}
+
+// assertRejected checks an update rejection's type and exact message.
+func (s *PaymentSuite) assertRejected(err error, typ, msg string) {
+	s.T().Helper()
+	var app *temporal.ApplicationError
+	s.Require().True(errors.As(err, &app), "want an application error, got %v", err)
+	s.Equal(typ, app.Type())
+	s.Equal(msg, app.Message())
+}
+
+// --- Transition table -----------------------------------------------------
+
+// pending → confirming above the dust threshold, no webhook for confirming.
+func (s *PaymentSuite) TestPendingToConfirmingSendsNoWebhook() {
+	s.stallAt = ptr(uint64(1000)) // confirmations never come
+	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
+	s.at(2*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusConfirming, st.Status)
+		s.Len(st.Transactions, 1)
+		s.False(st.Transactions[0].Confirmed)
+		s.Empty(s.events())
+		s.env.CancelWorkflow()
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.Empty(s.events())
+}
+
+// A transfer below the dust threshold is ignored: no status change, no
+// save, no webhook.
+func (s *PaymentSuite) TestDustIsIgnored() {
+	s.at(time.Minute, func() { s.signal("0xdust", "0.09") })
+	s.at(2*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPending, st.Status)
+		s.Empty(st.Transactions)
+		s.Empty(s.saved)
+		s.Empty(s.events())
+		s.env.CancelWorkflow()
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+}
+
+// A project minimum replaces the global dust threshold.
+func (s *PaymentSuite) TestProjectMinimumIsTheDustThreshold() {
+	in := s.input()
+	minimum := paywatch.MustParseAmount("5.00", 2)
+	in.DustMinimum = &minimum
+	s.stallAt = ptr(uint64(1000))
+	s.at(time.Minute, func() { s.signal("0xsmall", "4.99") })
+	s.at(2*time.Minute, func() {
+		s.Equal(paywatch.StatusPending, s.query().Status)
+		s.signal("0xbig", "5.00")
+	})
+	s.at(3*time.Minute, func() {
+		s.Equal(paywatch.StatusConfirming, s.query().Status)
+		s.env.CancelWorkflow()
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+}
+
+// confirming → paid after the network's confirmations: one
+// payment.completed, and the wait is exactly BlockTime × blocks missing.
+func (s *PaymentSuite) TestConfirmedMatchingAmountIsPaid() {
+	s.at(time.Minute, func() { s.signal("0xa", "50.20") }) // within 1 %
+	s.run(s.input())
+	st := s.last()
+	s.Equal(paywatch.StatusPaid, st.Status)
+	s.Equal("50.20", st.PaidAmount.String())
+	s.Equal("0xa", st.TxHash)
+	s.True(st.Transactions[0].Confirmed)
+	s.Equal(required, st.Transactions[0].Confirmations)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	// Seen at +1 min with 1 confirmation, 11 blocks of 12 s missing.
+	s.Equal(s.start.Add(time.Minute+11*blockTime), st.PaidAt.UTC())
+	s.Equal(s.start.Add(time.Minute+11*blockTime), s.hooks[0].at)
+	s.False(s.hooks[0].in.State.LatePayment)
+	s.Equal([]workflows.ReleaseAddressInput{{PaymentID: st.PaymentID, Outcome: paywatch.StatusPaid}}, s.released)
+	s.Len(s.delivered, 1)
+	s.Equal(workflows.EventID(st.PaymentID, 1), s.hooks[0].in.EventID)
+}
+
+// confirming → overpaid above expected × 1.01.
+func (s *PaymentSuite) TestConfirmedAboveToleranceIsOverpaid() {
+	s.at(time.Minute, func() { s.signal("0xa", "50.51") })
+	s.run(s.input())
+	s.Equal(paywatch.StatusOverpaid, s.last().Status)
+	s.Equal([]paywatch.Event{paywatch.EventOverpaid}, s.events())
+}
+
+// confirming → partial counts confirmed funds only; partial → paid when
+// further transfers to the same address reach the amount.
+func (s *PaymentSuite) TestPartialThenTopUpIsPaid() {
+	s.at(time.Minute, func() { s.signal("0xa", "20.00") })
+	s.at(10*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPartial, st.Status)
+		s.signal("0xb", "30.00")
+		s.signal("0xc", "10.00") // still confirming when the partial webhook... is already sent
+	})
+	s.at(10*time.Minute+time.Second, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPartial, st.Status, "a partial payment stays partial while new funds confirm")
+		s.Equal("20.00", st.PaidAmount.String())
+	})
+	s.run(s.input())
+	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventOverpaid}, s.events())
+	s.Equal("20.00", s.hooks[0].in.State.PaidAmount.String(), "partial webhook counts confirmed funds only")
+	s.Equal("60.00", s.last().PaidAmount.String())
+	s.Equal(s.start.Add(10*time.Minute+11*blockTime), s.hooks[1].at)
+}
+
+// payment.partial is sent again whenever the confirmed amount grows, and a
+// partial payment at the deadline becomes expired (reported as expired).
+func (s *PaymentSuite) TestPartialSentAgainForLargerAmountThenExpires() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser // no late window: the workflow ends at expiry
+	s.at(time.Minute, func() { s.signal("0xa", "10.00") })
+	s.at(10*time.Minute, func() { s.signal("0xb", "15.00") })
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventPartial, paywatch.EventExpired}, s.events())
+	s.Equal("10.00", s.hooks[0].in.State.PaidAmount.String())
+	s.Equal("25.00", s.hooks[1].in.State.PaidAmount.String())
+	s.Equal(paywatch.StatusExpired, s.hooks[2].in.State.Status)
+	s.Equal("25.00", s.hooks[2].in.State.PaidAmount.String())
+	// Partial with nothing confirming expires at ExpiresAt, after one more
+	// on-chain check.
+	s.Equal(in.ExpiresAt, s.hooks[2].at)
+	s.Equal(1, s.finalRuns)
+	s.Equal(in.ExpiresAt, s.now())
+	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
+}
+
+// pending → cancelled: payment.cancelled, monitoring stops at once.
+func (s *PaymentSuite) TestCancelPending() {
+	var res any
+	var err error
+	s.at(5*time.Minute, func() { s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err) })
+	s.run(s.input())
+	s.Require().NoError(err)
+	s.Equal(paywatch.StatusCancelled, res.(workflows.PaymentState).Status)
+	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
+	s.Equal(paywatch.StatusCancelled, s.last().Status)
+	s.Equal(s.start.Add(5*time.Minute), s.now())
+	s.Equal(paywatch.StatusCancelled, s.released[0].Outcome)
+}
+
+// Only pending payments can be cancelled, with the exact 409 message.
+func (s *PaymentSuite) TestCancelNonPendingIsRefused() {
+	var res any
+	var err error
+	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
+	s.at(2*time.Minute, func() { s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err) })
+	s.run(s.input())
+	s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+}
+
+// A transfer the workflow has already handled makes the cancel fail in
+// its validator: the payment is confirming.
+func (s *PaymentSuite) TestCancelAfterTransferIsRefused() {
+	var res any
+	var err error
+	s.at(time.Minute, func() {
+		s.signal("0xa", "50.00")
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
+	})
+	s.run(s.input())
+	s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
+	s.Equal(paywatch.StatusPaid, s.last().Status)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+}
+
+// Race: the cancel passed its validator while a transfer signal was still
+// buffered (the main loop was busy in the final on-chain check); the
+// handler handles the transfer first, the transfer wins and the cancel gets
+// the "changed" 409.
+func (s *PaymentSuite) TestCancelLosesRaceToTransfer() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.finalIn = time.Minute // the main loop is busy from E+3m to E+4m
+	var res any
+	var err error
+	s.at(time.Hour+3*time.Minute+30*time.Second, func() {
+		s.signal("0xa", "50.00")
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
+	})
+	s.run(in)
+	s.assertRejected(err, workflows.ErrTypeConflict, "Payment status changed before cancellation could complete. Please refresh and try again.")
+	s.Equal(paywatch.StatusPaid, s.last().Status)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+}
+
+// After a cancel, transfers are ignored: monitoring stopped.
+func (s *PaymentSuite) TestTransferAfterCancelIsIgnored() {
+	var res any
+	var err error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
+		s.signal("0xa", "50.00")
+	})
+	s.run(s.input())
+	s.Require().NoError(err)
+	s.Equal(paywatch.StatusCancelled, s.last().Status)
+	s.Empty(s.last().Transactions)
+	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
+}
+
+// pending → expired when the window ends: at ExpiresAt + 3 min (never
+// shown before), after one on-chain check; per_user has no late window.
+func (s *PaymentSuite) TestPendingExpiresThreeMinutesAfterDeadline() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.at(time.Hour+time.Minute, func() {
+		s.Equal(paywatch.StatusPending, s.query().Status, "still pending inside the display grace")
+	})
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.hooks[0].at)
+	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.now())
+	s.Equal(1, s.finalRuns)
+	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
+}
+
+// A transfer in flight at the deadline (inside the 3-minute grace) counts.
+func (s *PaymentSuite) TestTransferInsideDisplayGraceCounts() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.at(time.Hour+time.Minute, func() { s.signal("0xa", "50.00") })
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	s.Equal(s.start.Add(time.Hour+time.Minute+11*blockTime), s.now())
+}
+
+// The final on-chain check finds a transfer the scanner missed: the
+// payment confirms inside the confirming grace instead of expiring.
+func (s *PaymentSuite) TestFinalCheckFindsMissedTransfer() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
+	block := s.baseHead + uint64(deadline.Sub(s.start)/blockTime) - 2
+	s.final = []workflows.TransferSeen{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	// 3 confirmations at the check, 9 blocks missing.
+	s.Equal(deadline.Add(9*blockTime), s.now())
+}
+
+// A payment without a network expires without a webhook and has no
+// address to release.
+func (s *PaymentSuite) TestNetworklessPaymentExpiresSilently() {
+	in := s.input()
+	in.Network, in.Token, in.Address, in.StartBlock, in.AddressAssignedAt = "", "", "", 0, time.Time{}
+	s.run(in)
+	s.Equal(paywatch.StatusExpired, s.last().Status)
+	s.Empty(s.events())
+	s.Empty(s.released)
+	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.now())
+}
+
+// confirming at the deadline stays confirming for up to 30 minutes, is
+// checked once more and then expires.
+func (s *PaymentSuite) TestConfirmingPastGraceExpires() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.at(59*time.Minute, func() {
+		s.signal("0xa", "50.00")
+		h := s.head()
+		s.stallAt = &h // the chain stops: no more confirmations
+	})
+	s.at(time.Hour+20*time.Minute, func() {
+		s.Equal(paywatch.StatusConfirming, s.query().Status)
+	})
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal(in.ExpiresAt.Add(paywatch.ConfirmingGrace), s.now())
+	s.Equal(in.ExpiresAt.Add(paywatch.ConfirmingGrace), s.hooks[0].at)
+}
+
+// confirming at the deadline that confirms inside the grace is paid.
+func (s *PaymentSuite) TestConfirmingInsideGraceIsPaid() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.at(59*time.Minute, func() { s.signal("0xa", "50.00") })
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	s.Equal(s.start.Add(59*time.Minute+11*blockTime), s.now())
+}
+
+// A transfer confirmed after the deadline for less than the amount expires
+// the payment (a partial past its deadline is reported as expired).
+func (s *PaymentSuite) TestShortTransferConfirmedPastDeadlineExpires() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.at(59*time.Minute, func() { s.signal("0xa", "20.00") })
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal("20.00", s.hooks[0].in.State.PaidAmount.String())
+}
+
+// expired → paid with late_payment for per_payment within 24 h.
+func (s *PaymentSuite) TestLateFundsPerPaymentArePaidLate() {
+	s.at(5*time.Hour, func() {
+		s.Equal(paywatch.StatusExpired, s.query().Status)
+		s.signal("0xlate", "50.00")
+	})
+	s.run(s.input())
+	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
+	late := s.hooks[1].in.State
+	s.True(late.LatePayment)
+	s.Equal(paywatch.StatusPaid, late.Status)
+	s.Equal(s.start.Add(5*time.Hour+11*blockTime), s.now())
+	s.Equal(paywatch.StatusPaid, s.released[0].Outcome)
+}
+
+// Partial late funds update paid_amount but send nothing; the workflow ends
+// when the late window closes, 24 h after expiry, and releases the address.
+func (s *PaymentSuite) TestLateWindowClosesAfter24Hours() {
+	s.at(5*time.Hour, func() { s.signal("0xlate", "10.00") })
+	s.run(s.input())
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal(s.start.Add(time.Hour+paywatch.LateWindow), s.now())
+	s.Equal("10.00", s.last().PaidAmount.String())
+	s.Equal(paywatch.StatusExpired, s.last().Status)
+	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
+}
+
+// Late funds after the window closed are not counted (the workflow ended).
+func (s *PaymentSuite) TestNoLateWindowForMicroAmountPool() {
+	in := s.input()
+	in.Mode, in.PoolMatching = paywatch.ModePool, paywatch.MatchMicroAmount
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.now())
+}
+
+// pool + micro_amount: only a single transfer within 0.0001 of the
+// adjusted amount counts.
+func (s *PaymentSuite) TestMicroAmountNeedsExactSingleTransfer() {
+	in := s.input()
+	in.Mode, in.PoolMatching = paywatch.ModePool, paywatch.MatchMicroAmount
+	in.Amount = amt("50.123")
+	s.at(time.Minute, func() {
+		s.signal("0xother", "50.12")  // another payment's amount
+		s.signal("0xhalf", "25.0615") // part of the amount
+	})
+	s.at(2*time.Minute, func() {
+		s.Equal(paywatch.StatusPending, s.query().Status)
+		s.signal("0xexact", "50.12305")
+	})
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	s.Len(s.last().Transactions, 1)
+	s.Equal("0xexact", s.last().TxHash)
+}
+
+// Repeated signals for the same (tx hash, log index) are no-ops.
+func (s *PaymentSuite) TestRepeatedSignalsAreNoOps() {
+	in := s.input()
+	s.at(time.Minute, func() {
+		t := s.transfer("0xa", "20.00")
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t)
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t)
+		t2 := t
+		t2.LogIndex = 1 // another transfer in the same transaction counts
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t2)
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t2)
+	})
+	s.at(time.Minute+time.Second, func() { s.Len(s.query().Transactions, 2) })
+	s.at(30*time.Minute, func() { s.env.CancelWorkflow() })
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.Equal([]paywatch.Event{paywatch.EventPartial}, s.events())
+	s.Equal("40.00", s.hooks[0].in.State.PaidAmount.String())
+}
+
+// A transfer whose block left the canonical chain before it had enough
+// confirmations is dropped; the status goes back to pending.
+func (s *PaymentSuite) TestReorgedTransferIsDropped() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.at(time.Minute, func() {
+		s.signal("0xa", "50.00")
+		s.reorged["0xa"] = true
+	})
+	s.at(10*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPending, st.Status)
+		s.Empty(st.Transactions)
+	})
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+}
+
+// The canonicity re-check at the confirmation count drops a transfer that
+// vanished while it waited; the remaining funds decide the status.
+func (s *PaymentSuite) TestTransferVanishingAtFinalCountLeavesPartial() {
+	s.at(time.Minute, func() { s.signal("0xa", "20.00") })
+	s.at(20*time.Minute, func() { s.signal("0xb", "30.00") })
+	s.at(20*time.Minute+time.Second, func() { s.reorged["0xb"] = true })
+	s.at(40*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPartial, st.Status)
+		s.Len(st.Transactions, 1)
+		s.env.CancelWorkflow()
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.Equal([]paywatch.Event{paywatch.EventPartial}, s.events())
+}
+
+// A transfer-removed signal drops an unconfirmed transfer.
+func (s *PaymentSuite) TestTransferRemovedSignal() {
+	s.stallAt = ptr(uint64(1000))
+	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
+	s.at(2*time.Minute, func() {
+		s.Equal(paywatch.StatusConfirming, s.query().Status)
+		s.env.SignalWorkflow(workflows.SignalTransferRemoved, workflows.TransferRemoved{TxHash: "0xa"})
+	})
+	s.at(3*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPending, st.Status)
+		s.Empty(st.Transactions)
+		s.env.CancelWorkflow()
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.Empty(s.events())
+}
+
+// --- select-network -------------------------------------------------------
+
+func (s *PaymentSuite) networkless() workflows.PaymentInput {
+	in := s.input()
+	in.Network, in.Token, in.Address, in.StartBlock, in.AddressAssignedAt = "", "", "", 0, time.Time{}
+	in.Amount = paywatch.MustParseAmount("50.00", 2)
+	return in
+}
+
+// Selecting a network assigns the address (amount at the token's decimals)
+// and does not extend the window.
+func (s *PaymentSuite) TestSelectNetworkThenPaid() {
+	var res any
+	var err error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &res, &err)
+	})
+	s.at(2*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.ERC20, st.Network)
+		s.Equal(address, st.Address)
+		s.Equal(6, st.Amount.Decimals())
+		s.Equal(s.start.Add(time.Hour), st.ExpiresAt)
+		s.signal("0xa", "50.00")
+	})
+	s.run(s.networkless())
+	s.Require().NoError(err)
+	s.Equal(address, res.(workflows.Assignment).Address)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+}
+
+// Two concurrent selections: the second is refused while the first awaits
+// its activity; the address is assigned once.
+func (s *PaymentSuite) TestTwoSelectNetworkCallsRace() {
+	var res1, res2, res3 any
+	var err1, err2, err3 error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &res1, &err1)
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.POLYGON, Token: paywatch.USDC}, &res2, &err2)
+	})
+	s.at(2*time.Minute, func() {
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.BEP20, Token: paywatch.USDT}, &res3, &err3)
+	})
+	s.at(3*time.Minute, func() { s.env.CancelWorkflow() })
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.networkless())
+	s.Require().NoError(err1)
+	s.Equal(paywatch.ERC20, res1.(workflows.Assignment).Network)
+	s.assertRejected(err2, workflows.ErrTypeConflict, "Network already selected for this payment")
+	s.assertRejected(err3, workflows.ErrTypeConflict, "Network already selected for this payment")
+	s.Equal(1, s.selects)
+}
+
+// Validator messages: invalid pair (400), after the deadline (410), not
+// pending (409); the activity's refusal keeps its type and message.
+func (s *PaymentSuite) TestSelectNetworkRefusals() {
+	var res any
+	var errPair, errGone, errNoAddr error
+	s.selectErr = temporal.NewNonRetryableApplicationError("No addresses available for this network", workflows.ErrTypeInvalid, nil)
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.TRC20, Token: paywatch.USDC}, &res, &errPair)
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.TRC20, Token: paywatch.USDT}, &res, &errNoAddr)
+	})
+	s.at(time.Hour, func() {
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &res, &errGone)
+	})
+	s.run(s.networkless())
+	s.assertRejected(errPair, workflows.ErrTypeInvalid, "USDC is not supported on TRC20")
+	s.assertRejected(errNoAddr, workflows.ErrTypeInvalid, "No addresses available for this network")
+	s.assertRejected(errGone, workflows.ErrTypeGone, "Payment has expired")
+	s.Empty(s.events())
+}
+
+func (s *PaymentSuite) TestSelectNetworkOnCancelledPayment() {
+	var res any
+	var errCancel, errSel error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &errCancel)
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &res, &errSel)
+	})
+	s.run(s.networkless())
+	s.Require().NoError(errCancel)
+	s.assertRejected(errSel, workflows.ErrTypeConflict, "Payment is not in pending state")
+	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
+}
+
+// --- pool + txid ----------------------------------------------------------
+
+func (s *PaymentSuite) txidInput() workflows.PaymentInput {
+	in := s.input()
+	in.Mode, in.PoolMatching = paywatch.ModePool, paywatch.MatchTxID
+	return in
+}
+
+func (s *PaymentSuite) onChain(hash, amount string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.verify[hash] = workflows.VerifyTxHashResult{Found: true, Transfers: []workflows.TransferSeen{s.transfer(hash, amount)}}
+}
+
+// Submitted hashes verified at once count, and several add up (25 + 25).
+func (s *PaymentSuite) TestSubmitTxHashesAddUp() {
+	var r1, r2 any
+	var e1, e2 error
+	s.at(time.Minute, func() {
+		s.onChain("0xone", "25.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xone"}, &r1, &e1)
+	})
+	s.at(5*time.Minute, func() {
+		s.onChain("0xtwo", "25.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xtwo"}, &r2, &e2)
+	})
+	s.run(s.txidInput())
+	s.Require().NoError(e1)
+	s.Require().NoError(e2)
+	res := r1.(workflows.SubmitTxHashResult)
+	s.True(res.Verified)
+	s.Equal(paywatch.StatusConfirming, res.Status)
+	s.Equal("25.00", res.AmountReceived.String())
+	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventCompleted}, s.events())
+	s.Equal("50.00", s.last().PaidAmount.String())
+}
+
+// A hash not yet on chain is recorded and re-checked on a timer.
+func (s *PaymentSuite) TestSubmitTxHashNotYetOnChainIsRecheckedLater() {
+	var r any
+	var e error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xslow"}, &r, &e)
+	})
+	s.at(time.Minute+10*time.Second, func() {
+		st := s.query()
+		s.Equal([]string{"0xslow"}, st.SubmittedHashes)
+		s.Equal(paywatch.StatusPending, st.Status)
+		s.onChain("0xslow", "50.00")
+	})
+	s.run(s.txidInput())
+	s.Require().NoError(e)
+	res := r.(workflows.SubmitTxHashResult)
+	s.False(res.Verified)
+	s.Equal(paywatch.StatusPending, res.Status)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	// Re-checked 30 s after submission, mined then, 11 blocks to go.
+	// Recorded at +1:00, re-checked 30 s later and found with 3
+	// confirmations (mined at +1:10): 9 blocks to go.
+	s.Equal(s.start.Add(90*time.Second+9*blockTime), s.now())
+}
+
+// The same hash twice (concurrently): the second is refused with the
+// submitted hash as an extra field.
+func (s *PaymentSuite) TestSameHashTwice() {
+	var r1, r2 any
+	var e1, e2 error
+	s.at(time.Minute, func() {
+		s.onChain("0xa", "50.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xa"}, &r1, &e1)
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xa"}, &r2, &e2)
+	})
+	s.run(s.txidInput())
+	s.Require().NoError(e1)
+	s.assertRejected(e2, workflows.ErrTypeConflict, "Transaction hash already submitted and pending confirmation")
+	var app *temporal.ApplicationError
+	s.Require().True(errors.As(e2, &app))
+	var fields workflows.ErrorFields
+	s.Require().NoError(app.Details(&fields))
+	s.Equal("0xa", fields["submitted_tx_hash"])
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+}
+
+// A hash claimed by another payment is refused with the 409 message.
+func (s *PaymentSuite) TestHashClaimedByAnotherPayment() {
+	var r any
+	var e error
+	s.claimErr["0xtaken"] = temporal.NewNonRetryableApplicationError("This transaction hash is already submitted for another payment", workflows.ErrTypeConflict, nil)
+	s.at(time.Minute, func() {
+		s.onChain("0xtaken", "50.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xtaken"}, &r, &e)
+	})
+	s.at(2*time.Minute, func() {
+		s.Equal(paywatch.StatusPending, s.query().Status)
+		s.env.CancelWorkflow()
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.txidInput())
+	s.assertRejected(e, workflows.ErrTypeConflict, "This transaction hash is already submitted for another payment")
+}
+
+// In txid mode scanner signals do not count; hashes to another address are
+// refused; submissions to a paid payment get "Payment already finalized".
+func (s *PaymentSuite) TestTxidOnlySubmittedHashesCount() {
+	var r, rGood any
+	var eWrong, eFinal, eGood error
+	s.deliverIn = 10 * time.Minute // the workflow lives on while the webhook is delivered
+	s.at(time.Minute, func() {
+		s.signal("0xscanner", "50.00")
+		s.mu.Lock()
+		s.verify["0xwrong"] = workflows.VerifyTxHashResult{Found: true, Reason: "Transaction does not transfer USDT to this payment's address on ERC20"}
+		s.mu.Unlock()
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xwrong"}, &r, &eWrong)
+	})
+	s.at(2*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPending, st.Status)
+		s.Empty(st.Transactions)
+		s.onChain("0xgood", "50.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xgood"}, &rGood, &eGood)
+	})
+	s.at(2*time.Minute+11*blockTime+time.Second, func() {
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xmore"}, &r, &eFinal)
+	})
+	s.run(s.txidInput())
+	s.Require().NoError(eGood)
+	s.True(rGood.(workflows.SubmitTxHashResult).Verified)
+	s.assertRejected(eWrong, workflows.ErrTypeInvalid, "Transaction does not transfer USDT to this payment's address on ERC20")
+	s.assertRejected(eFinal, workflows.ErrTypeConflict, "Payment already finalized")
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+}
+
+// pool + txid has a late window: a hash submitted after expiry with full
+// funds turns the payment paid with late_payment.
+func (s *PaymentSuite) TestTxidLatePayment() {
+	var r any
+	var e error
+	s.at(3*time.Hour, func() {
+		s.onChain("0xlate", "50.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xlate"}, &r, &e)
+	})
+	s.run(s.txidInput())
+	s.Require().NoError(e)
+	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
+	s.True(s.hooks[1].in.State.LatePayment)
+}
+
+// --- webhooks, continue-as-new --------------------------------------------
+
+// A slow webhook never blocks the state machine, but the workflow does not
+// end before it is delivered.
+func (s *PaymentSuite) TestWebhookDeliveryDoesNotBlock() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	s.deliverIn = 20 * time.Minute
+	s.at(time.Minute, func() { s.signal("0xa", "20.00") })
+	s.at(10*time.Minute, func() { s.signal("0xb", "30.00") })
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventCompleted}, s.events())
+	s.Equal(s.start.Add(10*time.Minute+11*blockTime), s.hooks[1].at, "completed is not held up by the partial delivery")
+	s.Equal(s.hooks[1].at.Add(20*time.Minute), s.now(), "the workflow waits for the last delivery")
+	s.Len(s.delivered, 2)
+}
+
+// Many small transfers: the workflow continues as new once suggested,
+// carrying the whole state, and the next run picks it up.
+func (s *PaymentSuite) TestContinueAsNewWithManySmallTransfers() {
+	for i := range 20 {
+		s.at(time.Minute+time.Duration(i)*time.Second, func() { s.signal(fmt.Sprintf("0x%02d", i), "1.00") })
+	}
+	s.at(5*time.Minute, func() {
+		s.env.SetContinueAsNewSuggested(true)
+		s.signal("0x20", "1.00") // history grows with every transfer
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.Require().True(s.env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "got %v", s.env.GetWorkflowError())
+	var next workflows.PaymentInput
+	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	s.Require().NotNil(next.Carry)
+	s.Len(next.Carry.Transactions, 21)
+	s.False(next.Carry.Transactions[20].Confirmed, "an unconfirmed transfer is carried over")
+	s.Equal(paywatch.StatusPartial, next.Carry.Status)
+	s.Equal("20.00", next.Carry.PaidAmount.String())
+	s.Equal(s.last().Version, next.Carry.Version)
+	seq := next.Carry.WebhookSequence
+	s.Positive(seq)
+
+	// The next run continues where the last one stopped.
+	s.SetupTest()
+	s.start, s.baseHead = s.start.Add(5*time.Minute), s.baseHead+uint64(5*time.Minute/blockTime)
+	s.env.SetStartTime(s.start)
+	s.at(time.Minute, func() {
+		s.Len(s.query().Transactions, 21)
+		s.signal("0x00", "1.00") // already counted
+		s.signal("0xrest", "29.00")
+	})
+	s.run(next)
+	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventCompleted}, s.events())
+	s.Equal(workflows.EventID(next.PaymentID, seq+1), s.hooks[0].in.EventID)
+	s.Equal(workflows.EventID(next.PaymentID, seq+2), s.hooks[1].in.EventID)
+	s.Equal("50.00", s.last().PaidAmount.String())
+	s.Len(s.last().Transactions, 22)
+}
+
+func ptr[T any](v T) *T { return &v }

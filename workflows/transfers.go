@@ -1,0 +1,251 @@
+package workflows
+
+import (
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paywatch/paywatch"
+)
+
+// acceptsTransfers reports whether a transfer can still change the payment:
+// an open payment with an address, or an expired one inside its late window.
+func (p *payment) acceptsTransfers(now time.Time) bool {
+	switch p.st.Status {
+	case paywatch.StatusPaid, paywatch.StatusOverpaid, paywatch.StatusCancelled:
+		return false
+	case paywatch.StatusExpired:
+		return p.lateEligible() && now.Before(p.lateEnd())
+	}
+	return p.st.Network != ""
+}
+
+// lateEligible reports whether full funds after expiry still count:
+// per_payment and pool + txid payments that got an address.
+func (p *payment) lateEligible() bool {
+	if p.st.Network == "" {
+		return false
+	}
+	return p.in.Mode == paywatch.ModePerPayment || p.txidMode()
+}
+
+// lateEnd is when the late window closes.
+func (p *payment) lateEnd() time.Time { return p.st.ExpiresAt.Add(paywatch.LateWindow) }
+
+// txidMode reports pool + txid: only submitted hashes count.
+func (p *payment) txidMode() bool {
+	return p.in.Mode == paywatch.ModePool && p.in.PoolMatching == paywatch.MatchTxID
+}
+
+// microMode reports pool + micro_amount: only exact single transfers count.
+func (p *payment) microMode() bool {
+	return p.in.Mode == paywatch.ModePool && p.in.PoolMatching != paywatch.MatchTxID
+}
+
+// find returns the index of the transaction with this key, or -1.
+func (p *payment) find(txHash string, logIndex uint32) int {
+	return slices.IndexFunc(p.st.Transactions, func(t Transaction) bool {
+		return t.TxHash == txHash && t.LogIndex == logIndex
+	})
+}
+
+// hasUnconfirmed reports whether a counted transfer still waits for
+// confirmations.
+func (p *payment) hasUnconfirmed() bool {
+	return slices.ContainsFunc(p.st.Transactions, func(t Transaction) bool { return !t.Confirmed })
+}
+
+// fullyPaid reports paid or overpaid.
+func (p *payment) fullyPaid() bool {
+	return p.st.Status == paywatch.StatusPaid || p.st.Status == paywatch.StatusOverpaid
+}
+
+// addTransfer counts a transfer to the payment's address, if the rules let
+// it: keyed by (tx hash, log index), above the dust threshold, an exact
+// match in pool + micro_amount mode, and from a verified submitted hash in
+// pool + txid mode (submitted true). A repeated transfer is a no-op unless
+// it was re-mined in another block, which restarts its confirmations.
+func (p *payment) addTransfer(ctx workflow.Context, t TransferSeen, submitted bool) bool {
+	now := workflow.Now(ctx)
+	if !p.acceptsTransfers(now) {
+		return false
+	}
+	if i := p.find(t.TxHash, t.LogIndex); i >= 0 {
+		tx := &p.st.Transactions[i]
+		if tx.Confirmed || (tx.BlockHash == t.BlockHash && tx.BlockNumber == t.BlockNumber) {
+			return false
+		}
+		tx.BlockHash, tx.BlockNumber, tx.Confirmations = t.BlockHash, t.BlockNumber, 0
+		p.nextConfCheck = now
+		p.changed = true
+		return true
+	}
+	if p.txidMode() && !submitted {
+		return false
+	}
+	if paywatch.IsDust(t.Amount, p.in.DustMinimum) {
+		return false
+	}
+	if p.microMode() && !paywatch.MicroMatch(t.Amount, p.st.Amount) {
+		return false
+	}
+	p.st.Transactions = append(p.st.Transactions, Transaction{
+		TxHash:      t.TxHash,
+		LogIndex:    t.LogIndex,
+		BlockNumber: t.BlockNumber,
+		BlockHash:   t.BlockHash,
+		From:        t.From,
+		Amount:      t.Amount,
+	})
+	p.nextConfCheck = now
+	p.settle(now)
+	p.changed = true
+	return true
+}
+
+// removeTransfer drops a transfer that vanished in a reorg; the status goes
+// back to what the remaining funds say. Confirmed transfers are final.
+func (p *payment) removeTransfer(ctx workflow.Context, r TransferRemoved) {
+	i := p.find(r.TxHash, r.LogIndex)
+	if i < 0 || p.over(workflow.Now(ctx)) && p.st.Status != paywatch.StatusExpired {
+		return
+	}
+	if p.st.Transactions[i].Confirmed {
+		p.logger.Warn("ignoring removal of a confirmed transfer", "paymentId", p.st.PaymentID, "txHash", r.TxHash, "logIndex", r.LogIndex)
+		return
+	}
+	p.st.Transactions = slices.Delete(p.st.Transactions, i, i+1)
+	p.settle(workflow.Now(ctx))
+	p.changed = true
+}
+
+// settle derives paid_amount, tx_hash and the status from the counted
+// transfers (the amount rule over confirmed funds only). Final statuses
+// never move; an expired payment only moves to paid or overpaid (late).
+func (p *payment) settle(now time.Time) {
+	switch p.st.Status {
+	case paywatch.StatusPaid, paywatch.StatusOverpaid, paywatch.StatusCancelled:
+		return
+	}
+	confirmed := paywatch.NewAmount(nil, p.st.Amount.Decimals())
+	var lastConfirmed, firstUnconfirmed string
+	unconfirmed := false
+	for _, tx := range p.st.Transactions {
+		if tx.Confirmed {
+			confirmed = confirmed.Add(tx.Amount)
+			lastConfirmed = tx.TxHash
+		} else if !unconfirmed {
+			unconfirmed = true
+			firstUnconfirmed = tx.TxHash
+		}
+	}
+	p.st.PaidAmount = confirmed
+	p.st.TxHash = lastConfirmed
+	if p.st.TxHash == "" {
+		p.st.TxHash = firstUnconfirmed
+	}
+	class := paywatch.StatusPartial
+	if confirmed.Sign() > 0 {
+		class = paywatch.Classify(confirmed, p.st.Amount)
+	}
+	full := class == paywatch.StatusPaid || class == paywatch.StatusOverpaid
+	if p.st.Status == paywatch.StatusExpired {
+		if full {
+			p.st.Status = class
+			p.st.LatePayment = true
+			p.st.PaidAt = &now
+		}
+		return
+	}
+	switch {
+	case full:
+		p.st.Status = class
+		p.st.PaidAt = &now
+	case confirmed.Sign() > 0:
+		p.st.Status = paywatch.StatusPartial
+	case unconfirmed:
+		p.st.Status = paywatch.StatusConfirming
+	default:
+		p.st.Status = paywatch.StatusPending
+	}
+}
+
+// checkConfirmations asks the chain how deep the unconfirmed transfers are
+// and whether their blocks are still canonical. A transfer counts once it
+// has the network's confirmations in a canonical block; one whose block was
+// replaced is dropped. The next check is due when the shallowest transfer
+// should have enough blocks (block time × blocks missing).
+func (p *payment) checkConfirmations(ctx workflow.Context) {
+	info, _ := paywatch.LookupNetwork(p.st.Network)
+	var refs []TransferRef
+	for _, tx := range p.st.Transactions {
+		if !tx.Confirmed {
+			refs = append(refs, TransferRef{TxHash: tx.TxHash, LogIndex: tx.LogIndex, BlockNumber: tx.BlockNumber, BlockHash: tx.BlockHash})
+		}
+	}
+	if len(refs) == 0 {
+		return
+	}
+	var res CheckTransfersResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityCheckTransfers,
+		CheckTransfersInput{Network: p.st.Network, Transfers: refs}).Get(ctx, &res)
+	now := workflow.Now(ctx)
+	if err != nil {
+		p.logger.Warn("confirmation check failed", "paymentId", p.st.PaymentID, "error", err)
+		p.nextConfCheck = now.Add(chainRetryAfter)
+		return
+	}
+	required := info.Confirmations
+	minMissing := 0
+	for _, c := range res.Transfers {
+		i := p.find(c.TxHash, c.LogIndex)
+		if i < 0 || p.st.Transactions[i].Confirmed {
+			continue
+		}
+		tx := &p.st.Transactions[i]
+		switch {
+		case !c.Canonical:
+			p.logger.Info("transfer left the canonical chain", "paymentId", p.st.PaymentID, "txHash", c.TxHash)
+			p.st.Transactions = slices.Delete(p.st.Transactions, i, i+1)
+		case c.Confirmations >= required:
+			tx.Confirmations = c.Confirmations
+			tx.Confirmed = true
+		default:
+			tx.Confirmations = c.Confirmations
+			if missing := required - c.Confirmations; minMissing == 0 || missing < minMissing {
+				minMissing = missing
+			}
+		}
+		p.changed = true
+	}
+	p.settle(now)
+	if minMissing == 0 {
+		minMissing = 1
+	}
+	wait := min(time.Duration(minMissing)*info.BlockTime, maxConfirmationWait)
+	p.nextConfCheck = now.Add(wait)
+}
+
+// finalCheck looks on-chain once more after the deadline, for transfers a
+// scanner may have missed; txid payments re-check their submitted hashes
+// instead, since only those count.
+func (p *payment) finalCheck(ctx workflow.Context) {
+	if p.txidMode() {
+		if len(p.st.SubmittedHashes) > 0 {
+			p.recheckHashes(ctx)
+		}
+		return
+	}
+	var res FinalCheckResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityFinalCheck, FinalCheckInput{
+		Network: p.st.Network, Token: p.st.Token, Address: p.st.Address, StartBlock: p.st.StartBlock,
+	}).Get(ctx, &res)
+	if err != nil {
+		p.logger.Error("final on-chain check failed", "paymentId", p.st.PaymentID, "error", err)
+		return
+	}
+	for _, t := range res.Transfers {
+		p.addTransfer(ctx, t, false)
+	}
+}

@@ -1,0 +1,30 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Change IDs of the payment workflow. A change to the order of commands of
+// a deployed workflow (a new activity, a different timer) goes behind a new
+// change ID and a named helper below, so histories recorded by older code
+// still replay: the helper reports whether this run takes the new path.
+//
+// To add one: declare a change ID, add a helper that calls
+// workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1) and returns
+// whether the result is ≥ 1, and branch on the helper where the change is.
+// Later revisions of the same change raise maxSupported and keep the older
+// branches until no running workflow needs them.
+const (
+	// changeLifecycleV1 marks histories of the first released lifecycle.
+	changeLifecycleV1 = "payment-lifecycle-v1"
+)
+
+// versionAtLeast reports whether this run recorded change id at version min
+// or later; replays of histories recorded before the change get false.
+func versionAtLeast(ctx workflow.Context, changeID string, minVersion, maxSupported workflow.Version) bool {
+	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, maxSupported) >= minVersion
+}
+
+// lifecycleV1 records the lifecycle version in new histories, so the first
+// later change can tell runs of this code apart from its own.
+func lifecycleV1(ctx workflow.Context) bool {
+	return versionAtLeast(ctx, changeLifecycleV1, 1, 1)
+}
