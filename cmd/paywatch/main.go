@@ -48,7 +48,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runService(ctx, Mode(cmd), getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, getenv, stdout, stderr)
-	case "admin", "devnet":
+	case "admin":
+		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
+	case "devnet":
 		fmt.Fprintf(stderr, "paywatch %s: not yet available\n", cmd)
 		return 1
 	case "version", "--version":

@@ -263,7 +263,7 @@ func TestMigrateCommand(t *testing.T) {
 }
 
 func TestPlaceholderCommands(t *testing.T) {
-	for _, cmd := range []string{"admin", "devnet"} {
+	for _, cmd := range []string{"devnet"} {
 		var errOut bytes.Buffer
 		code := run(context.Background(), []string{cmd}, func(string) string { return "" }, io.Discard, &errOut)
 		assert.Equal(t, 1, code)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
 )
 
 // Main is one paywatch process. main() and the end-to-end tests start the
@@ -45,6 +46,11 @@ type Main struct {
 	apiAddr  string
 	payAddr  string
 	errc     chan error
+
+	store    *store.Store
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -125,6 +131,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("connect to Temporal at %s: %w", temporalAddr, err)
 	}
 	m.temporal = tc
+	if err := workflows.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
+		return fmt.Errorf("register search attributes: %w", err)
+	}
+	m.store = store.New(pool)
 
 	if cfg.RunsWorker() {
 		w := worker.New(tc, cfg.TaskQueue, worker.Options{})
@@ -148,7 +158,20 @@ func (m *Main) Run(ctx context.Context) error {
 		if m.extraCheck != nil {
 			checks["test"] = m.extraCheck
 		}
-		m.http = api.New(api.Deps{Version: version, Logger: m.logger, Checks: checks})
+		m.http = api.New(api.Deps{
+			Version:             version,
+			Logger:              m.logger,
+			Checks:              checks,
+			Store:               m.store,
+			Workflows:           api.NewTemporalWorkflows(tc, cfg.TaskQueue),
+			MasterKey:           cfg.MasterKey,
+			BaseURL:             cfg.BaseURL,
+			PayURL:              cfg.PayURL,
+			WebhookAllowPrivate: cfg.WebhookAllowPrivate,
+		})
+		// A payment row whose workflow start was lost (a crash between the
+		// insert and the start) gets its workflow from the reconciler.
+		m.goBackground(func(ctx context.Context) { _ = m.http.Reconciler().Run(ctx) })
 		if m.apiAddr, err = m.listen(cfg.APIAddr, m.http.API()); err != nil {
 			return err
 		}
@@ -161,6 +184,20 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.logger.Info("paywatch started", "mode", cfg.Mode, "version", version)
 	return nil
+}
+
+// goBackground runs f until Close, which cancels its context and waits for it.
+func (m *Main) goBackground(f func(ctx context.Context)) {
+	if m.bgCancel == nil {
+		var ctx context.Context
+		ctx, m.bgCancel = context.WithCancel(context.Background())
+		m.bgCtx = ctx
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		f(m.bgCtx)
+	}()
 }
 
 // listen binds addr first, so a taken port is reported here rather than
@@ -229,6 +266,10 @@ func (m *Main) close() error {
 		}()
 	}
 	wg.Wait()
+	if m.bgCancel != nil {
+		m.bgCancel()
+		m.bg.Wait()
+	}
 	if m.worker != nil {
 		m.worker.Stop()
 	}

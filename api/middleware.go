@@ -1,0 +1,210 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// Limits of interface.md "Limits".
+const (
+	// BurstLimit is the number of requests per minute per API key.
+	BurstLimit = 60
+	// InvalidKeyLimit is the number of requests per minute per client IP
+	// with unknown API keys (or, on operator endpoints, wrong master keys).
+	InvalidKeyLimit = 30
+	// UnauthenticatedLimit is the number of requests per minute per client
+	// IP on endpoints without authentication.
+	UnauthenticatedLimit = 30
+)
+
+// contextProject is the echo.Context key of the authenticated project.
+const contextProject = "paywatch.project"
+
+// project returns the project that requireAPIKey authenticated.
+func project(c echo.Context) *store.Project {
+	return c.Get(contextProject).(*store.Project)
+}
+
+// hostRule answers 404 to any request whose Host is not the host of
+// publicURL (operations.md §3), except /health, which load balancers and
+// orchestrators probe by address. An empty publicURL disables the rule; a
+// port of 0 in it accepts any port.
+func hostRule(publicURL string) echo.MiddlewareFunc {
+	u, err := url.Parse(publicURL)
+	if publicURL == "" || err != nil || u.Hostname() == "" {
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+	}
+	wantHost := strings.ToLower(u.Hostname())
+	wantPort := u.Port()
+	defaultPort := "80"
+	if u.Scheme == "https" {
+		defaultPort = "443"
+	}
+	if wantPort == "" {
+		wantPort = defaultPort
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Request().URL.Path == "/health" {
+				return next(c)
+			}
+			host, port := splitHost(c.Request().Host)
+			if port == "" {
+				port = defaultPort
+			}
+			if host != wantHost || (wantPort != "0" && port != wantPort) {
+				return echo.ErrNotFound
+			}
+			return next(c)
+		}
+	}
+}
+
+// splitHost splits a Host header into lower-case host and port.
+func splitHost(hostport string) (string, string) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	return strings.ToLower(strings.Trim(host, "[]")), port
+}
+
+// setRateHeaders writes the rate-limit headers of a 429 (interface.md
+// "429"); they are sent on 429 responses only.
+func setRateHeaders(c echo.Context, limit int64, w store.RateWindow, daily bool) {
+	h := c.Response().Header()
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(limit, 10))
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(w.Reset.Unix(), 10))
+	if daily {
+		h.Set("X-RateLimit-Daily", "true")
+	}
+}
+
+// setRetryAfter writes Retry-After in whole seconds.
+func setRetryAfter(c echo.Context, w store.RateWindow) {
+	c.Response().Header().Set("Retry-After", strconv.FormatInt(int64(w.RetryAfter()/time.Second), 10))
+}
+
+// tooMany is a 429 with the given message.
+func tooMany(msg string) error {
+	return paywatch.Errorf(paywatch.ERATELIMIT, "%s", msg)
+}
+
+// hitPerIP counts a request of the client's IP under scope and reports
+// whether it is over limit per minute; over the limit, Retry-After is set.
+func (s *Server) hitPerIP(c echo.Context, scope string, limit int64) (bool, error) {
+	w, err := s.deps.Store.HitRate(c.Request().Context(), scope+":"+c.RealIP(), time.Minute)
+	if err != nil {
+		return false, err
+	}
+	if w.Count > limit {
+		setRetryAfter(c, w)
+		return true, nil
+	}
+	return false, nil
+}
+
+// limitPerIP limits an unauthenticated endpoint to UnauthenticatedLimit
+// requests per minute per client IP (429 "Too many requests" with
+// Retry-After). The hosted pages' endpoints use it.
+func (s *Server) limitPerIP(scope string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			over, err := s.hitPerIP(c, "ip:"+scope, UnauthenticatedLimit)
+			if err != nil {
+				return err
+			}
+			if over {
+				return tooMany(msgTooManyRequests)
+			}
+			return next(c)
+		}
+	}
+}
+
+// requireAPIKey authenticates x-api-key and applies the API limits, in
+// this order: unknown keys per IP, then the burst limit per key, then the
+// owner's daily API calls (GET /v1/config is exempt). Every counter lives
+// in PostgreSQL, so all replicas share it.
+func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		key := c.Request().Header.Get("x-api-key")
+		if key == "" {
+			return paywatch.Errorf(paywatch.EUNAUTHORIZED, msgMissingAPIKey)
+		}
+		prj, err := s.deps.Store.Authenticate(ctx, key)
+		if paywatch.ErrorCode(err) == paywatch.EUNAUTHORIZED {
+			over, herr := s.hitPerIP(c, "invalid-api-key", InvalidKeyLimit)
+			if herr != nil {
+				return herr
+			}
+			if over {
+				return tooMany(msgInvalidKeyFlood)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		keyID := sha256.Sum256([]byte(key))
+		w, err := s.deps.Store.HitRate(ctx, "api-key:"+hex.EncodeToString(keyID[:12]), time.Minute)
+		if err != nil {
+			return err
+		}
+		if w.Count > BurstLimit {
+			setRateHeaders(c, BurstLimit, w, false)
+			return tooMany(msgRateLimit)
+		}
+		if !(c.Request().Method == http.MethodGet && strings.HasSuffix(c.Path(), "/config")) {
+			limits := prj.Owner.Limits()
+			d, err := s.deps.Store.HitDaily(ctx, prj.Owner.ID, store.DailyAPICalls)
+			if err != nil {
+				return err
+			}
+			if limits.APICallsPerDay != store.Unlimited && d.Count > limits.APICallsPerDay {
+				setRateHeaders(c, limits.APICallsPerDay, d, true)
+				return &paywatch.Error{Code: paywatch.ERATELIMIT, Message: msgDailyLimit, Fields: map[string]any{
+					"limit": limits.APICallsPerDay,
+					"plan":  string(prj.Owner.Plan),
+				}}
+			}
+		}
+		c.Set(contextProject, prj)
+		return next(c)
+	}
+}
+
+// requireMasterKey authenticates x-master-key, comparing digests in
+// constant time so neither content nor length leaks. Wrong keys count per
+// client IP like unknown API keys do.
+func (s *Server) requireMasterKey(next echo.HandlerFunc) echo.HandlerFunc {
+	want := sha256.Sum256([]byte(s.deps.MasterKey))
+	return func(c echo.Context) error {
+		got := sha256.Sum256([]byte(c.Request().Header.Get("x-master-key")))
+		if s.deps.MasterKey == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			over, err := s.hitPerIP(c, "invalid-master-key", InvalidKeyLimit)
+			if err != nil {
+				return err
+			}
+			if over {
+				return tooMany(msgTooManyRequests)
+			}
+			return paywatch.Errorf(paywatch.EUNAUTHORIZED, msgInvalidMasterKey)
+		}
+		return next(c)
+	}
+}

@@ -1,0 +1,485 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// Operator endpoint messages of paywatch's own (operations.md §2 names
+// none beyond the status codes).
+const (
+	msgNoOwnerWarning = "No owner_email given: the project has no owner and its API key does not work until one is set (PATCH /v1/projects/{slug} with owner_email)."
+	msgBadLimit       = "limits must map projects, wallets, payment_links, api_calls_per_day, webhooks_per_day or chat_notifications_per_day to a whole number (-1 for unlimited) or null"
+)
+
+// accountView is an account in operator responses.
+type accountView struct {
+	Email     string                  `json:"email"`
+	Plan      paywatch.Plan           `json:"plan"`
+	Status    store.AccountStatus     `json:"status"`
+	Limits    paywatch.Limits         `json:"limits"`
+	Overrides paywatch.LimitOverrides `json:"limit_overrides"`
+	CreatedAt string                  `json:"created_at"`
+	UpdatedAt string                  `json:"updated_at"`
+}
+
+func accountOf(a *store.Account) accountView {
+	return accountView{
+		Email: a.Email, Plan: a.Plan, Status: a.Status, Limits: a.Limits(), Overrides: a.Overrides,
+		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
+	}
+}
+
+// accountRequest is the body of POST /v1/accounts and PATCH /v1/accounts/{email}.
+type accountRequest struct {
+	Email  json.RawMessage            `json:"email"`
+	Plan   json.RawMessage            `json:"plan"`
+	Status json.RawMessage            `json:"status"`
+	Limits map[string]json.RawMessage `json:"limits"`
+}
+
+// createAccount is POST /v1/accounts.
+func (s *Server) createAccount(c echo.Context) error {
+	var req accountRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	email, err := optString(req.Email)
+	if err != nil || email == nil {
+		return errInvalidBody
+	}
+	plan := paywatch.PlanFree
+	if p, err := optString(req.Plan); err != nil {
+		return err
+	} else if p != nil {
+		if plan, err = paywatch.ParsePlan(*p); err != nil {
+			return err
+		}
+	}
+	a, err := s.deps.Store.CreateAccount(c.Request().Context(), *email, plan)
+	if err != nil {
+		return err
+	}
+	if len(req.Limits) > 0 {
+		u, err := limitUpdate(req.Limits)
+		if err != nil {
+			return err
+		}
+		if a, err = s.deps.Store.UpdateAccount(c.Request().Context(), a.Email, u); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"success": true, "account": accountOf(a)})
+}
+
+// limitUpdate reads the limits object of an account request.
+func limitUpdate(limits map[string]json.RawMessage) (store.AccountUpdate, error) {
+	var u store.AccountUpdate
+	fields := map[string]**int64{
+		"projects":                   &u.Limits.Projects,
+		"wallets":                    &u.Limits.Wallets,
+		"payment_links":              &u.Limits.PaymentLinks,
+		"api_calls_per_day":          &u.Limits.APICallsPerDay,
+		"webhooks_per_day":           &u.Limits.WebhooksPerDay,
+		"chat_notifications_per_day": &u.Limits.ChatNotificationsPerDay,
+	}
+	for name, raw := range limits {
+		dst, ok := fields[name]
+		if !ok {
+			return u, paywatch.Errorf(paywatch.EINVALID, msgBadLimit)
+		}
+		if absent(raw) {
+			u.ClearLimits = append(u.ClearLimits, name)
+			continue
+		}
+		n, err := optNumber(raw)
+		if err != nil {
+			return u, paywatch.Errorf(paywatch.EINVALID, msgBadLimit)
+		}
+		v, err := n.Int64()
+		if err != nil || v < store.Unlimited {
+			return u, paywatch.Errorf(paywatch.EINVALID, msgBadLimit)
+		}
+		*dst = &v
+	}
+	return u, nil
+}
+
+// updateAccount is PATCH /v1/accounts/{email}.
+func (s *Server) updateAccount(c echo.Context) error {
+	var req accountRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	u, err := limitUpdate(req.Limits)
+	if err != nil {
+		return err
+	}
+	if p, err := optString(req.Plan); err != nil {
+		return err
+	} else if p != nil {
+		plan, err := paywatch.ParsePlan(*p)
+		if err != nil {
+			return err
+		}
+		u.Plan = &plan
+	}
+	if st, err := optString(req.Status); err != nil {
+		return err
+	} else if st != nil {
+		status, err := store.ParseAccountStatus(*st)
+		if err != nil {
+			return err
+		}
+		u.Status = &status
+	}
+	a, err := s.deps.Store.UpdateAccount(c.Request().Context(), c.Param("email"), u)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "account": accountOf(a)})
+}
+
+// projectView is a project in operator responses; it never carries a
+// secret, only the API key's prefix.
+type projectView struct {
+	Name                 string                `json:"name"`
+	Slug                 string                `json:"slug"`
+	WebhookURL           *string               `json:"webhook_url"`
+	OwnerEmail           *string               `json:"owner_email"`
+	Active               bool                  `json:"active"`
+	AddressMode          paywatch.AddressMode  `json:"address_mode"`
+	PoolMatching         paywatch.PoolMatching `json:"pool_matching"`
+	MinAmount            *string               `json:"minAmount"`
+	MicroAmountDecimals  int                   `json:"micro_amount_decimals"`
+	RotationThreshold    *string               `json:"rotation_threshold"`
+	PaymentExpiryMinutes int                   `json:"payment_expiry_minutes"`
+	APIKeyPrefix         string                `json:"api_key_prefix"`
+	HasWallet            bool                  `json:"has_wallet"`
+	CreatedAt            string                `json:"created_at"`
+	UpdatedAt            string                `json:"updated_at"`
+}
+
+func projectOf(p *store.Project) projectView {
+	v := projectView{
+		Name: p.Name, Slug: p.Slug, WebhookURL: nullable(p.WebhookURL), OwnerEmail: nullable(p.OwnerEmail()),
+		Active: p.Active, AddressMode: p.AddressMode, PoolMatching: p.PoolMatching,
+		MicroAmountDecimals: p.MicroAmountDecimals, PaymentExpiryMinutes: p.PaymentExpiryMinutes,
+		APIKeyPrefix: p.APIKeyPrefix, HasWallet: p.HasWallet, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt),
+	}
+	if p.MinAmount != nil {
+		s := p.MinAmount.String()
+		v.MinAmount = &s
+	}
+	if p.RotationThreshold != nil {
+		s := p.RotationThreshold.String()
+		v.RotationThreshold = &s
+	}
+	return v
+}
+
+// projectRequest is the body of POST /v1/projects and PATCH
+// /v1/projects/{slug}.
+type projectRequest struct {
+	Slug                 json.RawMessage `json:"slug"`
+	Name                 json.RawMessage `json:"name"`
+	WebhookURL           json.RawMessage `json:"webhook_url"`
+	OwnerEmail           json.RawMessage `json:"owner_email"`
+	AddressMode          json.RawMessage `json:"address_mode"`
+	PoolMatching         json.RawMessage `json:"pool_matching"`
+	MinAmount            json.RawMessage `json:"minAmount"`
+	MinAmountSnake       json.RawMessage `json:"min_amount"`
+	MicroAmountDecimals  json.RawMessage `json:"micro_amount_decimals"`
+	RotationThreshold    json.RawMessage `json:"rotation_threshold"`
+	PaymentExpiryMinutes json.RawMessage `json:"payment_expiry_minutes"`
+	Active               json.RawMessage `json:"active"`
+}
+
+// optDecimal reads an optional decimal setting given as a JSON number or a
+// decimal string; set reports whether the field was present (null clears).
+func optDecimal(raw json.RawMessage, field string) (a *paywatch.Amount, set bool, err error) {
+	if len(raw) == 0 {
+		return nil, false, nil
+	}
+	if absent(raw) {
+		return nil, true, nil
+	}
+	var text string
+	if raw[0] == '"' {
+		if json.Unmarshal(raw, &text) != nil {
+			return nil, true, errInvalidBody
+		}
+	} else {
+		n, err := optNumber(raw)
+		if err != nil {
+			return nil, true, err
+		}
+		text = n.String()
+	}
+	v, err := paywatch.ParseAmount(text, 18)
+	if err != nil {
+		return nil, true, paywatch.Errorf(paywatch.EINVALID, "%s must be a positive number with at most 18 decimal places", field)
+	}
+	return &v, true, nil
+}
+
+// projectSettings reads and checks the settings of a project request,
+// including the webhook URL's address check.
+func (s *Server) projectSettings(c echo.Context, req projectRequest) (store.ProjectSettings, error) {
+	var ps store.ProjectSettings
+	var err error
+	if ps.Name, err = optString(req.Name); err != nil {
+		return ps, err
+	}
+	if ps.WebhookURL, err = optString(req.WebhookURL); err != nil {
+		return ps, err
+	}
+	if ps.WebhookURL == nil && len(req.WebhookURL) > 0 {
+		empty := "" // null removes the webhook URL
+		ps.WebhookURL = &empty
+	}
+	if ps.WebhookURL != nil && *ps.WebhookURL != "" {
+		u := strings.TrimSpace(*ps.WebhookURL)
+		ps.WebhookURL = &u
+		if err := checkWebhookURL(c.Request().Context(), u, s.deps.WebhookAllowPrivate); err != nil {
+			return ps, err
+		}
+	}
+	if ps.OwnerEmail, err = optString(req.OwnerEmail); err != nil {
+		return ps, err
+	}
+	if ps.OwnerEmail == nil && len(req.OwnerEmail) > 0 {
+		empty := ""
+		ps.OwnerEmail = &empty
+	}
+	if m, err := optString(req.AddressMode); err != nil {
+		return ps, err
+	} else if m != nil {
+		mode := paywatch.AddressMode(*m)
+		ps.AddressMode = &mode
+	}
+	if m, err := optString(req.PoolMatching); err != nil {
+		return ps, err
+	} else if m != nil {
+		pm := paywatch.PoolMatching(*m)
+		ps.PoolMatching = &pm
+	}
+	minRaw := req.MinAmount
+	if len(minRaw) == 0 {
+		minRaw = req.MinAmountSnake
+	}
+	var set bool
+	if ps.MinAmount, set, err = optDecimal(minRaw, "minAmount"); err != nil {
+		return ps, err
+	}
+	ps.ClearMinAmount = set && ps.MinAmount == nil
+	if ps.RotationThreshold, set, err = optDecimal(req.RotationThreshold, "rotation_threshold"); err != nil {
+		return ps, err
+	}
+	ps.ClearRotation = set && ps.RotationThreshold == nil
+	if ps.MicroAmountDecimals, err = optInt(req.MicroAmountDecimals); err != nil {
+		return ps, err
+	}
+	if ps.PaymentExpiryMinutes, err = optInt(req.PaymentExpiryMinutes); err != nil {
+		return ps, err
+	}
+	if ps.Active, err = optBool(req.Active); err != nil {
+		return ps, err
+	}
+	return ps, nil
+}
+
+// createProject is POST /v1/projects: 201 with the API key and webhook
+// secret, shown this once, and a warning when no owner was given.
+func (s *Server) createProject(c echo.Context) error {
+	var req projectRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	slug, err := optString(req.Slug)
+	if err != nil {
+		return err
+	}
+	if slug == nil {
+		return store.ValidateSlug("")
+	}
+	ps, err := s.projectSettings(c, req)
+	if err != nil {
+		return err
+	}
+	if ps.OwnerEmail != nil && *ps.OwnerEmail == "" {
+		ps.OwnerEmail = nil
+	}
+	p, creds, err := s.deps.Store.CreateProject(c.Request().Context(), store.NewProject{Slug: *slug, Settings: ps})
+	if err != nil {
+		return err
+	}
+	view := map[string]any{}
+	b, _ := json.Marshal(projectOf(p))
+	_ = json.Unmarshal(b, &view)
+	view["api_key"] = creds.APIKey
+	view["webhook_secret"] = creds.WebhookSecret
+	out := map[string]any{
+		"success":        true,
+		"project":        view,
+		"api_key":        creds.APIKey,
+		"webhook_secret": creds.WebhookSecret,
+	}
+	if p.Owner == nil {
+		out["warning"] = msgNoOwnerWarning
+	}
+	return c.JSON(http.StatusCreated, out)
+}
+
+// listProjects is GET /v1/projects.
+func (s *Server) listProjects(c echo.Context) error {
+	ps, err := s.deps.Store.ListProjects(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	items := make([]projectView, 0, len(ps))
+	for _, p := range ps {
+		items = append(items, projectOf(p))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "projects": items})
+}
+
+// updateProject is PATCH /v1/projects/{slug}.
+func (s *Server) updateProject(c echo.Context) error {
+	var req projectRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if len(req.Slug) > 0 {
+		return paywatch.Errorf(paywatch.EINVALID, "slug cannot be changed")
+	}
+	ps, err := s.projectSettings(c, req)
+	if err != nil {
+		return err
+	}
+	p, err := s.deps.Store.UpdateProject(c.Request().Context(), c.Param("slug"), ps)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "project": projectOf(p)})
+}
+
+// regenerateKeys is POST /v1/projects/{slug}/regenerate-keys.
+func (s *Server) regenerateKeys(c echo.Context) error {
+	creds, err := s.deps.Store.RegenerateKeys(c.Request().Context(), c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"success":        true,
+		"api_key":        creds.APIKey,
+		"api_secret":     creds.APISecret,
+		"webhook_secret": creds.WebhookSecret,
+	})
+}
+
+// walletRequest is the body of PUT /v1/projects/{slug}/wallet.
+type walletRequest struct {
+	Name      json.RawMessage            `json:"name"`
+	XPubs     map[string]json.RawMessage `json:"xpubs"`
+	Addresses map[string][]string        `json:"addresses"`
+}
+
+// putWallet is PUT /v1/projects/{slug}/wallet: sets xPubs and adds static
+// addresses; a malformed or private key is refused with a message naming
+// what is wrong.
+func (s *Server) putWallet(c echo.Context) error {
+	var req walletRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	u := store.WalletUpdate{Addresses: req.Addresses}
+	var err error
+	if u.Name, err = optString(req.Name); err != nil {
+		return err
+	}
+	if req.XPubs != nil {
+		u.XPubs = map[string]*string{}
+		for k, raw := range req.XPubs {
+			x, err := optString(raw)
+			if err != nil {
+				return err
+			}
+			u.XPubs[k] = x
+		}
+	}
+	w, p, err := s.deps.Store.PutWallet(c.Request().Context(), c.Param("slug"), u)
+	if err != nil {
+		return err
+	}
+	xpubs := map[string]bool{}
+	for _, f := range paywatch.Families() {
+		xpubs[string(f)] = w.HasXPub(f)
+	}
+	addresses := map[string]int{}
+	for _, n := range paywatch.Networks() {
+		addresses[string(n.Network)] = w.Addresses[n.Network]
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "wallet": map[string]any{
+		"name":               w.Name,
+		"xpubs":              xpubs,
+		"addresses":          addresses,
+		"available_networks": networkViews(s.deps.Store.AvailableNetworks(p.AddressMode, w), false),
+	}})
+}
+
+// deliveryView is an element of webhook-deliveries.
+type deliveryView struct {
+	ID           string  `json:"id"`
+	Event        string  `json:"event"`
+	PaymentID    string  `json:"payment_id"`
+	Attempt      int     `json:"attempt"`
+	StatusCode   *int    `json:"status_code"`
+	ResponseBody *string `json:"response_body"`
+	State        string  `json:"state"`
+	CreatedAt    string  `json:"created_at"`
+}
+
+// listDeliveries is GET /v1/projects/{slug}/webhook-deliveries.
+func (s *Server) listDeliveries(c echo.Context) error {
+	ctx := c.Request().Context()
+	f := store.DeliveryFilter{Limit: defaultListLimit, PaymentID: c.QueryParam("payment_id")}
+	q := c.QueryParams()
+	if _, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > maxListLimit {
+			return paywatch.Errorf(paywatch.EINVALID, msgInvalidLimit)
+		}
+		f.Limit = n
+	}
+	if _, ok := q["offset"]; ok {
+		n, err := strconv.Atoi(q.Get("offset"))
+		if err != nil || n < 0 {
+			return paywatch.Errorf(paywatch.EINVALID, msgInvalidLimit)
+		}
+		f.Offset = n
+	}
+	p, err := s.deps.Store.ProjectBySlug(ctx, c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	ds, err := s.deps.Store.ListDeliveries(ctx, p.ID, f)
+	if err != nil {
+		return err
+	}
+	items := make([]deliveryView, 0, len(ds))
+	for _, d := range ds {
+		items = append(items, deliveryView{
+			ID: d.ID, Event: d.Event, PaymentID: d.PaymentID, Attempt: d.Attempt, StatusCode: d.StatusCode,
+			ResponseBody: d.ResponseBody, State: d.State, CreatedAt: ts(d.CreatedAt),
+		})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "deliveries": items})
+}

@@ -1,0 +1,109 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/paywatch/paywatch/store"
+)
+
+// Reconciler defaults.
+const (
+	// DefaultReconcileInterval is how often the reconciler looks for
+	// payments without a workflow.
+	DefaultReconcileInterval = 10 * time.Second
+	// DefaultReconcileMinAge leaves a fresh payment to the request that
+	// created it, which starts its workflow within milliseconds.
+	DefaultReconcileMinAge = 5 * time.Second
+	// reconcileBatch bounds the work of one pass.
+	reconcileBatch = 500
+	// pruneEvery is how many passes run between prunings of old
+	// rate-limit windows.
+	pruneEvery = 30
+)
+
+// Reconciler keeps payment rows and workflows in agreement: a row is
+// written before its workflow starts, so a process that dies in between
+// leaves a row whose workflow_started is false. The reconciler starts the
+// workflow of every such row (the stable workflow ID makes a duplicate start
+// harmless, so several replicas may run it) and prunes old rate-limit
+// windows on the side.
+type Reconciler struct {
+	Store     *store.Store
+	Workflows PaymentWorkflows
+	Logger    *slog.Logger
+	// Interval is the time between passes; 0 means DefaultReconcileInterval.
+	Interval time.Duration
+	// MinAge is how old an unstarted row must be; 0 means
+	// DefaultReconcileMinAge.
+	MinAge time.Duration
+}
+
+// Reconciler returns a reconciler over the server's store and workflows.
+func (s *Server) Reconciler() *Reconciler {
+	return &Reconciler{Store: s.deps.Store, Workflows: s.deps.Workflows, Logger: s.deps.Logger}
+}
+
+// Run runs passes until ctx ends; it returns nil then.
+func (r *Reconciler) Run(ctx context.Context) error {
+	interval := r.Interval
+	if interval <= 0 {
+		interval = DefaultReconcileInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for pass := 0; ; pass++ {
+		if _, err := r.Once(ctx); err != nil && ctx.Err() == nil {
+			r.logger().Warn("reconcile payments", "err", err)
+		}
+		if pass%pruneEvery == 0 {
+			if err := r.Store.PruneRateLimits(ctx); err != nil && ctx.Err() == nil {
+				r.logger().Warn("prune rate limits", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Once starts the workflows of unstarted payments older than MinAge and
+// returns how many it started.
+func (r *Reconciler) Once(ctx context.Context) (int, error) {
+	if r.Workflows == nil {
+		return 0, nil
+	}
+	minAge := r.MinAge
+	if minAge <= 0 {
+		minAge = DefaultReconcileMinAge
+	}
+	ps, err := r.Store.UnstartedPayments(ctx, minAge, reconcileBatch)
+	if err != nil {
+		return 0, err
+	}
+	started := 0
+	for _, p := range ps {
+		if err := r.Workflows.Start(ctx, p.WorkflowInput()); err != nil {
+			r.logger().Warn("start payment workflow", "paymentId", p.ID, "err", err)
+			continue
+		}
+		if err := r.Store.MarkWorkflowStarted(ctx, p.ID); err != nil {
+			return started, err
+		}
+		started++
+	}
+	if started > 0 {
+		r.logger().Info("started missing payment workflows", "count", started)
+	}
+	return started, nil
+}
+
+func (r *Reconciler) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.Default()
+	}
+	return r.Logger
+}

@@ -1,0 +1,43 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
+)
+
+// Webhook URL refusals when a project is saved.
+const (
+	msgWebhookURLShape   = "webhook_url must be an absolute http or https URL"
+	msgWebhookURLPrivate = "webhook_url must not point to a private, reserved or loopback address"
+)
+
+// maxWebhookURLLength bounds stored webhook URLs.
+const maxWebhookURLLength = 2048
+
+// webhookLookupTimeout bounds the DNS lookup of a webhook host when saved.
+const webhookLookupTimeout = 3 * time.Second
+
+// checkWebhookURL applies the delivery's own URL check
+// (activities.CheckWebhookURL: absolute http(s), no private, reserved or
+// loopback target unless allowPrivate) when a webhook URL is saved, so the
+// two can never disagree. A host name that does not resolve now is
+// accepted: the address is checked again before every delivery.
+func checkWebhookURL(ctx context.Context, raw string, allowPrivate bool) error {
+	if len(raw) > maxWebhookURLLength {
+		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLShape)
+	}
+	ctx, cancel := context.WithTimeout(ctx, webhookLookupTimeout)
+	defer cancel()
+	err := activities.CheckWebhookURL(ctx, raw, allowPrivate)
+	switch {
+	case errors.Is(err, activities.ErrBadWebhookURL):
+		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLShape)
+	case errors.Is(err, activities.ErrPrivateAddress):
+		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLPrivate)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// PaymentWorkflows is what the API asks of the payment workflows: start one
+// per payment, and send it the merchant's actions as updates whose
+// validators give the verdict (409, 410, 400, 429 as update rejections).
+type PaymentWorkflows interface {
+	// Start starts the payment's workflow under its stable ID; starting a
+	// workflow that already exists (running or closed) succeeds.
+	Start(ctx context.Context, in workflows.PaymentInput) error
+	// Cancel cancels a pending payment and returns its new state.
+	Cancel(ctx context.Context, paymentID string) (workflows.PaymentState, error)
+	// SubmitTxHash submits a normalised transaction hash (pool + txid).
+	SubmitTxHash(ctx context.Context, paymentID string, req workflows.SubmitTxHashRequest) (workflows.SubmitTxHashResult, error)
+	// State queries the workflow's current state.
+	State(ctx context.Context, paymentID string) (workflows.PaymentState, error)
+}
+
+// TemporalWorkflows implements PaymentWorkflows over a Temporal client.
+type TemporalWorkflows struct {
+	client    client.Client
+	taskQueue string
+}
+
+// NewTemporalWorkflows returns PaymentWorkflows that start payment
+// workflows on taskQueue through c.
+func NewTemporalWorkflows(c client.Client, taskQueue string) *TemporalWorkflows {
+	return &TemporalWorkflows{client: c, taskQueue: taskQueue}
+}
+
+// Start starts the workflow with ID PaymentWorkflowID(id). An existing
+// workflow of that ID is reused while it runs, and a closed one is never
+// started again, so the API and the reconciler may both call Start.
+func (t *TemporalWorkflows) Start(ctx context.Context, in workflows.PaymentInput) error {
+	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.PaymentWorkflowID(in.PaymentID),
+		TaskQueue:                t.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, workflows.PaymentWorkflowName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start payment workflow %s: %w", in.PaymentID, err)
+	}
+	return nil
+}
+
+// update sends a payment update and waits for its result.
+func (t *TemporalWorkflows) update(ctx context.Context, paymentID, name string, arg, result any) error {
+	h, err := t.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   workflows.PaymentWorkflowID(paymentID),
+		UpdateName:   name,
+		Args:         []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, result)
+}
+
+// Cancel sends the cancel update.
+func (t *TemporalWorkflows) Cancel(ctx context.Context, paymentID string) (workflows.PaymentState, error) {
+	var st workflows.PaymentState
+	err := t.update(ctx, paymentID, workflows.UpdateCancel, workflows.CancelRequest{}, &st)
+	return st, err
+}
+
+// SubmitTxHash sends the submit-tx-hash update.
+func (t *TemporalWorkflows) SubmitTxHash(ctx context.Context, paymentID string, req workflows.SubmitTxHashRequest) (workflows.SubmitTxHashResult, error) {
+	var res workflows.SubmitTxHashResult
+	err := t.update(ctx, paymentID, workflows.UpdateSubmitTxHash, req, &res)
+	return res, err
+}
+
+// State queries the workflow's state.
+func (t *TemporalWorkflows) State(ctx context.Context, paymentID string) (workflows.PaymentState, error) {
+	var st workflows.PaymentState
+	v, err := t.client.QueryWorkflow(ctx, workflows.PaymentWorkflowID(paymentID), "", workflows.QueryState)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// workflowClosed reports whether err says the payment's workflow no longer
+// takes updates (it has completed) or does not exist.
+func workflowClosed(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const adminUsage = `Usage: paywatch admin <command> [arguments]
+
+Operator commands over the operator endpoints (operations.md §2). They call
+PAYWATCH_BASE_URL (default http://127.0.0.1:8080) with the master key from
+PAYWATCH_MASTER_KEY, or from $PAYWATCH_DATA_DIR/master_key (default .data)
+as "paywatch dev" keeps it. Responses are printed as JSON.
+
+Commands:
+  accounts create --email EMAIL [--plan free|pro]
+  accounts update EMAIL [--plan free|pro] [--status active|suspended|closed]
+                  [--limit NAME=N]... [--clear-limit NAME]...
+      limit names: projects, wallets, payment_links, api_calls_per_day,
+      webhooks_per_day, chat_notifications_per_day (-1 for unlimited)
+  projects create --slug SLUG [--name NAME] [--owner-email EMAIL] [--webhook-url URL] [settings]
+  projects list
+  projects update SLUG [--name NAME] [--owner-email EMAIL] [--webhook-url URL] [settings]
+      settings: --address-mode per_payment|per_user|dedicated|pool
+                --pool-matching micro_amount|txid  --min-amount X
+                --micro-amount-decimals 1-4  --rotation-threshold X
+                --payment-expiry-minutes N  --active true|false
+      an empty value ("") clears --webhook-url, --owner-email, --min-amount
+      and --rotation-threshold
+  projects regenerate-keys SLUG
+  wallet set SLUG [--name NAME] [--xpub-evm XPUB] [--xpub-tron XPUB] [--address NETWORK=ADDRESS]...
+  deliveries SLUG [--payment-id ID] [--limit N] [--offset N]
+`
+
+// adminTimeout bounds one operator call.
+const adminTimeout = 30 * time.Second
+
+// adminClient calls the operator endpoints.
+type adminClient struct {
+	baseURL   string
+	masterKey string
+	http      *http.Client
+	stdout    io.Writer
+}
+
+// runAdmin runs `paywatch admin ...` and returns the exit code: 0 on
+// success, 1 when the call fails or the service refuses it, 2 on a usage
+// error.
+func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, adminUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	base := strings.TrimRight(getenv("PAYWATCH_BASE_URL"), "/")
+	if base == "" {
+		base = "http://127.0.0.1:8080"
+	}
+	key := getenv("PAYWATCH_MASTER_KEY")
+	if key == "" {
+		dir := getenv("PAYWATCH_DATA_DIR")
+		if dir == "" {
+			dir = ".data"
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "master_key")); err == nil {
+			key = strings.TrimSpace(string(b))
+		}
+	}
+	if key == "" {
+		fmt.Fprintln(stderr, "paywatch admin: set PAYWATCH_MASTER_KEY")
+		return 2
+	}
+	c := &adminClient{baseURL: base, masterKey: key, http: &http.Client{Timeout: adminTimeout}, stdout: stdout}
+	method, path, body, err := adminRequest(args)
+	var usage usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(stderr, "paywatch admin: %v\n\n%s", err, adminUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "paywatch admin: %v\n", err)
+		return 2
+	}
+	if err := c.call(ctx, method, path, body); err != nil {
+		fmt.Fprintf(stderr, "paywatch admin: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// usageError is a command line that does not name a valid command.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// optFlag is a string flag that remembers whether it was given.
+type optFlag struct {
+	set   bool
+	value string
+}
+
+func (o *optFlag) String() string     { return o.value }
+func (o *optFlag) Set(v string) error { o.set, o.value = true, v; return nil }
+
+// splitPositional takes a leading positional argument (an email or slug)
+// off args, so it may come before the flags.
+func splitPositional(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+// adminRequest turns a command line into the operator call it makes.
+func adminRequest(args []string) (method, path string, body map[string]any, err error) {
+	if len(args) < 2 {
+		return "", "", nil, usageError{"missing command"}
+	}
+	group, cmd, rest := args[0], args[1], args[2:]
+	fs := flag.NewFlagSet("paywatch admin "+group+" "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	pos, rest := splitPositional(rest)
+	switch group + " " + cmd {
+	case "accounts create":
+		email := fs.String("email", pos, "")
+		plan := fs.String("plan", "free", "")
+		if err := fs.Parse(rest); err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		if *email == "" {
+			return "", "", nil, usageError{"--email is required"}
+		}
+		return "POST", "/v1/accounts", map[string]any{"email": *email, "plan": *plan}, nil
+
+	case "accounts update":
+		var plan, status optFlag
+		var limits, clear listFlag
+		fs.Var(&plan, "plan", "")
+		fs.Var(&status, "status", "")
+		fs.Var(&limits, "limit", "")
+		fs.Var(&clear, "clear-limit", "")
+		if err := fs.Parse(rest); err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		if pos == "" {
+			return "", "", nil, usageError{"the account's email is required"}
+		}
+		body = map[string]any{}
+		if plan.set {
+			body["plan"] = plan.value
+		}
+		if status.set {
+			body["status"] = status.value
+		}
+		if len(limits)+len(clear) > 0 {
+			l := map[string]any{}
+			for _, kv := range limits {
+				name, v, ok := strings.Cut(kv, "=")
+				n, err := strconv.ParseInt(v, 10, 64)
+				if !ok || err != nil {
+					return "", "", nil, usageError{fmt.Sprintf("--limit %s: want NAME=N", kv)}
+				}
+				l[name] = n
+			}
+			for _, name := range clear {
+				l[name] = nil
+			}
+			body["limits"] = l
+		}
+		return "PATCH", "/v1/accounts/" + url.PathEscape(pos), body, nil
+
+	case "projects create", "projects update":
+		var slug optFlag
+		if cmd == "create" {
+			fs.Var(&slug, "slug", "")
+			if pos != "" {
+				_ = slug.Set(pos)
+			}
+		}
+		settings := projectFlags(fs)
+		if err := fs.Parse(rest); err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		body, err := settings()
+		if err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		if cmd == "create" {
+			if slug.value == "" {
+				return "", "", nil, usageError{"--slug is required"}
+			}
+			body["slug"] = slug.value
+			return "POST", "/v1/projects", body, nil
+		}
+		if pos == "" {
+			return "", "", nil, usageError{"the project's slug is required"}
+		}
+		return "PATCH", "/v1/projects/" + url.PathEscape(pos), body, nil
+
+	case "projects list":
+		return "GET", "/v1/projects", nil, nil
+
+	case "projects regenerate-keys":
+		if pos == "" {
+			return "", "", nil, usageError{"the project's slug is required"}
+		}
+		return "POST", "/v1/projects/" + url.PathEscape(pos) + "/regenerate-keys", nil, nil
+
+	case "wallet set":
+		var name, evm, tron optFlag
+		var addrs listFlag
+		fs.Var(&name, "name", "")
+		fs.Var(&evm, "xpub-evm", "")
+		fs.Var(&tron, "xpub-tron", "")
+		fs.Var(&addrs, "address", "")
+		if err := fs.Parse(rest); err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		if pos == "" {
+			return "", "", nil, usageError{"the project's slug is required"}
+		}
+		body = map[string]any{}
+		if name.set {
+			body["name"] = name.value
+		}
+		xpubs := map[string]any{}
+		if evm.set {
+			xpubs["evm"] = emptyAsNull(evm.value)
+		}
+		if tron.set {
+			xpubs["tron"] = emptyAsNull(tron.value)
+		}
+		if len(xpubs) > 0 {
+			body["xpubs"] = xpubs
+		}
+		if len(addrs) > 0 {
+			byNetwork := map[string][]string{}
+			for _, kv := range addrs {
+				n, a, ok := strings.Cut(kv, "=")
+				if !ok || n == "" || a == "" {
+					return "", "", nil, usageError{fmt.Sprintf("--address %s: want NETWORK=ADDRESS", kv)}
+				}
+				byNetwork[n] = append(byNetwork[n], a)
+			}
+			body["addresses"] = byNetwork
+		}
+		return "PUT", "/v1/projects/" + url.PathEscape(pos) + "/wallet", body, nil
+
+	case "deliveries " + cmd:
+		// "deliveries SLUG": the slug is the second word.
+		pos, rest = cmd, args[2:]
+		paymentID := fs.String("payment-id", "", "")
+		limit := fs.Int("limit", 20, "")
+		offset := fs.Int("offset", 0, "")
+		if err := fs.Parse(rest); err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		q := url.Values{}
+		if *paymentID != "" {
+			q.Set("payment_id", *paymentID)
+		}
+		q.Set("limit", strconv.Itoa(*limit))
+		q.Set("offset", strconv.Itoa(*offset))
+		return "GET", "/v1/projects/" + url.PathEscape(pos) + "/webhook-deliveries?" + q.Encode(), nil, nil
+	}
+	return "", "", nil, usageError{fmt.Sprintf("unknown command %q", group+" "+cmd)}
+}
+
+// projectFlags declares the project settings flags and returns a function
+// that builds the request body from the flags given.
+func projectFlags(fs *flag.FlagSet) func() (map[string]any, error) {
+	strs := map[string]*optFlag{}
+	for _, f := range []string{"name", "owner-email", "webhook-url", "address-mode", "pool-matching", "min-amount", "rotation-threshold"} {
+		strs[f] = &optFlag{}
+		fs.Var(strs[f], f, "")
+	}
+	ints := map[string]*optFlag{}
+	for _, f := range []string{"micro-amount-decimals", "payment-expiry-minutes"} {
+		ints[f] = &optFlag{}
+		fs.Var(ints[f], f, "")
+	}
+	active := &optFlag{}
+	fs.Var(active, "active", "")
+	keys := map[string]string{
+		"name": "name", "owner-email": "owner_email", "webhook-url": "webhook_url", "address-mode": "address_mode",
+		"pool-matching": "pool_matching", "min-amount": "minAmount", "rotation-threshold": "rotation_threshold",
+		"micro-amount-decimals": "micro_amount_decimals", "payment-expiry-minutes": "payment_expiry_minutes",
+	}
+	clearable := map[string]bool{"owner-email": true, "webhook-url": true, "min-amount": true, "rotation-threshold": true}
+	return func() (map[string]any, error) {
+		body := map[string]any{}
+		for f, v := range strs {
+			if !v.set {
+				continue
+			}
+			if clearable[f] && v.value == "" {
+				body[keys[f]] = nil
+				continue
+			}
+			body[keys[f]] = v.value
+		}
+		for f, v := range ints {
+			if !v.set {
+				continue
+			}
+			n, err := strconv.Atoi(v.value)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: want a whole number", f)
+			}
+			body[keys[f]] = n
+		}
+		if active.set {
+			b, err := strconv.ParseBool(active.value)
+			if err != nil {
+				return nil, errors.New("--active: want true or false")
+			}
+			body["active"] = b
+		}
+		return body, nil
+	}
+}
+
+func emptyAsNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// call makes one operator call and prints the JSON answer; a non-2xx
+// answer is an error carrying the service's message.
+func (c *adminClient) call(ctx context.Context, method, path string, body map[string]any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("x-master-key", c.masterKey)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
+		}
+		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, raw, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(raw)
+	}
+	pretty.WriteByte('\n')
+	_, err = c.stdout.Write(pretty.Bytes())
+	return err
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/api"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/store/storetest"
+)
+
+const adminTestKey = "mk_admintest0123456789abcdefghij"
+
+// adminEnv runs the real API (without workflows) over a fresh database and
+// returns a function that runs `paywatch admin` against it.
+func adminEnv(t *testing.T) (func(args ...string) (int, string, string), string) {
+	t.Helper()
+	srv := httptest.NewServer(nil)
+	t.Cleanup(srv.Close)
+	h := api.New(api.Deps{
+		Store:     store.New(storetest.NewPool(t)),
+		MasterKey: adminTestKey,
+		BaseURL:   srv.URL,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	srv.Config.Handler = h.API()
+	env := map[string]string{"PAYWATCH_BASE_URL": srv.URL, "PAYWATCH_MASTER_KEY": adminTestKey}
+	return func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"admin"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}, srv.URL
+}
+
+func TestAdminCommands(t *testing.T) {
+	admin, _ := adminEnv(t)
+	decode := func(s string) map[string]any {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(s), &m), s)
+		return m
+	}
+
+	code, out, errOut := admin("accounts", "create", "--email", "owner@example.com", "--plan", "pro")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "pro", decode(out)["account"].(map[string]any)["plan"])
+
+	code, _, errOut = admin("accounts", "create", "--email", "owner@example.com")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "HTTP 409")
+
+	code, out, errOut = admin("accounts", "update", "owner@example.com", "--limit", "projects=5", "--status", "active")
+	require.Equal(t, 0, code, errOut)
+	limits := decode(out)["account"].(map[string]any)["limits"].(map[string]any)
+	assert.Equal(t, float64(5), limits["projects"])
+
+	code, out, errOut = admin("projects", "create", "--slug", "shop", "--name", "Shop", "--owner-email", "owner@example.com")
+	require.Equal(t, 0, code, errOut)
+	created := decode(out)
+	key, _ := created["api_key"].(string)
+	assert.True(t, strings.HasPrefix(key, "pk_live_"))
+
+	code, out, errOut = admin("projects", "update", "shop", "--address-mode", "pool", "--pool-matching", "txid",
+		"--min-amount", "1.25", "--payment-expiry-minutes", "30", "--active", "true")
+	require.Equal(t, 0, code, errOut)
+	p := decode(out)["project"].(map[string]any)
+	assert.Equal(t, "pool", p["address_mode"])
+	assert.Equal(t, "1.25", p["minAmount"])
+	assert.Equal(t, float64(30), p["payment_expiry_minutes"])
+
+	code, out, errOut = admin("wallet", "set", "shop", "--name", "Main",
+		"--address", "TRC20=TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH", "--address", "ERC20=0x9858effd232b4033e47d90003d41ec34ecaeda94")
+	require.Equal(t, 0, code, errOut)
+	w := decode(out)["wallet"].(map[string]any)
+	assert.Equal(t, float64(1), w["addresses"].(map[string]any)["TRC20"])
+	assert.Len(t, w["available_networks"], 2)
+
+	code, _, errOut = admin("wallet", "set", "shop", "--xpub-evm", "xprv-not-allowed")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "xpubs.evm")
+
+	code, out, errOut = admin("projects", "list")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, key)
+	assert.Contains(t, out, key[:12])
+
+	code, out, errOut = admin("projects", "regenerate-keys", "shop")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, decode(out), "api_secret")
+
+	code, out, errOut = admin("deliveries", "shop", "--limit", "5")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, []any{}, decode(out)["deliveries"])
+
+	code, _, errOut = admin("projects", "frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "unknown command")
+	code, _, _ = admin()
+	assert.Equal(t, 2, code)
+}
+
+func TestAdminMasterKeyFromDataDir(t *testing.T) {
+	_, url := adminEnv(t)
+	// Without PAYWATCH_MASTER_KEY, the key "paywatch dev" keeps is used.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "master_key"), []byte(adminTestKey+"\n"), 0o600))
+	var out, errOut bytes.Buffer
+	env := map[string]string{"PAYWATCH_BASE_URL": url, "PAYWATCH_DATA_DIR": dir}
+	code := run(context.Background(), []string{"admin", "projects", "list"}, func(k string) string { return env[k] }, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "master_key"), []byte("mk_wrongwrongwrongwrongwrongwrong\n"), 0o600))
+	errOut.Reset()
+	code = run(context.Background(), []string{"admin", "projects", "list"}, func(k string) string { return env[k] }, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "Invalid master key (HTTP 401)")
+}

@@ -1,0 +1,476 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// Address assignment failures whose API message depends on the caller:
+// creation and the hosted page's network selection word them differently.
+var (
+	errNoXPub      = errors.New("store: no xpub for the network's family")
+	errNoAddresses = errors.New("store: no static address available")
+)
+
+// paymentRow is what address assignment needs to know about a payment.
+type paymentRow struct {
+	id           string
+	mode         paywatch.AddressMode
+	poolMatching paywatch.PoolMatching
+	amount       paywatch.Amount // requested, at any decimals
+	externalRef  string
+}
+
+// assign gives payment p an address on network n for token t according to
+// its address mode, and writes network, token, address, the amount at the
+// token's decimals (with a micro offset in pool + micro_amount mode), the
+// assignment time and the start block to the payments row. Creation with a
+// network and AssignAddress both use it, so the two paths cannot differ.
+//
+// requested is the dedicated-mode pre-assigned address ("" for none).
+func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, p *paymentRow, n paywatch.Network, t paywatch.Token, requested string, now time.Time) (workflows.Assignment, error) {
+	var a workflows.Assignment
+	decimals := paywatch.Decimals(n, t)
+	amount, err := p.amount.Rescale(decimals)
+	if err != nil {
+		return a, invalid(MsgInvalidRequestBody)
+	}
+	var (
+		address         string
+		derivedID       *int64
+		staticID        *int64
+		original        *paywatch.Amount
+		microOffset     *int
+		family          = n.Family()
+		walletServesNet = walletServes(p.mode, w, n)
+	)
+	if !walletServesNet {
+		if p.mode.UsesXPub() {
+			return a, errNoXPub
+		}
+		return a, errNoAddresses
+	}
+	switch p.mode {
+	case paywatch.ModePerPayment:
+		id, addr, err := s.derive(ctx, tx, w, family, nil, n, t)
+		if err != nil {
+			return a, err
+		}
+		derivedID, address = &id, addr
+	case paywatch.ModePerUser:
+		id, addr, err := s.perUserAddress(ctx, tx, prj, w, p.externalRef, n, t)
+		if err != nil {
+			return a, err
+		}
+		derivedID, address = &id, addr
+	case paywatch.ModeDedicated:
+		id, addr, err := s.dedicatedAddress(ctx, tx, w, p.externalRef, n, requested, now)
+		if err != nil {
+			return a, err
+		}
+		staticID, address = &id, addr
+	case paywatch.ModePool:
+		if p.poolMatching == paywatch.MatchTxID {
+			id, addr, err := s.leastBusyAddress(ctx, tx, w, n)
+			if err != nil {
+				return a, err
+			}
+			staticID, address = &id, addr
+			break
+		}
+		base := amount
+		id, addr, offset, final, err := s.microOffset(ctx, tx, w, p.id, n, t, base, prj.MicroAmountDecimals, now)
+		if err != nil {
+			return a, err
+		}
+		staticID, address, original, microOffset, amount = &id, addr, &base, &offset, final
+	default:
+		return a, fmt.Errorf("unknown address mode %q", p.mode)
+	}
+	var startBlock int64
+	err = tx.QueryRow(ctx, `SELECT height FROM chain_cursors WHERE network = $1`, n).Scan(&startBlock)
+	if err != nil && !noRows(err) {
+		return a, fmt.Errorf("read chain cursor: %w", err)
+	}
+	var originalUnits *string
+	if original != nil {
+		u := units(*original)
+		originalUnits = &u
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE payments SET network = $2, token = $3, address = $4, amount = $5::numeric, original_amount = $6::numeric,
+		       decimals = $7, micro_offset = $8, address_assigned_at = $9, start_block = $10,
+		       derived_address_id = $11, static_address_id = $12, updated_at = $9
+		WHERE id = $1`,
+		p.id, n, t, address, units(amount), originalUnits, decimals, microOffset, now, startBlock, derivedID, staticID)
+	if uniqueViolation(err, "payments_in_progress_idx") {
+		return a, conflict(MsgInProgress)
+	}
+	if err != nil {
+		return a, fmt.Errorf("assign address: %w", err)
+	}
+	return workflows.Assignment{
+		Network: n, Token: t, Address: address, Amount: amount, OriginalAmount: original,
+		StartBlock: uint64(startBlock), AssignedAt: now,
+	}, nil
+}
+
+// derive takes the next derivation index of (wallet, family) and records the
+// derived address. The counter row is updated in place, so concurrent
+// payments serialise on it and never share an index; index 0 stays
+// reserved for gas. externalRef, network and token are set for per_user
+// addresses only.
+func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Family, externalRef *string, n paywatch.Network, t paywatch.Token) (int64, string, error) {
+	x, err := parseXPub(w.XPubs[f])
+	if err != nil {
+		return 0, "", fmt.Errorf("stored xpub of wallet %d: %w", w.ID, err)
+	}
+	for {
+		var index int64
+		err := tx.QueryRow(ctx, `
+			INSERT INTO wallet_counters (wallet_id, family, next_index) VALUES ($1, $2, $3)
+			ON CONFLICT (wallet_id, family) DO UPDATE SET next_index = wallet_counters.next_index + 1
+			RETURNING next_index - 1`, w.ID, f, paywatch.FirstPaymentIndex+1).Scan(&index)
+		if err != nil {
+			return 0, "", fmt.Errorf("take derivation index: %w", err)
+		}
+		if index >= 1<<31 {
+			return 0, "", fmt.Errorf("wallet %d family %s: derivation indices exhausted", w.ID, f)
+		}
+		address, err := x.Address(f, uint32(index))
+		if err != nil {
+			continue // BIP32: an invalid child index is skipped
+		}
+		var network, token *string
+		if externalRef != nil {
+			ns, ts := string(n), string(t)
+			network, token = &ns, &ts
+		}
+		var id int64
+		err = tx.QueryRow(ctx, `
+			INSERT INTO derived_addresses (wallet_id, family, derivation_index, address, external_ref, network, token, decimals)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			w.ID, f, index, address, externalRef, network, token, paywatch.Decimals(n, t)).Scan(&id)
+		if uniqueViolation(err, "") {
+			return 0, "", errRetry
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("record derived address: %w", err)
+		}
+		return id, address, nil
+	}
+}
+
+// perUserAddress returns the customer's current address for the network
+// and token, deriving one on first use, or a fresh one when the cumulative
+// amount received on the current one exceeds the project's
+// rotation_threshold.
+func (s *Store) perUserAddress(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, ref string, n paywatch.Network, t paywatch.Token) (int64, string, error) {
+	var id int64
+	var address, received string
+	var decimals int
+	err := tx.QueryRow(ctx, `
+		SELECT id, address, received::text, decimals FROM derived_addresses
+		WHERE wallet_id = $1 AND external_ref = $2 AND network = $3 AND token = $4 AND active
+		FOR UPDATE`, w.ID, ref, n, t).Scan(&id, &address, &received, &decimals)
+	switch {
+	case noRows(err):
+	case err != nil:
+		return 0, "", fmt.Errorf("load per_user address: %w", err)
+	default:
+		got, err := amountOf(received, decimals)
+		if err != nil {
+			return 0, "", err
+		}
+		if prj.RotationThreshold == nil || got.Cmp(*prj.RotationThreshold) <= 0 {
+			return id, address, nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE derived_addresses SET active = false WHERE id = $1`, id); err != nil {
+			return 0, "", fmt.Errorf("rotate per_user address: %w", err)
+		}
+	}
+	return s.derive(ctx, tx, w, n.Family(), &ref, n, t)
+}
+
+// dedicatedAddress returns the static address permanently assigned to the
+// customer on the network, assigning the requested one or the next free one
+// on first use.
+func (s *Store) dedicatedAddress(ctx context.Context, tx pgx.Tx, w *Wallet, ref string, n paywatch.Network, requested string, now time.Time) (int64, string, error) {
+	var id int64
+	var address string
+	var owner *string
+	if requested != "" {
+		norm, err := paywatch.NormalizeNetworkAddress(n, requested)
+		if err != nil {
+			return 0, "", invalid(MsgAddressNotInWallet)
+		}
+		err = tx.QueryRow(ctx, `
+			SELECT id, address, external_ref FROM static_addresses
+			WHERE wallet_id = $1 AND network = $2 AND address = $3 FOR UPDATE`, w.ID, n, norm).Scan(&id, &address, &owner)
+		if noRows(err) {
+			return 0, "", invalid(MsgAddressNotInWallet)
+		}
+		if err != nil {
+			return 0, "", err
+		}
+		if owner != nil {
+			if *owner != ref {
+				return 0, "", conflict(MsgAddressOtherUser)
+			}
+			return id, address, nil
+		}
+		var has bool
+		if err := tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM static_addresses WHERE wallet_id = $1 AND network = $2 AND external_ref = $3)`,
+			w.ID, n, ref).Scan(&has); err != nil {
+			return 0, "", err
+		}
+		if has {
+			return 0, "", conflict(MsgCustomerHasAddress)
+		}
+	} else {
+		err := tx.QueryRow(ctx, `
+			SELECT id, address FROM static_addresses WHERE wallet_id = $1 AND network = $2 AND external_ref = $3`,
+			w.ID, n, ref).Scan(&id, &address)
+		if err == nil {
+			return id, address, nil
+		}
+		if !noRows(err) {
+			return 0, "", err
+		}
+		err = tx.QueryRow(ctx, `
+			SELECT id, address FROM static_addresses
+			WHERE wallet_id = $1 AND network = $2 AND external_ref IS NULL
+			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, w.ID, n).Scan(&id, &address)
+		if noRows(err) {
+			return 0, "", errNoAddresses
+		}
+		if err != nil {
+			return 0, "", err
+		}
+	}
+	_, err := tx.Exec(ctx, `UPDATE static_addresses SET external_ref = $2, assigned_at = $3 WHERE id = $1`, id, ref, now)
+	if uniqueViolation(err, "static_addresses_dedicated_idx") {
+		// The same customer got an address concurrently (another token);
+		// the next attempt finds it.
+		return 0, "", errRetry
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("assign dedicated address: %w", err)
+	}
+	return id, address, nil
+}
+
+// leastBusyAddress picks the pool address with the fewest payments in
+// progress (pool + txid: matching is by hash, so sharing is unlimited).
+func (s *Store) leastBusyAddress(ctx context.Context, tx pgx.Tx, w *Wallet, n paywatch.Network) (int64, string, error) {
+	var id int64
+	var address string
+	err := tx.QueryRow(ctx, `
+		SELECT s.id, s.address FROM static_addresses s
+		WHERE s.wallet_id = $1 AND s.network = $2
+		ORDER BY (SELECT count(*) FROM payments p
+		          WHERE p.static_address_id = s.id AND p.status IN ('pending', 'confirming', 'partial')), s.id
+		LIMIT 1`, w.ID, n).Scan(&id, &address)
+	if noRows(err) {
+		return 0, "", errNoAddresses
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("pick pool address: %w", err)
+	}
+	return id, address, nil
+}
+
+// maxOffsetClaims bounds how many free offsets one creation tries before
+// giving up; each failed claim means a concurrent payment took that exact
+// amount in the meantime.
+const maxOffsetClaims = 32
+
+// microOffset claims a final amount base + offset × 10^-microDecimals on
+// one of the pool's addresses that no payment holds, and that no expired or
+// cancelled payment freed less than 6 hours ago. The claim is a row in
+// micro_offsets whose primary key is (address, token, final amount), so two
+// concurrent payments can never expect the same amount on the same address.
+// Free offsets are tried in random order to keep concurrent claims apart.
+func (s *Store) microOffset(ctx context.Context, tx pgx.Tx, w *Wallet, paymentID string, n paywatch.Network, t paywatch.Token, base paywatch.Amount, microDecimals int, now time.Time) (int64, string, int, paywatch.Amount, error) {
+	decimals := base.Decimals()
+	count := paywatch.MicroOffsetCount(microDecimals)
+	step := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals-microDecimals)), nil)
+	for range maxOffsetClaims {
+		var id int64
+		var address string
+		var offset int
+		err := tx.QueryRow(ctx, `
+			SELECT s.id, s.address, o.n FROM static_addresses s
+			CROSS JOIN generate_series(1, $3::int) AS o(n)
+			WHERE s.wallet_id = $1 AND s.network = $2
+			  AND NOT EXISTS (
+			    SELECT 1 FROM micro_offsets m
+			    WHERE m.static_address_id = s.id AND m.token = $4
+			      AND m.amount = $5::numeric + o.n * $6::numeric
+			      AND (m.reusable_at IS NULL OR m.reusable_at > $7))
+			ORDER BY random() LIMIT 1`,
+			w.ID, n, count, t, units(base), step.String(), now).Scan(&id, &address, &offset)
+		if noRows(err) {
+			return 0, "", 0, paywatch.Amount{}, paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+		}
+		if err != nil {
+			return 0, "", 0, paywatch.Amount{}, fmt.Errorf("find free micro offset: %w", err)
+		}
+		final, err := paywatch.WithMicroOffset(base, offset, microDecimals).Rescale(decimals)
+		if err != nil {
+			return 0, "", 0, paywatch.Amount{}, err
+		}
+		var claimed string
+		err = tx.QueryRow(ctx, `
+			INSERT INTO micro_offsets (static_address_id, token, amount, payment_id) VALUES ($1, $2, $3::numeric, $4)
+			ON CONFLICT (static_address_id, token, amount) DO UPDATE SET payment_id = EXCLUDED.payment_id, reusable_at = NULL
+			WHERE micro_offsets.reusable_at IS NOT NULL AND micro_offsets.reusable_at <= $5
+			RETURNING payment_id::text`, id, t, units(final), paymentID, now).Scan(&claimed)
+		if noRows(err) {
+			continue // taken concurrently; try another
+		}
+		if err != nil {
+			return 0, "", 0, paywatch.Amount{}, fmt.Errorf("claim micro offset: %w", err)
+		}
+		return id, address, offset, final, nil
+	}
+	return 0, "", 0, paywatch.Amount{}, paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+}
+
+// AssignAddress selects the network of a payment created without one (the
+// hosted page's select-network, through the payment workflow): it applies
+// the project's address mode exactly as creation with a network does, in
+// one transaction. It rescales the amount to the token's decimals, adds the
+// micro offset in pool + micro_amount mode, and sets network, token,
+// address, address_assigned_at and start_block (the network's scanned
+// height, 0 if none) on the payments row.
+//
+// Errors are *paywatch.Error with the select-network messages of
+// interface.md: EINVALID "X on Y is not available for this merchant" and
+// "No addresses available for this network" (and "USDC is not supported on
+// TRC20"), EFORBIDDEN "This merchant is currently not accepting payments",
+// ERATELIMIT "Payment capacity exceeded. Please try again later.", and
+// ECONFLICT for a network already selected, a payment no longer pending or
+// (per_user, dedicated) another payment of the customer in progress. Calling
+// it again with the same pair returns the same assignment.
+func (s *Store) AssignAddress(ctx context.Context, paymentID string, n paywatch.Network, t paywatch.Token) (workflows.Assignment, error) {
+	var out workflows.Assignment
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.assignAddress(ctx, tx, paymentID, n, t)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, n paywatch.Network, t paywatch.Token) (workflows.Assignment, error) {
+	if !ValidPaymentID(paymentID) {
+		return workflows.Assignment{}, notFound(MsgPaymentNotFound)
+	}
+	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1 FOR UPDATE OF pay`, paymentID))
+	if noRows(err) {
+		return workflows.Assignment{}, notFound(MsgPaymentNotFound)
+	}
+	if err != nil {
+		return workflows.Assignment{}, fmt.Errorf("load payment: %w", err)
+	}
+	if p.Network != "" {
+		if p.Network == n && p.Token == t {
+			return assignmentOf(p), nil
+		}
+		return workflows.Assignment{}, conflict(MsgNetworkSelected)
+	}
+	if p.Status != paywatch.StatusPending {
+		return workflows.Assignment{}, conflict(MsgNotPending)
+	}
+	now := s.clock()
+	if !now.Before(p.ExpiresAt) {
+		return workflows.Assignment{}, paywatch.Errorf(paywatch.EGONE, "%s", MsgPaymentExpired)
+	}
+	if err := paywatch.ValidatePair(n, t); err != nil {
+		return workflows.Assignment{}, err
+	}
+	prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.id = $1 FOR SHARE OF p`, p.ProjectID))
+	if err != nil {
+		return workflows.Assignment{}, fmt.Errorf("load project: %w", err)
+	}
+	if !prj.Active || prj.Owner == nil || prj.Owner.Status != AccountActive {
+		return workflows.Assignment{}, forbidden(MsgNotAccepting)
+	}
+	notAvailable := invalid(paywatch.Pair{Network: n, Token: t}.String() + " is not available for this merchant")
+	w, err := walletByProject(ctx, tx, prj.ID)
+	if err != nil {
+		return workflows.Assignment{}, err
+	}
+	if w == nil || !s.Offered(n) || !walletServes(p.Mode, w, n) {
+		return workflows.Assignment{}, notAvailable
+	}
+	row := &paymentRow{id: p.ID, mode: p.Mode, poolMatching: p.PoolMatching, amount: p.Amount, externalRef: p.ExternalRef}
+	a, err := s.assign(ctx, tx, prj, w, row, n, t, "", now)
+	switch err {
+	case errNoXPub:
+		return a, notAvailable
+	case errNoAddresses:
+		return a, invalid(MsgNoAddressesSelect)
+	}
+	return a, err
+}
+
+// assignmentOf is the assignment already recorded on a payment.
+func assignmentOf(p *Payment) workflows.Assignment {
+	a := workflows.Assignment{
+		Network: p.Network, Token: p.Token, Address: p.Address, Amount: p.Amount,
+		OriginalAmount: p.OriginalAmount, StartBlock: p.StartBlock,
+	}
+	if p.AddressAssignedAt != nil {
+		a.AssignedAt = p.AddressAssignedAt.UTC()
+	}
+	return a
+}
+
+// ReleaseAddress frees what a resolved payment held: in per_payment mode
+// its derived address is deactivated; in pool + micro_amount mode its
+// offset becomes reusable at once when the payment was paid, and only after
+// MicroOffsetQuarantine (6 h) when it expired or was cancelled, so a late
+// transfer for the old payment cannot match a new one. Other modes hold
+// nothing. Calling it again changes nothing.
+func (s *Store) ReleaseAddress(ctx context.Context, paymentID string, outcome paywatch.Status) error {
+	if !ValidPaymentID(paymentID) {
+		return notFound(MsgPaymentNotFound)
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var mode paywatch.AddressMode
+		var derivedID *int64
+		err := tx.QueryRow(ctx, `SELECT address_mode, derived_address_id FROM payments WHERE id = $1`, paymentID).Scan(&mode, &derivedID)
+		if noRows(err) {
+			return notFound(MsgPaymentNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("load payment: %w", err)
+		}
+		if mode == paywatch.ModePerPayment && derivedID != nil {
+			if _, err := tx.Exec(ctx, `UPDATE derived_addresses SET active = false WHERE id = $1 AND active`, *derivedID); err != nil {
+				return fmt.Errorf("deactivate address: %w", err)
+			}
+		}
+		reusable := s.clock()
+		if outcome != paywatch.StatusPaid && outcome != paywatch.StatusOverpaid {
+			reusable = reusable.Add(paywatch.MicroOffsetQuarantine)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE micro_offsets SET reusable_at = $2 WHERE payment_id = $1 AND reusable_at IS NULL`,
+			paymentID, reusable); err != nil {
+			return fmt.Errorf("release micro offset: %w", err)
+		}
+		return nil
+	})
+}

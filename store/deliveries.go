@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Delivery is one webhook delivery attempt as operators see it
+// (operations.md §2 webhook-deliveries). An event that has no attempt yet,
+// or was skipped without one, appears once with Attempt 0.
+type Delivery struct {
+	ID           string
+	Event        string
+	PaymentID    string
+	Attempt      int
+	StatusCode   *int
+	ResponseBody *string
+	State        string
+	CreatedAt    time.Time
+}
+
+// DeliveryFilter selects deliveries of a project.
+type DeliveryFilter struct {
+	PaymentID string // "" for all payments
+	Limit     int
+	Offset    int
+}
+
+// ListDeliveries returns a project's webhook delivery attempts, newest
+// first.
+func (s *Store) ListDeliveries(ctx context.Context, projectID int64, f DeliveryFilter) ([]Delivery, error) {
+	var paymentID *string
+	if f.PaymentID != "" {
+		if !ValidPaymentID(f.PaymentID) {
+			return []Delivery{}, nil
+		}
+		paymentID = &f.PaymentID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT COALESCE(a.id::text, e.event_id::text), e.event, e.payment_id::text, COALESCE(a.attempt, 0),
+		       a.status_code, a.response_body,
+		       COALESCE(a.state, CASE WHEN e.state = 'pending' THEN 'retrying' ELSE e.state END),
+		       COALESCE(a.created_at, e.created_at)
+		FROM webhook_events e LEFT JOIN webhook_attempts a ON a.event_id = e.event_id
+		WHERE e.project_id = $1 AND ($2::uuid IS NULL OR e.payment_id = $2::uuid)
+		ORDER BY COALESCE(a.created_at, e.created_at) DESC, e.sequence DESC, a.attempt DESC NULLS LAST
+		LIMIT $3 OFFSET $4`, projectID, paymentID, f.Limit, f.Offset)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := []Delivery{}
+	for rows.Next() {
+		var d Delivery
+		if err := rows.Scan(&d.ID, &d.Event, &d.PaymentID, &d.Attempt, &d.StatusCode, &d.ResponseBody, &d.State, &d.CreatedAt); err != nil {
+			return nil, err
+		}
+		d.CreatedAt = d.CreatedAt.UTC()
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DailyKind names a daily counter of an owner account.
+type DailyKind string
+
+// The daily counters (interface.md "Plan limits").
+const (
+	DailyAPICalls          DailyKind = "api_calls"
+	DailyWebhooks          DailyKind = "webhooks"
+	DailyChatNotifications DailyKind = "chat_notifications"
+)
+
+// RateWindow is the state of a fixed-window counter after a hit.
+type RateWindow struct {
+	// Count is the number of hits in the window, this one included.
+	Count int64
+	// Reset is when the window ends and the count starts again.
+	Reset time.Time
+	// Now is the store's time of the hit, for Retry-After.
+	Now time.Time
+}
+
+// RetryAfter is how long until the window resets, rounded up to whole
+// seconds and at least one.
+func (w RateWindow) RetryAfter() time.Duration {
+	d := w.Reset.Sub(w.Now)
+	secs := (d + time.Second - 1) / time.Second
+	return max(secs, 1) * time.Second
+}
+
+// HitRate counts one request against the fixed window of length window
+// that contains the store's current time, under key, and returns the count
+// so far. The counter lives in PostgreSQL, so every API replica shares it;
+// the upsert makes concurrent hits add up exactly.
+func (s *Store) HitRate(ctx context.Context, key string, window time.Duration) (RateWindow, error) {
+	now := s.clock()
+	start := now.Truncate(window)
+	var w RateWindow
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO rate_limits (key, window_start, count) VALUES ($1, $2, 1)
+		ON CONFLICT (key, window_start) DO UPDATE SET count = rate_limits.count + 1
+		RETURNING count`, key, start).Scan(&w.Count)
+	if err != nil {
+		return RateWindow{}, fmt.Errorf("rate limit %s: %w", key, err)
+	}
+	w.Reset, w.Now = start.Add(window), now
+	return w, nil
+}
+
+// HitDaily counts one use of kind for the account on the current UTC day
+// and returns the day's count; Reset is the next midnight UTC.
+func (s *Store) HitDaily(ctx context.Context, accountID int64, kind DailyKind) (RateWindow, error) {
+	now := s.clock()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	var w RateWindow
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2, $3, 1)
+		ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
+		RETURNING count`, accountID, day, kind).Scan(&w.Count)
+	if err != nil {
+		return RateWindow{}, fmt.Errorf("daily usage: %w", err)
+	}
+	w.Reset, w.Now = day.AddDate(0, 0, 1), now
+	return w, nil
+}
+
+// PruneRateLimits deletes rate-limit windows that ended more than an hour
+// ago; the reconciler calls it now and then so the table stays small.
+func (s *Store) PruneRateLimits(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM rate_limits WHERE window_start < $1`, s.clock().Add(-time.Hour))
+	if err != nil {
+		return fmt.Errorf("prune rate limits: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,529 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// Payment request bounds of interface.md.
+const (
+	MaxExternalRefLength     = 255
+	MaxExternalOrderIDLength = 255
+	MinExpiresIn             = 300 * time.Second
+	MaxExpiresIn             = 86400 * time.Second
+	MaxMetadataBytes         = 4096
+)
+
+// GeneratedOrderIDPrefix starts the external_order_id generated for a
+// payment created without a network and without one.
+const GeneratedOrderIDPrefix = "PAY-"
+
+// Messages of the payment rules, exact per interface.md.
+const (
+	MsgNoWallet            = "Project has no wallet assigned"
+	MsgNoXPub              = "Wallet has no xPub configured for this network"
+	MsgNoAddressesCreate   = "No addresses available for this network. Contact merchant."
+	MsgNoAddressesSelect   = "No addresses available for this network"
+	MsgAddressNotInWallet  = "Specified address does not belong to this project's wallet"
+	MsgAddressOtherUser    = "This address is already assigned to a different customer"
+	MsgCustomerHasAddress  = "This customer already has a different address assigned on this network"
+	MsgDifferentAmount     = "Payment already exists with different amount"
+	MsgOrderOtherRef       = "external_order_id is already in use with a different external_ref"
+	MsgOrderOtherPair      = "external_order_id is already in use with a different network or token"
+	MsgInProgress          = "This customer already has a payment in progress on this network. Cancel it or wait for it to complete."
+	MsgCapacity            = "Payment capacity exceeded. Please try again later."
+	MsgNotAccepting        = "This merchant is currently not accepting payments"
+	MsgPaymentNotFound     = "Payment not found"
+	MsgNotPending          = "Payment is not in pending state"
+	MsgNetworkSelected     = "Network already selected for this payment"
+	MsgPaymentExpired      = "Payment has expired"
+	MsgInvalidRequestBody  = "Invalid request body"
+	msgProjectMinimumShape = "Amount must be at least $%s (project minimum)"
+)
+
+// Payment is a payments row with what the API and the workflow input need
+// from its project.
+type Payment struct {
+	ID           string
+	ProjectID    int64
+	ProjectSlug  string
+	Status       paywatch.Status
+	Mode         paywatch.AddressMode
+	PoolMatching paywatch.PoolMatching // "" unless pool mode
+	// Network, Token and Address are "" until a network is selected.
+	Network paywatch.Network
+	Token   paywatch.Token
+	Address string
+	// Amount is the expected amount (with the micro offset); OriginalAmount
+	// the requested base amount in pool + micro_amount mode.
+	Amount         paywatch.Amount
+	OriginalAmount *paywatch.Amount
+	MicroOffset    *int
+	PaidAmount     paywatch.Amount
+	TxHash         string
+	// Transactions is the JSON the workflow persisted.
+	Transactions      json.RawMessage
+	LatePayment       bool
+	ExternalRef       string
+	ExternalOrderID   *string
+	Metadata          json.RawMessage
+	ExpiresAt         time.Time
+	PaidAt            *time.Time
+	AddressAssignedAt *time.Time
+	StartBlock        uint64
+	// CreatedWithoutNetwork is true for a payment whose network the
+	// customer selects on the hosted page, even after selection.
+	CreatedWithoutNetwork bool
+	WorkflowStarted       bool
+	// DustMinimum is the project's minAmount (nil: the global 0.10).
+	DustMinimum *paywatch.Amount
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// AwaitingNetwork reports whether the payment still waits for a network.
+func (p *Payment) AwaitingNetwork() bool { return p.Network == "" }
+
+// RequestedAmount is the amount the merchant asked for: the base amount in
+// pool + micro_amount mode, the amount otherwise. Idempotency compares it.
+func (p *Payment) RequestedAmount() paywatch.Amount {
+	if p.OriginalAmount != nil {
+		return *p.OriginalAmount
+	}
+	return p.Amount
+}
+
+// WorkflowInput is the input that starts the payment's workflow. It is the
+// same whether the API starts the workflow right after creation or the
+// reconciler starts it later.
+func (p *Payment) WorkflowInput() workflows.PaymentInput {
+	in := workflows.PaymentInput{
+		PaymentID:       p.ID,
+		ProjectID:       p.ProjectID,
+		ProjectSlug:     p.ProjectSlug,
+		Mode:            p.Mode,
+		PoolMatching:    p.PoolMatching,
+		Network:         p.Network,
+		Token:           p.Token,
+		Address:         p.Address,
+		StartBlock:      p.StartBlock,
+		Amount:          p.Amount,
+		OriginalAmount:  p.OriginalAmount,
+		DustMinimum:     p.DustMinimum,
+		ExternalRef:     p.ExternalRef,
+		ExternalOrderID: p.ExternalOrderID,
+		CreatedAt:       p.CreatedAt,
+		ExpiresAt:       p.ExpiresAt,
+	}
+	if p.AddressAssignedAt != nil {
+		in.AddressAssignedAt = *p.AddressAssignedAt
+	}
+	return in
+}
+
+const paymentSelect = `
+	SELECT pay.id::text, pay.project_id, pr.slug, pay.status, pay.address_mode, pay.pool_matching,
+	       pay.network, pay.token, pay.address, pay.amount::text, pay.original_amount::text, pay.decimals,
+	       pay.micro_offset, pay.paid_amount::text, pay.tx_hash, pay.transactions, pay.late_payment,
+	       pay.external_ref, pay.external_order_id, pay.metadata, pay.expires_at, pay.paid_at,
+	       pay.address_assigned_at, pay.start_block, pay.created_without_network, pay.workflow_started,
+	       pay.created_at, pay.updated_at, pr.min_amount::text
+	FROM payments pay JOIN projects pr ON pr.id = pay.project_id`
+
+func scanPayment(row scanner) (*Payment, error) {
+	var p Payment
+	var pool, network, token, address, original, txHash, minAmount *string
+	var amount, paid string
+	var decimals int
+	var startBlock *int64
+	if err := row.Scan(&p.ID, &p.ProjectID, &p.ProjectSlug, &p.Status, &p.Mode, &pool,
+		&network, &token, &address, &amount, &original, &decimals,
+		&p.MicroOffset, &paid, &txHash, &p.Transactions, &p.LatePayment,
+		&p.ExternalRef, &p.ExternalOrderID, &p.Metadata, &p.ExpiresAt, &p.PaidAt,
+		&p.AddressAssignedAt, &startBlock, &p.CreatedWithoutNetwork, &p.WorkflowStarted,
+		&p.CreatedAt, &p.UpdatedAt, &minAmount); err != nil {
+		return nil, err
+	}
+	if pool != nil && p.Mode == paywatch.ModePool {
+		p.PoolMatching = paywatch.PoolMatching(*pool)
+	}
+	p.Network = paywatch.Network(deref(network))
+	p.Token = paywatch.Token(deref(token))
+	p.Address = deref(address)
+	p.TxHash = deref(txHash)
+	if startBlock != nil && *startBlock > 0 {
+		p.StartBlock = uint64(*startBlock)
+	}
+	var err error
+	if p.Amount, err = amountOf(amount, decimals); err != nil {
+		return nil, err
+	}
+	if p.PaidAmount, err = amountOf(paid, decimals); err != nil {
+		return nil, err
+	}
+	if original != nil {
+		o, err := amountOf(*original, decimals)
+		if err != nil {
+			return nil, err
+		}
+		p.OriginalAmount = &o
+	}
+	if p.DustMinimum, err = decimalOf(minAmount); err != nil {
+		return nil, err
+	}
+	p.ExpiresAt = p.ExpiresAt.UTC()
+	p.CreatedAt = p.CreatedAt.UTC()
+	p.UpdatedAt = p.UpdatedAt.UTC()
+	return &p, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// uuidPattern matches the text form of a UUID; anything else cannot be a
+// payment id and is "not found" without asking the database.
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ValidPaymentID reports whether id has the form of a payment id.
+func ValidPaymentID(id string) bool { return uuidPattern.MatchString(id) }
+
+// NewPayment is a validated POST /v1/payments request.
+type NewPayment struct {
+	ProjectID int64
+	// Amount is the requested amount, parsed at the token's decimals (or
+	// at the smallest decimals of any token when Network is "").
+	Amount          paywatch.Amount
+	ExternalRef     string
+	ExternalOrderID *string
+	// Network is "" when the customer selects it on the hosted page.
+	Network paywatch.Network
+	Token   paywatch.Token
+	// ExpiresIn is the payment window; 0 means the project's setting.
+	ExpiresIn time.Duration
+	// Address pre-assigns a static address (dedicated mode only); "" for none.
+	Address  string
+	Metadata json.RawMessage
+}
+
+// CreatePayment writes a new payment with its address, or returns the
+// existing payment of an idempotent repeat (existing is then true). Every
+// rule of POST /v1/payments that needs the database is applied here, in one
+// transaction:
+//
+//   - the project minimum and the micro-amount precision;
+//   - idempotency by external_order_id, and the in-progress rule of the
+//     per_user and dedicated modes, both settled by unique indexes: a
+//     concurrent duplicate waits for the first insert and then returns it;
+//   - address assignment in the project's mode (AssignAddress's code).
+//
+// The row is written with workflow_started false; the caller starts the
+// workflow and calls MarkWorkflowStarted.
+func (s *Store) CreatePayment(ctx context.Context, np NewPayment) (*Payment, bool, error) {
+	var out *Payment
+	var existing bool
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, existing, err = s.createPayment(ctx, tx, np)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, existing, nil
+}
+
+func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*Payment, bool, error) {
+	prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.id = $1 FOR SHARE OF p`, np.ProjectID))
+	if err != nil {
+		return nil, false, fmt.Errorf("load project: %w", err)
+	}
+	if min := paywatch.DustMinimum(prj.MinAmount); np.Amount.Cmp(min) < 0 {
+		return nil, false, invalid(fmt.Sprintf(msgProjectMinimumShape, min.String()))
+	}
+	micro := prj.AddressMode == paywatch.ModePool && prj.PoolMatching == paywatch.MatchMicroAmount
+	if micro {
+		if err := paywatch.ValidateMicroPrecision(np.Amount, prj.MicroAmountDecimals); err != nil {
+			return nil, false, err
+		}
+	}
+	if np.Address != "" && (prj.AddressMode != paywatch.ModeDedicated || np.Network == "") {
+		return nil, false, invalid(MsgInvalidRequestBody)
+	}
+
+	// Idempotency, then the in-progress rule.
+	if np.ExternalOrderID != nil {
+		p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.project_id = $1 AND pay.external_order_id = $2`,
+			np.ProjectID, *np.ExternalOrderID))
+		if err == nil {
+			return sameOrder(p, np)
+		}
+		if !noRows(err) {
+			return nil, false, err
+		}
+	}
+	inProgressRule := (prj.AddressMode == paywatch.ModePerUser || prj.AddressMode == paywatch.ModeDedicated) && np.Network != ""
+	if inProgressRule {
+		p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+`
+			WHERE pay.project_id = $1 AND pay.external_ref = $2 AND pay.network = $3 AND pay.token = $4
+			  AND pay.status IN ('pending', 'confirming', 'partial') AND pay.address_mode IN ('per_user', 'dedicated')`,
+			np.ProjectID, np.ExternalRef, np.Network, np.Token))
+		if err == nil {
+			return sameInProgressOrder(p, np)
+		}
+		if !noRows(err) {
+			return nil, false, err
+		}
+	}
+
+	w, err := walletByProject(ctx, tx, prj.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	if w == nil {
+		return nil, false, invalid(MsgNoWallet)
+	}
+	if np.Network == "" {
+		if len(s.AvailableNetworks(prj.AddressMode, w)) == 0 {
+			if prj.AddressMode.UsesXPub() {
+				return nil, false, invalid(MsgNoXPub)
+			}
+			return nil, false, invalid(MsgNoAddressesCreate)
+		}
+	} else if !s.Offered(np.Network) {
+		return nil, false, invalid(paywatch.Pair{Network: np.Network, Token: np.Token}.String() + " is not available for this merchant")
+	}
+
+	orderID := np.ExternalOrderID
+	if np.Network == "" && orderID == nil {
+		id := GeneratedOrderIDPrefix + strings.ToUpper(rand.Text()[:16])
+		orderID = &id
+	}
+	expiresIn := np.ExpiresIn
+	if expiresIn == 0 {
+		expiresIn = time.Duration(prj.PaymentExpiryMinutes) * time.Minute
+	}
+	now := s.clock()
+	var poolMatching *paywatch.PoolMatching
+	if prj.AddressMode == paywatch.ModePool {
+		poolMatching = &prj.PoolMatching
+	}
+	var network, token *string
+	if np.Network != "" {
+		n, t := string(np.Network), string(np.Token)
+		network, token = &n, &t
+	}
+	var metadata any
+	if len(np.Metadata) > 0 {
+		metadata = string(np.Metadata)
+	}
+	var id string
+	err = tx.QueryRow(ctx, `
+		INSERT INTO payments (id, project_id, address_mode, pool_matching, network, token, amount, decimals,
+		                      external_ref, external_order_id, metadata, expires_at, created_without_network,
+		                      created_at, updated_at)
+		VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6::numeric, $7, $8, $9, $10::jsonb, $11, $12, $13, $13)
+		ON CONFLICT DO NOTHING
+		RETURNING id::text`,
+		prj.ID, prj.AddressMode, poolMatching, network, token, units(np.Amount), np.Amount.Decimals(),
+		np.ExternalRef, orderID, metadata, now.Add(expiresIn), np.Network == "", now).Scan(&id)
+	if noRows(err) {
+		// A concurrent request inserted the same order or in-progress
+		// payment and has committed: the next attempt returns it.
+		return nil, false, errRetry
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("insert payment: %w", err)
+	}
+	if np.Network != "" {
+		row := &paymentRow{id: id, mode: prj.AddressMode, poolMatching: prj.PoolMatching, amount: np.Amount, externalRef: np.ExternalRef}
+		_, err := s.assign(ctx, tx, prj, w, row, np.Network, np.Token, np.Address, now)
+		switch err {
+		case errNoXPub:
+			return nil, false, invalid(MsgNoXPub)
+		case errNoAddresses:
+			return nil, false, invalid(MsgNoAddressesCreate)
+		case nil:
+		default:
+			return nil, false, err
+		}
+	}
+	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, id))
+	if err != nil {
+		return nil, false, fmt.Errorf("reload payment: %w", err)
+	}
+	return p, false, nil
+}
+
+// sameOrder applies the idempotency rule to the payment p that already has
+// the request's external_order_id.
+func sameOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
+	if p.ExternalRef != np.ExternalRef {
+		return nil, false, conflict(MsgOrderOtherRef)
+	}
+	samePair := p.CreatedWithoutNetwork && np.Network == "" ||
+		!p.CreatedWithoutNetwork && p.Network == np.Network && p.Token == np.Token
+	if !samePair {
+		return nil, false, conflict(MsgOrderOtherPair)
+	}
+	if p.RequestedAmount().Cmp(np.Amount) != 0 {
+		return nil, false, differentAmount(p)
+	}
+	return p, true, nil
+}
+
+// sameInProgressOrder applies the per_user and dedicated rule to the
+// in-progress payment p of the same customer, network and token: the same
+// order returns it, a different one is refused.
+func sameInProgressOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
+	sameOrderID := np.ExternalOrderID == nil || (p.ExternalOrderID != nil && *p.ExternalOrderID == *np.ExternalOrderID)
+	if sameOrderID && p.RequestedAmount().Cmp(np.Amount) == 0 {
+		return p, true, nil
+	}
+	return nil, false, &paywatch.Error{Code: paywatch.ECONFLICT, Message: MsgInProgress, Fields: map[string]any{
+		"existing_payment_id": p.ID,
+		"existing_amount":     p.Amount.String(),
+	}}
+}
+
+func differentAmount(p *Payment) error {
+	return &paywatch.Error{Code: paywatch.ECONFLICT, Message: MsgDifferentAmount, Fields: map[string]any{
+		"existing_amount": p.Amount.String(),
+	}}
+}
+
+// GetPayment returns a payment of the project; a payment of another project
+// is "Payment not found", like one that does not exist.
+func (s *Store) GetPayment(ctx context.Context, projectID int64, id string) (*Payment, error) {
+	if !ValidPaymentID(id) {
+		return nil, notFound(MsgPaymentNotFound)
+	}
+	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1 AND pay.project_id = $2`, id, projectID))
+	if noRows(err) {
+		return nil, notFound(MsgPaymentNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load payment: %w", err)
+	}
+	return p, nil
+}
+
+// PaymentByID returns a payment of any project.
+func (s *Store) PaymentByID(ctx context.Context, id string) (*Payment, error) {
+	if !ValidPaymentID(id) {
+		return nil, notFound(MsgPaymentNotFound)
+	}
+	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, id))
+	if noRows(err) {
+		return nil, notFound(MsgPaymentNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load payment: %w", err)
+	}
+	return p, nil
+}
+
+// ListFilter selects payments for GET /v1/payments.
+type ListFilter struct {
+	Limit  int
+	Offset int
+	// Status filters by the status as shown: a pending payment 3 minutes
+	// past its expiry counts as expired, not pending.
+	Status       *paywatch.Status
+	CreatedAfter *time.Time
+	UpdatedAfter *time.Time
+}
+
+// ListPayments returns a page of the project's payments, newest first, and
+// the total number matching the filter.
+func (s *Store) ListPayments(ctx context.Context, projectID int64, f ListFilter) ([]*Payment, int, error) {
+	where := []string{"pay.project_id = $1"}
+	args := []any{projectID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Status != nil {
+		shownExpired := func() string {
+			return "pay.expires_at <= " + arg(s.clock().Add(-paywatch.PendingShownExpiredAfter))
+		}
+		switch *f.Status {
+		case paywatch.StatusPending:
+			where = append(where, "pay.status = 'pending' AND NOT ("+shownExpired()+")")
+		case paywatch.StatusExpired:
+			where = append(where, "(pay.status = 'expired' OR (pay.status = 'pending' AND "+shownExpired()+"))")
+		default:
+			where = append(where, "pay.status = "+arg(string(*f.Status)))
+		}
+	}
+	if f.CreatedAfter != nil {
+		where = append(where, "pay.created_at > "+arg(*f.CreatedAfter))
+	}
+	if f.UpdatedAfter != nil {
+		where = append(where, "pay.updated_at > "+arg(*f.UpdatedAfter))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM payments pay WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count payments: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, paymentSelect+` WHERE `+cond+
+		` ORDER BY pay.created_at DESC, pay.id DESC LIMIT `+arg(f.Limit)+` OFFSET `+arg(f.Offset), args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list payments: %w", err)
+	}
+	defer rows.Close()
+	out := []*Payment{}
+	for rows.Next() {
+		p, err := scanPayment(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, p)
+	}
+	return out, total, rows.Err()
+}
+
+// MarkWorkflowStarted records that the payment's workflow runs.
+func (s *Store) MarkWorkflowStarted(ctx context.Context, id string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE payments SET workflow_started = true WHERE id = $1 AND NOT workflow_started`, id)
+	if err != nil {
+		return fmt.Errorf("mark workflow started: %w", err)
+	}
+	return nil
+}
+
+// UnstartedPayments returns up to limit payments created at least minAge
+// ago whose workflow has not been recorded as started, oldest first: the
+// reconciler's work list.
+func (s *Store) UnstartedPayments(ctx context.Context, minAge time.Duration, limit int) ([]*Payment, error) {
+	rows, err := s.pool.Query(ctx, paymentSelect+`
+		WHERE NOT pay.workflow_started AND pay.created_at <= $1
+		ORDER BY pay.created_at LIMIT $2`, s.clock().Add(-minAge), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unstarted payments: %w", err)
+	}
+	defer rows.Close()
+	var out []*Payment
+	for rows.Next() {
+		p, err := scanPayment(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

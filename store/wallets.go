@@ -1,0 +1,291 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// Wallet is a project's wallet: an xPub per address family and the static
+// addresses registered per network.
+type Wallet struct {
+	ID        int64
+	ProjectID int64
+	Name      string
+	// XPubs holds the canonical xPub of each family that has one.
+	XPubs map[paywatch.Family]string
+	// Addresses counts the static addresses per network.
+	Addresses map[paywatch.Network]int
+}
+
+// HasXPub reports whether the wallet has an xPub for family f.
+func (w *Wallet) HasXPub(f paywatch.Family) bool {
+	return w != nil && w.XPubs[f] != ""
+}
+
+// WalletUpdate is the body of PUT /v1/projects/{slug}/wallet; every part is
+// optional.
+type WalletUpdate struct {
+	Name *string
+	// XPubs sets (non-nil, non-empty) or removes (nil or "") the xPub of
+	// each family present as a key.
+	XPubs map[string]*string
+	// Addresses adds static addresses per network name; addresses already
+	// registered are kept, so the call is idempotent.
+	Addresses map[string][]string
+}
+
+// xpubCache keeps parsed xPubs, because every per_payment creation derives
+// from one and parsing costs a base58 decode and a curve step.
+var xpubCache sync.Map // canonical or raw string → *paywatch.XPub
+
+// parseXPub parses an xPub through the cache.
+func parseXPub(s string) (*paywatch.XPub, error) {
+	if x, ok := xpubCache.Load(s); ok {
+		return x.(*paywatch.XPub), nil
+	}
+	x, err := paywatch.ParseXPub(s)
+	if err != nil {
+		return nil, err
+	}
+	xpubCache.Store(s, x)
+	return x, nil
+}
+
+// validatedWallet is a WalletUpdate checked and normalised.
+type validatedWallet struct {
+	name      *string
+	xpubs     map[paywatch.Family]*string // nil value removes
+	addresses map[paywatch.Network][]string
+}
+
+func (u WalletUpdate) validate() (validatedWallet, error) {
+	v := validatedWallet{name: u.Name, xpubs: map[paywatch.Family]*string{}, addresses: map[paywatch.Network][]string{}}
+	if u.Name != nil && len(*u.Name) > MaxProjectNameLength {
+		return v, invalid("name must be at most 255 characters")
+	}
+	for _, key := range sortedKeys(u.XPubs) {
+		f, err := paywatch.ParseFamily(key)
+		if err != nil {
+			return v, invalid(fmt.Sprintf("xpubs: unknown address family %q (use evm or tron)", key))
+		}
+		raw := u.XPubs[key]
+		if raw == nil || *raw == "" {
+			v.xpubs[f] = nil
+			continue
+		}
+		x, err := paywatch.ParseXPub(*raw)
+		if err != nil {
+			return v, invalid(fmt.Sprintf("xpubs.%s: %s", f, paywatch.ErrorMessage(err)))
+		}
+		canonical := x.String()
+		v.xpubs[f] = &canonical
+	}
+	for _, key := range sortedKeys(u.Addresses) {
+		n := paywatch.Network(key)
+		if !n.Valid() {
+			return v, invalid(fmt.Sprintf("addresses: unknown network %q", key))
+		}
+		seen := map[string]bool{}
+		for i, raw := range u.Addresses[key] {
+			a, err := paywatch.NormalizeNetworkAddress(n, raw)
+			if err != nil {
+				return v, invalid(fmt.Sprintf("addresses.%s[%d]: %s", n, i, paywatch.ErrorMessage(err)))
+			}
+			if !seen[a] {
+				seen[a] = true
+				v.addresses[n] = append(v.addresses[n], a)
+			}
+		}
+	}
+	return v, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// PutWallet creates or changes the wallet of the project with the given
+// slug. Creating a wallet counts against the owner's plan limit (403 when
+// reached), checked under the owner's row lock.
+func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wallet, *Project, error) {
+	v, err := u.validate()
+	if err != nil {
+		return nil, nil, err
+	}
+	var w *Wallet
+	var prj *Project
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		prj, err = scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR UPDATE OF p`, slug))
+		if noRows(err) {
+			return notFound("Project not found")
+		}
+		if err != nil {
+			return err
+		}
+		var walletID int64
+		err = tx.QueryRow(ctx, `SELECT id FROM wallets WHERE project_id = $1`, prj.ID).Scan(&walletID)
+		if noRows(err) {
+			if prj.Owner != nil {
+				var n int64
+				if err := tx.QueryRow(ctx, `SELECT id FROM accounts WHERE id = $1 FOR UPDATE`, prj.Owner.ID).Scan(&n); err != nil {
+					return err
+				}
+				if err := tx.QueryRow(ctx, `
+					SELECT count(*) FROM wallets w JOIN projects p ON p.id = w.project_id WHERE p.owner_id = $1`,
+					prj.Owner.ID).Scan(&n); err != nil {
+					return err
+				}
+				if limit := prj.Owner.Limits().Wallets; limit != Unlimited && n >= limit {
+					return forbidden("Plan limit exceeded: the owner's plan allows " + plural(limit, "wallet"))
+				}
+			}
+			name := ""
+			if v.name != nil {
+				name = *v.name
+			}
+			err = tx.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, $2) RETURNING id`, prj.ID, name).Scan(&walletID)
+		}
+		if err != nil {
+			return fmt.Errorf("wallet: %w", err)
+		}
+		now := s.clock()
+		if v.name != nil {
+			if _, err := tx.Exec(ctx, `UPDATE wallets SET name = $2, updated_at = $3 WHERE id = $1`, walletID, *v.name, now); err != nil {
+				return err
+			}
+		}
+		for f, x := range v.xpubs {
+			col := "xpub_evm"
+			if f == paywatch.FamilyTron {
+				col = "xpub_tron"
+			}
+			if _, err := tx.Exec(ctx, `UPDATE wallets SET `+col+` = $2, updated_at = $3 WHERE id = $1`, walletID, x, now); err != nil {
+				return err
+			}
+		}
+		for _, n := range sortedNetworks(v.addresses) {
+			for _, a := range v.addresses[n] {
+				var taken bool
+				if err := tx.QueryRow(ctx, `
+					SELECT EXISTS (SELECT 1 FROM static_addresses WHERE network = $1 AND address = $2 AND wallet_id <> $3)`,
+					n, a, walletID).Scan(&taken); err != nil {
+					return err
+				}
+				if taken {
+					return conflict(fmt.Sprintf("addresses.%s: %s is already registered by another project", n, a))
+				}
+				if _, err := tx.Exec(ctx, `
+					INSERT INTO static_addresses (wallet_id, network, address) VALUES ($1, $2, $3)
+					ON CONFLICT (wallet_id, network, address) DO NOTHING`, walletID, n, a); err != nil {
+					return err
+				}
+			}
+		}
+		w, err = walletByProject(ctx, tx, prj.ID)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	prj.HasWallet = true
+	return w, prj, nil
+}
+
+func sortedNetworks[V any](m map[paywatch.Network]V) []paywatch.Network {
+	out := make([]paywatch.Network, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// querier is what both a pool and a transaction offer.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// walletByProject loads a project's wallet with its address counts; nil
+// without error when the project has none.
+func walletByProject(ctx context.Context, q querier, projectID int64) (*Wallet, error) {
+	w := &Wallet{ProjectID: projectID, XPubs: map[paywatch.Family]string{}, Addresses: map[paywatch.Network]int{}}
+	var evm, tron *string
+	err := q.QueryRow(ctx, `SELECT id, name, xpub_evm, xpub_tron FROM wallets WHERE project_id = $1`, projectID).
+		Scan(&w.ID, &w.Name, &evm, &tron)
+	if noRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load wallet: %w", err)
+	}
+	if evm != nil {
+		w.XPubs[paywatch.FamilyEVM] = *evm
+	}
+	if tron != nil {
+		w.XPubs[paywatch.FamilyTron] = *tron
+	}
+	rows, err := q.Query(ctx, `SELECT network, count(*) FROM static_addresses WHERE wallet_id = $1 GROUP BY network`, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		var c int
+		if err := rows.Scan(&n, &c); err != nil {
+			return nil, err
+		}
+		w.Addresses[paywatch.Network(n)] = c
+	}
+	return w, rows.Err()
+}
+
+// WalletOf returns a project's wallet, or nil when it has none.
+func (s *Store) WalletOf(ctx context.Context, projectID int64) (*Wallet, error) {
+	return walletByProject(ctx, s.pool, projectID)
+}
+
+// Offered reports whether the service offers network n.
+func (s *Store) Offered(n paywatch.Network) bool {
+	return s.offered == nil || slices.Contains(s.offered, n)
+}
+
+// AvailableNetworks returns the networks a project can take payments on, in
+// API order: those the service offers for which the wallet has what the
+// project's address mode needs (an xPub of the network's family for
+// per_payment and per_user, static addresses for dedicated and pool).
+func (s *Store) AvailableNetworks(mode paywatch.AddressMode, w *Wallet) []paywatch.NetworkInfo {
+	var out []paywatch.NetworkInfo
+	if w == nil {
+		return out
+	}
+	for _, info := range paywatch.Networks() {
+		if !s.Offered(info.Network) || !walletServes(mode, w, info.Network) {
+			continue
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// walletServes reports whether wallet w can give an address on network n in
+// the given mode.
+func walletServes(mode paywatch.AddressMode, w *Wallet, n paywatch.Network) bool {
+	if mode.UsesXPub() {
+		return w.HasXPub(n.Family())
+	}
+	return w.Addresses[n] > 0
+}
