@@ -65,6 +65,10 @@ type Deps struct {
 	AllowPrivate bool
 	// Logger logs outside Temporal's activity logger; nil means slog.Default().
 	Logger *slog.Logger
+	// BlockTimes overrides a network's block time for confirmation waits:
+	// a devnet chain makes blocks every PAYWATCH_DEVNET_BLOCK_INTERVAL, not
+	// at the mainnet pace of paywatch.NetworkInfo.BlockTime.
+	BlockTimes map[paywatch.Network]time.Duration
 }
 
 // Activities implements workflows.Activities; register it with
@@ -76,6 +80,7 @@ type Activities struct {
 	now          func() time.Time
 	allowPrivate bool
 	log          *slog.Logger
+	blockTimes   map[paywatch.Network]time.Duration
 }
 
 var _ workflows.Activities = (*Activities)(nil)
@@ -89,6 +94,7 @@ func New(deps Deps) *Activities {
 		now:          deps.Clock,
 		allowPrivate: deps.AllowPrivate,
 		log:          deps.Logger,
+		blockTimes:   deps.BlockTimes,
 	}
 	if a.http == nil {
 		a.http = NewWebhookClient(workflows.WebhookTimeout, deps.AllowPrivate)

@@ -36,7 +36,7 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 	if err != nil {
 		return workflows.CheckTransfersResult{}, temporalError(err)
 	}
-	res := workflows.CheckTransfersResult{Head: head}
+	res := workflows.CheckTransfersResult{Head: head, BlockTime: a.blockTimes[in.Network]}
 	hashes := map[uint64]string{}
 	for _, t := range in.Transfers {
 		chk := workflows.TransferCheck{TxHash: t.TxHash, LogIndex: t.LogIndex, Canonical: true}

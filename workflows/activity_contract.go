@@ -98,6 +98,10 @@ type TransferCheck struct {
 type CheckTransfersResult struct {
 	Head      uint64
 	Transfers []TransferCheck
+	// BlockTime is the chain's actual block interval when it differs from
+	// the network's usual one (a devnet chain); zero means the usual one.
+	// The workflow sizes its next confirmation wait with it.
+	BlockTime time.Duration
 }
 
 // FinalCheckInput is the payload of ActivityFinalCheck.

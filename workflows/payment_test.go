@@ -52,6 +52,9 @@ type PaymentSuite struct {
 	deliverIn time.Duration
 	finalIn   time.Duration
 	updates   int
+	// devnetBlock, when set, is the simulated chain's block interval, which
+	// the check-transfers activity reports as a devnet chain's would.
+	devnetBlock time.Duration
 }
 
 type hook struct {
@@ -81,6 +84,7 @@ func (s *PaymentSuite) SetupTest() {
 	s.claimErr = map[string]error{}
 	s.selects, s.selectErr = 0, nil
 	s.deliverIn, s.finalIn = 0, 0
+	s.devnetBlock = 0
 
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(s.start)
@@ -118,7 +122,7 @@ func (s *PaymentSuite) SetupTest() {
 	env.OnActivity(workflows.ActivityCheckTransfers, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in workflows.CheckTransfersInput) (workflows.CheckTransfersResult, error) {
 			head := s.head()
-			res := workflows.CheckTransfersResult{Head: head}
+			res := workflows.CheckTransfersResult{Head: head, BlockTime: s.devnetBlock}
 			for _, t := range in.Transfers {
 				c := workflows.TransferCheck{TxHash: t.TxHash, LogIndex: t.LogIndex, Canonical: !s.reorged[t.TxHash]}
 				if t.BlockNumber <= head {
@@ -167,7 +171,11 @@ func (s *PaymentSuite) head() uint64 {
 	if s.stallAt != nil {
 		return *s.stallAt
 	}
-	return s.baseHead + uint64(s.env.Now().Sub(s.start)/blockTime)
+	every := blockTime
+	if s.devnetBlock > 0 {
+		every = s.devnetBlock
+	}
+	return s.baseHead + uint64(s.env.Now().Sub(s.start)/every)
 }
 
 // now is the test environment's clock in UTC.
@@ -328,6 +336,18 @@ func (s *PaymentSuite) TestConfirmedMatchingAmountIsPaid() {
 	s.Equal([]workflows.ReleaseAddressInput{{PaymentID: st.PaymentID, Outcome: paywatch.StatusPaid}}, s.released)
 	s.Len(s.delivered, 1)
 	s.Equal(workflows.EventID(st.PaymentID, 1), s.hooks[0].in.EventID)
+}
+
+// On a chain that makes blocks faster than the network's mainnet pace (a
+// devnet chain), the check-transfers activity reports the real interval and
+// the confirmation wait follows it: 11 blocks of 1 s, not of 12 s.
+func (s *PaymentSuite) TestConfirmationWaitFollowsReportedBlockTime() {
+	s.devnetBlock = time.Second
+	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
+	s.run(s.input())
+	st := s.last()
+	s.Equal(paywatch.StatusPaid, st.Status)
+	s.Equal(s.start.Add(time.Minute+11*time.Second), st.PaidAt.UTC())
 }
 
 // confirming → overpaid above expected × 1.01.

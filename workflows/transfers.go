@@ -223,7 +223,11 @@ func (p *payment) checkConfirmations(ctx workflow.Context) {
 	if minMissing == 0 {
 		minMissing = 1
 	}
-	wait := min(time.Duration(minMissing)*info.BlockTime, maxConfirmationWait)
+	blockTime := info.BlockTime
+	if res.BlockTime > 0 {
+		blockTime = res.BlockTime
+	}
+	wait := min(time.Duration(minMissing)*blockTime, maxConfirmationWait)
 	p.nextConfCheck = now.Add(wait)
 }
 

@@ -51,8 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "admin":
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
 	case "devnet":
-		fmt.Fprintf(stderr, "paywatch %s: not yet available\n", cmd)
-		return 1
+		return runDevnet(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version)
 		return 0

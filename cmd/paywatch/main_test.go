@@ -261,12 +261,3 @@ func TestMigrateCommand(t *testing.T) {
 	require.Equal(t, 0, code, errOut.String())
 	assert.Regexp(t, `database is at migration version [1-9]`, out.String())
 }
-
-func TestPlaceholderCommands(t *testing.T) {
-	for _, cmd := range []string{"devnet"} {
-		var errOut bytes.Buffer
-		code := run(context.Background(), []string{cmd}, func(string) string { return "" }, io.Discard, &errOut)
-		assert.Equal(t, 1, code)
-		assert.Contains(t, errOut.String(), "not yet available")
-	}
-}

@@ -20,6 +20,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
@@ -48,6 +49,7 @@ type Main struct {
 	errc     chan error
 
 	store    *store.Store
+	chains   *chainRuntime
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
@@ -118,6 +120,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 
+	rt, err := startChains(ctx, *cfg, m.logger)
+	if err != nil {
+		return fmt.Errorf("chains: %w", err)
+	}
+	m.chains = rt
+	m.store = store.New(pool, store.WithNetworks(rt.Networks))
+
 	sdkLevel := slog.LevelWarn
 	if cfg.LogLevel == "debug" {
 		sdkLevel = slog.LevelDebug
@@ -134,17 +143,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := workflows.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
 		return fmt.Errorf("register search attributes: %w", err)
 	}
-	m.store = store.New(pool)
 
 	if cfg.RunsWorker() {
-		w := worker.New(tc, cfg.TaskQueue, worker.Options{})
-		if m.Register != nil {
-			m.Register(w)
+		if err := m.startWorker(ctx); err != nil {
+			return err
 		}
-		if err := w.Start(); err != nil {
-			return fmt.Errorf("start worker: %w", err)
-		}
-		m.worker = w
 	}
 
 	if cfg.RunsAPI() {
@@ -168,11 +171,22 @@ func (m *Main) Run(ctx context.Context) error {
 			BaseURL:             cfg.BaseURL,
 			PayURL:              cfg.PayURL,
 			WebhookAllowPrivate: cfg.WebhookAllowPrivate,
+			Chains:              m.chainStatus,
 		})
 		// A payment row whose workflow start was lost (a crash between the
 		// insert and the start) gets its workflow from the reconciler.
 		m.goBackground(func(ctx context.Context) { _ = m.http.Reconciler().Run(ctx) })
-		if m.apiAddr, err = m.listen(cfg.APIAddr, m.http.API()); err != nil {
+		apiHandler := m.http.API()
+		if h := rt.DevnetHandler; h != nil {
+			// The devnet endpoints of operations.md §4 live on the API
+			// listener, only while devnet chains run.
+			mux := http.NewServeMux()
+			mux.Handle("/devnet", h)
+			mux.Handle("/devnet/", h)
+			mux.Handle("/", apiHandler)
+			apiHandler = mux
+		}
+		if m.apiAddr, err = m.listen(cfg.APIAddr, apiHandler); err != nil {
 			return err
 		}
 		if m.payAddr, err = m.listen(cfg.PayAddr, m.http.Pay()); err != nil {
@@ -198,6 +212,61 @@ func (m *Main) goBackground(f func(ctx context.Context)) {
 		defer m.bg.Done()
 		f(m.bgCtx)
 	}()
+}
+
+// startWorker registers the payment and scanner workflows with their
+// activities, starts the worker and makes sure every offered network has
+// its scanner workflow (one per network in the whole cluster).
+func (m *Main) startWorker(ctx context.Context) error {
+	cfg := &m.Config
+	if cfg.Mode == ModeDev {
+		// Devnet chains start from genesis on every run; a cursor from an
+		// earlier run would point past their head.
+		if err := m.chains.ResetDevnetCursors(ctx, m.store); err != nil {
+			return fmt.Errorf("reset devnet cursors: %w", err)
+		}
+	}
+	// The default of 1,000 concurrent activities leaves room for the five
+	// long-running scan activities next to the payments' short ones.
+	w := worker.New(m.temporal, cfg.TaskQueue, worker.Options{})
+	workflows.Register(w, activities.New(activities.Deps{
+		Store:        m.store,
+		Chains:       m.chains.Set,
+		AllowPrivate: cfg.WebhookAllowPrivate,
+		Logger:       m.logger,
+		BlockTimes:   m.chains.PollIntervals,
+	}))
+	workflows.RegisterScanner(w, activities.NewScanner(activities.ScannerDeps{
+		Store:        m.store,
+		Chains:       m.chains.Set,
+		Signaler:     m.temporal,
+		Logger:       m.logger,
+		PollInterval: m.chains.PollIntervals,
+	}))
+	if m.Register != nil {
+		m.Register(w)
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	m.worker = w
+	if err := workflows.EnsureScanners(ctx, m.temporal, cfg.TaskQueue, m.chains.Networks); err != nil {
+		return fmt.Errorf("start scanners: %w", err)
+	}
+	return nil
+}
+
+// chainStatus reports each network's scanner progress for /health.
+func (m *Main) chainStatus(ctx context.Context) ([]api.ChainStatus, error) {
+	rows, err := m.store.ChainStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.ChainStatus, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, api.ChainStatus{Network: string(r.Network), Head: r.Head, Scanned: r.Scanned, LagBlocks: r.LagBlocks})
+	}
+	return out, nil
 }
 
 // listen binds addr first, so a taken port is reported here rather than
@@ -273,6 +342,9 @@ func (m *Main) close() error {
 	if m.worker != nil {
 		m.worker.Stop()
 	}
+	if err := m.chains.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close chains: %w", err))
+	}
 	if m.temporal != nil {
 		m.temporal.Close()
 	}
@@ -300,6 +372,11 @@ func (m *Main) printStartup() {
 	}
 	fmt.Fprintf(&b, "  Master key   %s\n", m.Config.MasterKey)
 	fmt.Fprintf(&b, "  Database     %s\n", store.Redact(m.Config.DatabaseURL))
+	if m.chains != nil {
+		for _, l := range m.chains.StartupLines {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
 	fmt.Fprintln(&b)
 	_, _ = io.WriteString(m.stdout, b.String())
 }

@@ -1,0 +1,692 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// ScannerStore is what the scanners need from PostgreSQL; *store.Store
+// implements it.
+type ScannerStore interface {
+	// ChainCursor returns a network's cursor; ok is false if it has none.
+	ChainCursor(ctx context.Context, n paywatch.Network) (store.ChainCursor, bool, error)
+	// EarliestWatchedBlock is the smallest start block of the watched
+	// payments on a network.
+	EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (uint64, bool, error)
+	// WatchedAddresses matches a batch's recipients (and, for pool + txid,
+	// its transaction hashes) against watched payments in one query.
+	WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]store.WatchedPayment, error)
+	// RecordScan records a batch's transfers and moves the cursor in one
+	// transaction, running beforeCommit inside it.
+	RecordScan(ctx context.Context, b store.ScanBatch, beforeCommit func(ctx context.Context) error) (store.RecordResult, error)
+	// RecentTransfers lists recorded, still canonical transfers from a block on.
+	RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]store.ChainTransfer, error)
+	// MarkTransfersRemoved flags transfers a reorg dropped.
+	MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []store.TransferKey) error
+}
+
+// Signaler signals workflows; client.Client implements it.
+type Signaler interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// ScannerDeps are the Scanner's dependencies. Store, Chains and Signaler
+// are required.
+type ScannerDeps struct {
+	Store    ScannerStore
+	Chains   Chains
+	Signaler Signaler
+	// Clock is the time source of RunFor; nil means time.Now.
+	Clock func() time.Time
+	// Logger logs the scanners' progress and trouble; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// PollInterval overrides a network's poll interval, which is otherwise
+	// its block time (paywatch.NetworkInfo.BlockTime). `paywatch dev` sets
+	// the devnet block interval for its devnet chains. Values below
+	// MinPollInterval are raised to it.
+	PollInterval map[paywatch.Network]time.Duration
+	// BatchBlocks overrides the most blocks one batch reads, which is
+	// otherwise DefaultEVMBatch or DefaultTronBatch: one eth_getLogs, or
+	// one GetBlockByLimitNext, per batch.
+	BatchBlocks map[paywatch.Network]uint64
+	// RPCTimeout bounds each poll's chain reads; 0 means DefaultRPCTimeout.
+	// Keep it below the scan activity's heartbeat timeout.
+	RPCTimeout time.Duration
+}
+
+// Scanner defaults.
+const (
+	// DefaultEVMBatch is the most blocks an EVM batch reads: one eth_getLogs
+	// at the clients' default range.
+	DefaultEVMBatch = 1000
+	// DefaultTronBatch is the most blocks a Tron batch reads: one
+	// GetBlockByLimitNext, the API's maximum.
+	DefaultTronBatch = 100
+	// MinPollInterval is the shortest poll interval.
+	MinPollInterval = 50 * time.Millisecond
+	// DefaultRPCTimeout bounds one poll's chain reads.
+	DefaultRPCTimeout = 40 * time.Second
+	// signalTimeout bounds one signal.
+	signalTimeout = 10 * time.Second
+	// signalConcurrency is how many signals a batch sends at once.
+	signalConcurrency = 8
+	// maxWait is the longest a scanner waits without heartbeating.
+	maxWait = time.Second
+	// maxLookback bounds how far back a network's first scan starts: the
+	// longest payment window (24 h) plus the late window (24 h).
+	maxLookback = 48 * time.Hour
+)
+
+// Backoff after failed polls: RPC and database errors start at a second,
+// rate limits at five, both doubling up to their caps, with jitter.
+const (
+	backoffMin          = time.Second
+	backoffMax          = time.Minute
+	rateLimitBackoffMin = 5 * time.Second
+	rateLimitBackoffMax = 2 * time.Minute
+)
+
+// Scanner is the chain scanners' activity (workflows.ActivityScanNetwork):
+// one long poll per network that reads every token transfer of each new
+// batch of blocks, matches the recipients against the watched payments with
+// one query, records the matches with the cursor in one transaction and
+// signals the payment workflows.
+//
+// Decisions where the specification is silent:
+//
+//   - A network without a cursor starts at the current head, or earlier at
+//     the start block of the earliest watched payment.
+//   - Watched are payments with an address on the network that are pending,
+//     confirming or partial, and per_payment and pool + txid payments expired
+//     less than 24 h ago (late funds count for them). Every payment on a
+//     shared pool address is signalled; a pool + txid payment only for a
+//     transaction it has claimed (it counts nothing else). Transfers of
+//     another token or from before the payment's start block are not its.
+//     Cancelled, paid and overpaid payments are not watched.
+//   - Signals are sent inside the transaction that records the batch and
+//     moves the cursor, before its commit: a crash or failure before the
+//     commit re-scans and re-signals the batch (the workflows ignore
+//     repeats), and after the commit every recorded transfer was signalled.
+//   - Reorgs: the cursor keeps the hash of its block; before a batch counts,
+//     the block at the cursor's height must still have that hash. If not,
+//     the recorded transfers of the last Confirmations blocks whose block
+//     hash changed are marked removed and their workflows get
+//     TransferRemoved, and the scan goes back Confirmations blocks, so a
+//     transfer re-mined in the new branch is recorded and signalled with its
+//     new block. The payment workflow checks canonicity before counting
+//     anyway; this tells it sooner.
+//   - A failed poll (RPC error, rate limit, database) is retried inside the
+//     activity with backoff, heartbeating meanwhile; it never fails the
+//     activity, and each network has its own activity, so one network's
+//     outage never holds up another.
+type Scanner struct {
+	store      ScannerStore
+	chains     Chains
+	signals    Signaler
+	now        func() time.Time
+	log        *slog.Logger
+	poll       map[paywatch.Network]time.Duration
+	batch      map[paywatch.Network]uint64
+	rpcTimeout time.Duration
+}
+
+var _ workflows.ScannerActivities = (*Scanner)(nil)
+
+// NewScanner returns a Scanner over deps.
+func NewScanner(deps ScannerDeps) *Scanner {
+	s := &Scanner{
+		store:      deps.Store,
+		chains:     deps.Chains,
+		signals:    deps.Signaler,
+		now:        deps.Clock,
+		log:        deps.Logger,
+		poll:       deps.PollInterval,
+		batch:      deps.BatchBlocks,
+		rpcTimeout: deps.RPCTimeout,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.rpcTimeout <= 0 {
+		s.rpcTimeout = DefaultRPCTimeout
+	}
+	return s
+}
+
+// PollInterval returns how often the scanner of network n asks for new
+// blocks once it has caught up.
+func (s *Scanner) PollInterval(n paywatch.Network) time.Duration {
+	d, ok := s.poll[n]
+	if !ok || d <= 0 {
+		info, _ := paywatch.LookupNetwork(n)
+		d = info.BlockTime
+	}
+	return max(d, MinPollInterval)
+}
+
+// BatchBlocks returns the most blocks one batch of network n reads.
+func (s *Scanner) BatchBlocks(n paywatch.Network) uint64 {
+	if b := s.batch[n]; b > 0 {
+		return b
+	}
+	if n.Family() == paywatch.FamilyTron {
+		return DefaultTronBatch
+	}
+	return DefaultEVMBatch
+}
+
+// ScanNetwork is the activity: it runs Run with Temporal heartbeats.
+// The heartbeat details are the ScanProgress, for the Web UI; a retried
+// attempt resumes from the cursor in PostgreSQL, which is the truth.
+//
+// When the worker shuts down, the scan ends like a finished run rather than
+// a failure: the workflow schedules the next one at once, for another
+// replica (or this one after its restart) to pick up, without a retry
+// delay or an error in the logs.
+func (s *Scanner) ScanNetwork(ctx context.Context, in workflows.ScanInput) (workflows.ScanProgress, error) {
+	stopping := activity.GetWorkerStopChannel(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stopping: // stop at once, not after the worker's stop timeout
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	p, err := s.Run(runCtx, in, func(p workflows.ScanProgress) { activity.RecordHeartbeat(ctx, p) })
+	if err != nil && errors.Is(err, context.Canceled) {
+		select {
+		case <-stopping:
+			return p, nil
+		default:
+		}
+	}
+	return p, temporalError(err)
+}
+
+// scan is one network's scan in progress.
+type scan struct {
+	network paywatch.Network
+	info    paywatch.NetworkInfo
+	client  chains.Client
+	log     *slog.Logger
+	loaded  bool
+	// next is the next block to scan; height = next − 1 is recorded, and
+	// hash is its block hash ("" if unknown).
+	next, height uint64
+	hash         string
+	head         uint64
+	progress     workflows.ScanProgress
+}
+
+// Run scans in.Network until in.RunFor has passed (0: until ctx ends) and
+// returns the progress; heartbeat, if set, gets the progress after every
+// poll and during waits. Only ctx ending or an unknown network make it
+// return an error: everything else is retried after a backoff.
+func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat func(workflows.ScanProgress)) (workflows.ScanProgress, error) {
+	info, ok := paywatch.LookupNetwork(in.Network)
+	if !ok {
+		return workflows.ScanProgress{}, paywatch.Errorf(paywatch.EINVALID, "unknown network %q", in.Network)
+	}
+	if heartbeat == nil {
+		heartbeat = func(workflows.ScanProgress) {}
+	}
+	st := &scan{network: in.Network, info: info, log: s.log.With("network", in.Network)}
+	var deadline time.Time
+	if in.RunFor > 0 {
+		deadline = s.now().Add(in.RunFor)
+	}
+	var fails int
+	var lastErr string
+	for {
+		if err := ctx.Err(); err != nil {
+			return st.progress, err
+		}
+		if !deadline.IsZero() && !s.now().Before(deadline) {
+			return st.progress, nil
+		}
+		caughtUp, err := s.poll1(ctx, st)
+		if err != nil {
+			if ctx.Err() != nil {
+				return st.progress, ctx.Err()
+			}
+			fails++
+			wait := backoff(err, fails)
+			// Log the first failure, a changed error, then every tenth.
+			if msg := err.Error(); fails == 1 || msg != lastErr || fails%10 == 0 {
+				st.log.Warn("scan failed; retrying", "attempt", fails, "retryIn", wait.Round(time.Millisecond), "error", err)
+				lastErr = msg
+			}
+			heartbeat(st.progress)
+			if err := sleep(ctx, s.capped(wait, deadline), func() { heartbeat(st.progress) }); err != nil {
+				return st.progress, err
+			}
+			continue
+		}
+		if fails > 0 {
+			st.log.Info("scan recovered", "failedAttempts", fails, "height", st.height)
+			fails, lastErr = 0, ""
+		}
+		heartbeat(st.progress)
+		if caughtUp {
+			if err := sleep(ctx, s.capped(s.PollInterval(st.network), deadline), func() { heartbeat(st.progress) }); err != nil {
+				return st.progress, err
+			}
+		}
+	}
+}
+
+// poll1 does one step of the scan: load the cursor if needed, then scan the
+// next batch. caughtUp reports that the scan reached the head and should
+// wait for new blocks.
+func (s *Scanner) poll1(ctx context.Context, st *scan) (caughtUp bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.rpcTimeout)
+	defer cancel()
+	if st.client == nil {
+		c, err := s.chains.Client(st.network)
+		if err != nil {
+			return false, err
+		}
+		st.client = c
+	}
+	if !st.loaded {
+		if err := s.load(ctx, st); err != nil {
+			return false, err
+		}
+	}
+	return s.step(ctx, st)
+}
+
+// load positions a scan at the stored cursor, or, for a network never
+// scanned, at the head or the earliest watched payment's start block.
+func (s *Scanner) load(ctx context.Context, st *scan) error {
+	cur, ok, err := s.store.ChainCursor(ctx, st.network)
+	if err != nil {
+		return err
+	}
+	if ok {
+		st.height, st.next, st.hash, st.head = cur.Height, cur.Height+1, cur.BlockHash, cur.Head
+		st.log.Debug("scan resumes", "height", cur.Height)
+	} else {
+		head, err := st.client.Head(ctx)
+		if err != nil {
+			return err
+		}
+		start := head
+		if earliest, ok, err := s.store.EarliestWatchedBlock(ctx, st.network); err != nil {
+			return err
+		} else if ok && earliest < start {
+			// No watched payment is older than its longest window plus the
+			// late window: look back no further than that.
+			lookback := uint64(maxLookback / st.info.BlockTime)
+			start = max(earliest, head-min(head, lookback))
+		}
+		start = max(start, 1) // genesis holds no token transfers
+		hash, err := st.client.BlockHash(ctx, start-1)
+		if err != nil {
+			return err
+		}
+		// Store the starting point at once: payments created from now on
+		// take it as their start block, and a restart resumes here.
+		if _, err := s.store.RecordScan(ctx, store.ScanBatch{Network: st.network, Height: start - 1, BlockHash: hash, Head: head}, nil); err != nil {
+			return err
+		}
+		st.next, st.height, st.hash, st.head = start, start-1, hash, head
+		st.log.Info("scan starts", "from", start, "head", head)
+	}
+	st.loaded = true
+	st.progress.Height, st.progress.BlockHash, st.progress.Head = st.height, st.hash, st.head
+	return nil
+}
+
+// errInconsistent means a batch's reads disagree: the chain changed while
+// it was read. The next poll reads it again.
+var errInconsistent = errors.New("chain changed while the batch was read")
+
+// step scans the next batch: blocks [next, min(next+batch−1, head)].
+func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error) {
+	batch := s.BatchBlocks(st.network)
+	if st.next+batch > st.head { // near the head: ask for a newer one
+		head, err := st.client.Head(ctx)
+		if err != nil {
+			return false, err
+		}
+		st.head = head
+		st.progress.Head = head
+	}
+	if st.next > st.head {
+		return true, nil
+	}
+	to := min(st.next+batch-1, st.head)
+	// The hash of the batch's last block is read before its transfers: if
+	// a reorg replaces it after this read, the next batch sees the new hash
+	// at this height and goes back.
+	hashTo, err := st.client.BlockHash(ctx, to)
+	if errors.Is(err, chains.ErrBlockNotFound) {
+		return true, nil // a node behind its own head (load-balanced providers): wait
+	}
+	if err != nil {
+		return false, err
+	}
+	ts, err := st.client.Transfers(ctx, st.next, to)
+	if err != nil {
+		return false, err
+	}
+	if st.hash != "" && st.height > 0 {
+		h, err := st.client.BlockHash(ctx, st.height)
+		if errors.Is(err, chains.ErrBlockNotFound) {
+			return true, nil // a lagging node, or a shorter branch that will grow: wait
+		}
+		if err != nil {
+			return false, err
+		}
+		if !sameHash(h, st.hash) {
+			return false, s.reorg(ctx, st)
+		}
+	}
+	for _, t := range ts {
+		if t.BlockNumber == to && !sameHash(t.BlockHash, hashTo) {
+			return false, fmt.Errorf("block %d: %w", to, errInconsistent)
+		}
+	}
+	n, err := s.record(ctx, st.network, ts, store.ScanBatch{Network: st.network, Height: to, BlockHash: hashTo, Head: st.head})
+	if err != nil {
+		return false, err
+	}
+	st.next, st.height, st.hash = to+1, to, hashTo
+	st.progress.Height, st.progress.BlockHash = to, hashTo
+	st.progress.Transfers += n
+	return to == st.head, nil
+}
+
+// ScanStats counts what ScanRange (or one batch of it) saw and did.
+type ScanStats struct {
+	// Transfers counts the token transfers in the range.
+	Transfers int
+	// Matched counts the transfers that concern watched payments.
+	Matched int
+	// Signals counts the signals sent.
+	Signals int
+}
+
+// ScanRange scans blocks [from, to] of network n through the same batch
+// path as the scan (read, match, record, signal, in batches of BatchBlocks)
+// and leaves the cursor at to. It does no reorg check; benchmarks and
+// tests use it to measure and drive the batch path without Temporal.
+func (s *Scanner) ScanRange(ctx context.Context, n paywatch.Network, from, to uint64) (ScanStats, error) {
+	c, err := s.chains.Client(n)
+	if err != nil {
+		return ScanStats{}, err
+	}
+	var total ScanStats
+	for start := from; start <= to; {
+		end := min(start+s.BatchBlocks(n)-1, to)
+		hash, err := c.BlockHash(ctx, end)
+		if err != nil {
+			return total, err
+		}
+		ts, err := c.Transfers(ctx, start, end)
+		if err != nil {
+			return total, err
+		}
+		b, err := s.recordBatch(ctx, n, ts, store.ScanBatch{Network: n, Height: end, BlockHash: hash, Head: end})
+		if err != nil {
+			return total, err
+		}
+		total.Transfers += b.Transfers
+		total.Matched += b.Matched
+		total.Signals += b.Signals
+		start = end + 1
+	}
+	return total, nil
+}
+
+// record matches, records and signals one batch; it returns how many
+// transfers matched.
+func (s *Scanner) record(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (int, error) {
+	res, err := s.recordBatch(ctx, n, ts, b)
+	if res.Matched > 0 {
+		s.log.Debug("transfers recorded", "network", n, "matched", res.Matched, "signals", res.Signals, "height", b.Height)
+	}
+	return res.Matched, err
+}
+
+// signal is one signal to one payment workflow.
+type signal struct {
+	paymentID string
+	name      string
+	arg       any
+}
+
+// recordBatch is the batch path: one query matches the batch's distinct
+// recipients against watched payments, then one transaction records the
+// matching transfers and moves the cursor, signalling every watching
+// payment before it commits.
+func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (ScanStats, error) {
+	out := ScanStats{Transfers: len(ts)}
+	var signals []signal
+	if len(ts) > 0 {
+		recipients := make([]string, 0, len(ts))
+		hashes := make([]string, 0, len(ts))
+		for _, t := range ts {
+			recipients = append(recipients, t.To)
+			hashes = append(hashes, t.TxHash)
+		}
+		slices.Sort(recipients)
+		slices.Sort(hashes)
+		watched, err := s.store.WatchedAddresses(ctx, n, slices.Compact(recipients), slices.Compact(hashes))
+		if err != nil {
+			return out, err
+		}
+		for _, t := range ts {
+			matched := false
+			for _, w := range watched[t.To] {
+				if !w.Accepts(t.Token, t.TxHash, t.BlockNumber) {
+					continue
+				}
+				matched = true
+				signals = append(signals, signal{w.PaymentID, workflows.SignalTransferSeen, transferSeen(n, t)})
+			}
+			if matched {
+				out.Matched++
+				b.Transfers = append(b.Transfers, storeTransfer(t))
+			}
+		}
+	}
+	out.Signals = len(signals)
+	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context) error {
+		return s.send(ctx, signals)
+	})
+	return out, err
+}
+
+// send delivers signals, a few at a time. A workflow that has ended (paid,
+// cancelled, or past its late window) no longer listens: NotFound is not an
+// error.
+func (s *Scanner) send(ctx context.Context, signals []signal) error {
+	if len(signals) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(signalConcurrency)
+	for _, sg := range signals {
+		g.Go(func() error {
+			sctx, cancel := context.WithTimeout(gctx, signalTimeout)
+			defer cancel()
+			err := s.signals.SignalWorkflow(sctx, workflows.PaymentWorkflowID(sg.paymentID), "", sg.name, sg.arg)
+			var nf *serviceerror.NotFound
+			if err != nil && !errors.As(err, &nf) {
+				return fmt.Errorf("signal %s to payment %s: %w", sg.name, sg.paymentID, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// reorg handles a changed block at the cursor: the recorded transfers of
+// the last Confirmations blocks whose blocks changed are reported to their
+// workflows and marked removed, and the scan goes back Confirmations blocks.
+func (s *Scanner) reorg(ctx context.Context, st *scan) error {
+	depth := uint64(max(st.info.Confirmations, 1))
+	from := uint64(1)
+	if st.height > depth {
+		from = st.height - depth + 1
+	}
+	st.log.Warn("reorg: the block at the cursor changed; re-checking recorded transfers", "height", st.height, "from", from)
+	recent, err := s.store.RecentTransfers(ctx, st.network, from)
+	if err != nil {
+		return err
+	}
+	hashes := map[uint64]string{}
+	var gone []store.ChainTransfer
+	for _, t := range recent {
+		if t.BlockNumber > st.height {
+			continue
+		}
+		h, ok := hashes[t.BlockNumber]
+		if !ok {
+			h, err = st.client.BlockHash(ctx, t.BlockNumber)
+			if errors.Is(err, chains.ErrBlockNotFound) {
+				h, err = "", nil // above a shorter new head: gone for now
+			}
+			if err != nil {
+				return err
+			}
+			hashes[t.BlockNumber] = h
+		}
+		if !sameHash(h, t.BlockHash) {
+			gone = append(gone, t)
+		}
+	}
+	if err := s.remove(ctx, st.network, gone); err != nil {
+		return err
+	}
+	base := from - 1
+	baseHash := ""
+	if base > 0 {
+		if baseHash, err = st.client.BlockHash(ctx, base); err != nil {
+			return err
+		}
+	}
+	st.next, st.height, st.hash = from, base, baseHash
+	st.progress.Height, st.progress.BlockHash = base, baseHash
+	st.progress.Reorgs++
+	if len(gone) > 0 {
+		st.log.Warn("reorg removed recorded transfers", "count", len(gone), "rescanFrom", from)
+	}
+	return nil
+}
+
+// remove signals TransferRemoved for transfers that left the chain to every
+// payment that would have been signalled for them, then marks them removed.
+// Signals go first: if marking fails, the next reorg check finds them again.
+func (s *Scanner) remove(ctx context.Context, n paywatch.Network, gone []store.ChainTransfer) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	var recipients, hashes []string
+	for _, t := range gone {
+		recipients = append(recipients, t.To)
+		hashes = append(hashes, t.TxHash)
+	}
+	slices.Sort(recipients)
+	slices.Sort(hashes)
+	watched, err := s.store.WatchedAddresses(ctx, n, slices.Compact(recipients), slices.Compact(hashes))
+	if err != nil {
+		return err
+	}
+	var signals []signal
+	keys := make([]store.TransferKey, 0, len(gone))
+	for _, t := range gone {
+		keys = append(keys, t.Key())
+		for _, w := range watched[t.To] {
+			if w.Accepts(t.Token, t.TxHash, t.BlockNumber) {
+				signals = append(signals, signal{w.PaymentID, workflows.SignalTransferRemoved,
+					workflows.TransferRemoved{TxHash: t.TxHash, LogIndex: t.LogIndex}})
+			}
+		}
+	}
+	if err := s.send(ctx, signals); err != nil {
+		return err
+	}
+	return s.store.MarkTransfersRemoved(ctx, n, keys)
+}
+
+// storeTransfer converts a chain transfer to its stored form.
+func storeTransfer(t chains.Transfer) store.ChainTransfer {
+	return store.ChainTransfer{
+		TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash,
+		Token: t.Token, From: t.From, To: t.To, Amount: t.Amount,
+	}
+}
+
+// sameHash compares block hashes as nodes print them.
+func sameHash(a, b string) bool { return strings.EqualFold(a, b) }
+
+// backoff returns how long to wait after the fails-th failure in a row:
+// doubling from backoffMin to backoffMax (rate limits: from
+// rateLimitBackoffMin to rateLimitBackoffMax), with ±20% jitter so that
+// replicas and networks do not retry in step.
+func backoff(err error, fails int) time.Duration {
+	lo, hi := backoffMin, backoffMax
+	if errors.Is(err, chains.ErrRateLimited) {
+		lo, hi = rateLimitBackoffMin, rateLimitBackoffMax
+	}
+	d := lo
+	for i := 1; i < fails && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// capped returns d, or less if the deadline (when set) comes sooner.
+func (s *Scanner) capped(d time.Duration, deadline time.Time) time.Duration {
+	if deadline.IsZero() {
+		return d
+	}
+	return max(min(d, deadline.Sub(s.now())), 0)
+}
+
+// sleep waits d, calling beat at least every maxWait; it returns early with
+// ctx's error when ctx ends.
+func sleep(ctx context.Context, d time.Duration, beat func()) error {
+	end := time.Now().Add(d)
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(min(left, maxWait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if time.Until(end) > 0 {
+			beat()
+		}
+	}
+}

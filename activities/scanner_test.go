@@ -1,0 +1,312 @@
+package activities_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/store/storetest"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// The scanner's batch path without Temporal: real PostgreSQL, real chain
+// clients, and a Signaler that records what a workflow would receive.
+
+// sentSignal is one signal the scanner sent.
+type sentSignal struct {
+	WorkflowID string
+	Name       string
+	Arg        any
+}
+
+// signalLog is a Signaler that records signals; workflows listed in ended
+// answer NotFound, as a finished workflow does.
+type signalLog struct {
+	mu    sync.Mutex
+	got   []sentSignal
+	ended map[string]bool
+	// failures makes the next calls fail, as when Temporal is unreachable.
+	failures int
+	calls    int
+}
+
+func (l *signalLog) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.failures > 0 {
+		l.failures--
+		return errors.New("temporal unavailable")
+	}
+	if l.ended[id] {
+		return serviceerror.NewNotFound("workflow execution already completed")
+	}
+	l.got = append(l.got, sentSignal{id, name, arg})
+	return nil
+}
+
+func (l *signalLog) signals() []sentSignal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]sentSignal(nil), l.got...)
+}
+
+// scanDB is a fresh database with an account and a project to hang
+// payments on.
+type scanDB struct {
+	pool      *pgxpool.Pool
+	store     *store.Store
+	projectID int64
+}
+
+func newScanDB(t testing.TB) *scanDB {
+	t.Helper()
+	ctx := context.Background()
+	db := &scanDB{pool: storetest.NewPool(t)}
+	db.store = store.New(db.pool)
+	var accountID int64
+	require.NoError(t, db.pool.QueryRow(ctx, `INSERT INTO accounts (email, plan) VALUES ('scan@example.com', 'pro') RETURNING id`).Scan(&accountID))
+	require.NoError(t, db.pool.QueryRow(ctx, `INSERT INTO projects (slug, name, owner_id) VALUES ('scan', 'Scan', $1) RETURNING id`,
+		accountID).Scan(&db.projectID))
+	return db
+}
+
+// watch inserts a pending per_payment payment of amount tok on n at addr
+// and returns its id.
+func (db *scanDB) watch(t testing.TB, n paywatch.Network, tok paywatch.Token, addr string, startBlock uint64) string {
+	t.Helper()
+	var id string
+	d := paywatch.Decimals(n, tok)
+	require.NoError(t, db.pool.QueryRow(context.Background(), `
+		INSERT INTO payments (id, project_id, address_mode, network, token, address, amount, decimals, external_ref, expires_at, start_block)
+		VALUES (gen_random_uuid(), $1, 'per_payment', $2, $3, $4, $5::numeric, $6, 'cust', now() + interval '1 hour', $7)
+		RETURNING id::text`, db.projectID, string(n), string(tok), addr, paywatch.MustParseAmount("10", d).Units().String(), d,
+		int64(startBlock)).Scan(&id))
+	return id
+}
+
+// randomAddress returns a fresh address of n's family.
+func randomAddress(t testing.TB, n paywatch.Network) string {
+	b := make([]byte, 20)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	if n == paywatch.TRC20 {
+		return paywatch.TronAddressFromEVMBytes(b)
+	}
+	a, err := paywatch.NormalizeAddress(paywatch.FamilyEVM, "0x"+hex.EncodeToString(b))
+	require.NoError(t, err)
+	return a
+}
+
+// repoRoot is the module's root directory.
+func repoRoot(t testing.TB) string {
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, dir, parent, "no go.mod above the test")
+		dir = parent
+	}
+}
+
+func TestScannerRunRecordsSignalsAndHandlesReorgs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := paywatch.TRC20
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	_, err = d.Mine(ctx, n, 10)
+	require.NoError(t, err)
+
+	// Two watched payments: one whose workflow already ended.
+	addr, doneAddr := randomAddress(t, n), randomAddress(t, n)
+	id := db.watch(t, n, paywatch.USDT, addr, 5)
+	doneID := db.watch(t, n, paywatch.USDT, doneAddr, 5)
+	sig := &signalLog{ended: map[string]bool{workflows.PaymentWorkflowID(doneID): true}}
+	s := activities.NewScanner(activities.ScannerDeps{
+		Store: db.store, Chains: set, Signaler: sig,
+		PollInterval: map[paywatch.Network]time.Duration{n: 20 * time.Millisecond},
+	})
+	assert.Equal(t, uint64(activities.DefaultTronBatch), s.BatchBlocks(n))
+	assert.Equal(t, activities.MinPollInterval, s.PollInterval(n), "raised to the minimum")
+	assert.Equal(t, 12*time.Second, s.PollInterval(paywatch.ERC20), "the block time by default")
+
+	a, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "7"})
+	require.NoError(t, err)
+	_, err = d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: doneAddr, Amount: "8"})
+	require.NoError(t, err)
+
+	// The first run starts at the earliest watched payment's start block.
+	var beats int
+	p, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 500 * time.Millisecond}, func(workflows.ScanProgress) { beats++ })
+	require.NoError(t, err)
+	assert.Positive(t, beats)
+	head, _ := d.Network(n)
+	assert.Equal(t, head.Head, p.Height)
+	assert.Equal(t, 2, p.Transfers)
+	got := sig.signals()
+	require.Len(t, got, 1, "a finished workflow's NotFound is not an error")
+	assert.Equal(t, workflows.PaymentWorkflowID(id), got[0].WorkflowID)
+	assert.Equal(t, workflows.SignalTransferSeen, got[0].Name)
+	seen := got[0].Arg.(workflows.TransferSeen)
+	assert.Equal(t, a.TxHash, seen.TxHash)
+	assert.Equal(t, "7.00", seen.Amount.String())
+
+	// A reorg drops the transfer: the next run notices the changed block at
+	// its cursor, tells the workflow and marks the record removed.
+	_, dropped, err := d.Reorg(ctx, n, int(head.Head-a.BlockNumber+1))
+	require.NoError(t, err)
+	require.Contains(t, dropped, a.TxHash)
+	p, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 500 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.Reorgs)
+	got = sig.signals()
+	require.Len(t, got, 2)
+	assert.Equal(t, workflows.SignalTransferRemoved, got[1].Name)
+	assert.Equal(t, workflows.TransferRemoved{TxHash: a.TxHash, LogIndex: seen.LogIndex}, got[1].Arg)
+	rec, ok, err := db.store.ChainTransferByKey(ctx, n, store.TransferKey{TxHash: a.TxHash, LogIndex: seen.LogIndex})
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.True(t, rec.Removed)
+	cur, _, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	now, _ := d.Network(n)
+	assert.Equal(t, now.Head, cur.Height, "scanned the new branch")
+
+	// A cancelled context ends a run with its error.
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	_, err = s.Run(cctx, workflows.ScanInput{Network: n}, nil)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = s.Run(ctx, workflows.ScanInput{Network: "DOGE"}, nil)
+	assert.Error(t, err)
+}
+
+func TestScanRangeMatchesOnlyWatchedPayments(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.BEP20
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	sig := &signalLog{}
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig,
+		BatchBlocks: map[paywatch.Network]uint64{n: 3}})
+
+	usdt, usdc, late := randomAddress(t, n), randomAddress(t, n), randomAddress(t, n)
+	db.watch(t, n, paywatch.USDT, usdt, 0)
+	db.watch(t, n, paywatch.USDC, usdc, 0)
+	lateID := db.watch(t, n, paywatch.USDT, late, 0)
+	first := st.Head + 1
+	var reqs []devnet.TransferRequest
+	for _, r := range []struct {
+		to  string
+		tok paywatch.Token
+	}{{usdt, paywatch.USDT}, {usdt, paywatch.USDC}, {usdc, paywatch.USDC}, {usdc, paywatch.USDT}, {randomAddress(t, n), paywatch.USDT}, {late, paywatch.USDT}} {
+		reqs = append(reqs, devnet.TransferRequest{Network: n, Token: r.tok, To: r.to, Amount: "1.5"})
+	}
+	_, err = d.TransferBatch(ctx, reqs[:5])
+	require.NoError(t, err)
+	_, err = d.Mine(ctx, n, 5)
+	require.NoError(t, err)
+	// The last payment's address was assigned after its transfer's block.
+	res, err := d.Transfer(ctx, reqs[5])
+	require.NoError(t, err)
+	_, err = db.pool.Exec(ctx, `UPDATE payments SET start_block = $2 WHERE id = $1`, lateID, int64(res.BlockNumber+1))
+	require.NoError(t, err)
+	last, _ := d.Network(n)
+
+	b, err := s.ScanRange(ctx, n, first, last.Head)
+	require.NoError(t, err)
+	assert.Equal(t, activities.ScanStats{Transfers: 6, Matched: 2, Signals: 2}, b,
+		"another token, an unwatched address and a transfer before the start block do not match")
+	for _, sg := range sig.signals() {
+		ts := sg.Arg.(workflows.TransferSeen)
+		assert.Equal(t, 18, ts.Amount.Decimals())
+		assert.Equal(t, "1.50", ts.Amount.String())
+	}
+	cur, _, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	assert.Equal(t, last.Head, cur.Height)
+	var rows int
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
+	assert.Equal(t, 2, rows)
+}
+
+// A batch whose signal fails is neither recorded nor passed: the cursor
+// stays, and the next attempt records it and signals again. So every
+// recorded transfer has been signalled, whatever fails when.
+func TestScannerSignalsBeforeTheBatchCommits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.TRC20
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	_, err = d.Mine(ctx, n, 3)
+	require.NoError(t, err)
+	addr := randomAddress(t, n)
+	id := db.watch(t, n, paywatch.USDT, addr, 2)
+	res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "4"})
+	require.NoError(t, err)
+
+	sig := &signalLog{failures: 1}
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig})
+	_, err = s.ScanRange(ctx, n, 3, res.BlockNumber)
+	require.ErrorContains(t, err, "temporal unavailable")
+	cur, _, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	assert.Less(t, cur.Height, res.BlockNumber, "the cursor did not pass the unsignalled transfer")
+	var rows int
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
+	assert.Zero(t, rows, "nothing recorded")
+
+	// The scan fails the same way once more, backs off and gets through.
+	sig.mu.Lock()
+	sig.failures = 1
+	sig.mu.Unlock()
+	p, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 2500 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, res.BlockNumber, p.Height)
+	got := sig.signals()
+	require.Len(t, got, 1)
+	assert.Equal(t, workflows.PaymentWorkflowID(id), got[0].WorkflowID)
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
+	assert.Equal(t, 1, rows)
+	assert.Equal(t, 3, sig.calls)
+}

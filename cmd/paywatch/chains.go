@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/store"
+)
+
+// chainRuntime is the chain access of a process: a client per offered
+// network (RPC endpoints or an in-process devnet chain) and the devnet
+// chains themselves.
+type chainRuntime struct {
+	// Set holds a client per offered network; it implements
+	// activities.Chains.
+	Set *chains.Set
+	// Networks are the offered networks, in API order: those with an RPC
+	// URL or a devnet chain (operations.md §1). Pass them to
+	// store.WithNetworks and workflows.EnsureScanners.
+	Networks []paywatch.Network
+	// DevnetNetworks are the networks served by devnet chains.
+	DevnetNetworks []paywatch.Network
+	// Devnet is the running devnet chains, nil when none runs.
+	Devnet *devnet.Devnet
+	// DevnetHandler serves the /devnet endpoints of operations.md §4; nil
+	// when no devnet chain runs. Mount it on the API listener.
+	DevnetHandler http.Handler
+	// PollIntervals are the scanners' poll intervals of the devnet chains
+	// (their block interval); pass them as activities.ScannerDeps.PollInterval.
+	PollIntervals map[paywatch.Network]time.Duration
+	// StartupLines describe the devnet chains for the start-up block: each
+	// chain's network, RPC URL and token contracts.
+	StartupLines []string
+}
+
+// devnetIdlePoll is the scanners' poll interval on devnet chains that make
+// blocks only when a transfer is sent (PAYWATCH_DEVNET_BLOCK_INTERVAL=0).
+const devnetIdlePoll = time.Second
+
+// startChains builds the chain access of cfg: when cfg.Devnet is set it
+// starts a devnet chain for every network without an RPC URL (blocks every
+// cfg.DevnetBlockInterval), and it dials a client per network with RPC URLs
+// (cfg.RPCURLs, token contracts from cfg.Contracts over the mainnet ones)
+// or a devnet chain (the devnet's contracts). A network with neither is not
+// offered. Close releases everything.
+func startChains(ctx context.Context, cfg Config, logger *slog.Logger) (*chainRuntime, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	rt := &chainRuntime{PollIntervals: map[paywatch.Network]time.Duration{}}
+	var devnets []paywatch.Network
+	for _, info := range paywatch.Networks() {
+		if len(cfg.RPCURLs[info.Network]) == 0 && cfg.Devnet {
+			devnets = append(devnets, info.Network)
+		}
+	}
+	if len(devnets) > 0 {
+		d, err := devnet.Start(ctx, devnet.Config{
+			BlockInterval: cfg.DevnetBlockInterval,
+			Networks:      devnets,
+			Logger:        logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start devnet chains: %w", err)
+		}
+		rt.Devnet = d
+		rt.DevnetNetworks = devnets
+		rt.DevnetHandler = d.Handler()
+	}
+
+	var cfgs []chains.Config
+	for _, info := range paywatch.Networks() {
+		n := info.Network
+		if urls := cfg.RPCURLs[n]; len(urls) > 0 {
+			cfgs = append(cfgs, chains.Config{Network: n, URLs: urls, Contracts: contractsOf(n, cfg.Contracts[n])})
+			continue
+		}
+		if rt.Devnet == nil {
+			continue
+		}
+		st, ok := rt.Devnet.Network(n)
+		if !ok {
+			continue
+		}
+		if len(cfg.Contracts[n]) > 0 {
+			logger.Warn("token contract overrides are ignored on a devnet chain; set an RPC URL to use them", "network", n)
+		}
+		cfgs = append(cfgs, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+		poll := cfg.DevnetBlockInterval
+		if poll <= 0 {
+			poll = devnetIdlePoll
+		}
+		rt.PollIntervals[n] = poll
+	}
+	set, err := chains.DialSet(ctx, cfgs...)
+	if err != nil {
+		_ = rt.Close()
+		return nil, err
+	}
+	rt.Set = set
+	rt.Networks = set.Networks()
+	rt.StartupLines = rt.describeDevnet(cfg.DevnetBlockInterval)
+	return rt, nil
+}
+
+// contractsOf returns network n's token contracts: the mainnet ones with
+// overrides on top.
+func contractsOf(n paywatch.Network, overrides map[paywatch.Token]string) map[paywatch.Token]string {
+	info, _ := paywatch.LookupNetwork(n)
+	out := make(map[paywatch.Token]string, len(info.Tokens))
+	for _, t := range info.Tokens {
+		out[t] = paywatch.DefaultContract(n, t)
+	}
+	maps.Copy(out, overrides)
+	return out
+}
+
+// describeDevnet returns the start-up block's lines about the devnet chains.
+func (rt *chainRuntime) describeDevnet(interval time.Duration) []string {
+	if rt.Devnet == nil {
+		return nil
+	}
+	every := "a block per transfer"
+	if interval > 0 {
+		every = "a block every " + interval.String()
+	}
+	lines := []string{fmt.Sprintf("Devnet chains (%s; send test transfers with \"paywatch devnet send\"):", every)}
+	for _, st := range rt.Devnet.Networks() {
+		var tokens []string
+		info, _ := paywatch.LookupNetwork(st.Network)
+		for _, t := range info.Tokens {
+			if c, ok := st.Tokens[t]; ok {
+				tokens = append(tokens, fmt.Sprintf("%s %s", t, c))
+			}
+		}
+		lines = append(lines, fmt.Sprintf("  %-9s %-24s %s", st.Network, st.RPCURL, strings.Join(tokens, "  ")))
+	}
+	return lines
+}
+
+// ResetDevnetCursors forgets the scan cursors of the devnet networks: the
+// devnet chains start from genesis on every run, so a cursor left by an
+// earlier run would point past their head. Call it before the scanners
+// start.
+func (rt *chainRuntime) ResetDevnetCursors(ctx context.Context, st *store.Store) error {
+	var errs []error
+	for _, n := range rt.DevnetNetworks {
+		errs = append(errs, st.ResetChainCursor(ctx, n))
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes the clients and stops the devnet chains.
+func (rt *chainRuntime) Close() error {
+	if rt == nil {
+		return nil
+	}
+	if rt.Set != nil {
+		rt.Set.Close()
+	}
+	if rt.Devnet != nil {
+		return rt.Devnet.Close()
+	}
+	return nil
+}

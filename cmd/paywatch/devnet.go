@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const devnetUsage = `Usage: paywatch devnet <command> [flags]
+
+Devnet commands over the devnet endpoints of a running "paywatch dev"
+(operations.md §4), at PAYWATCH_BASE_URL (default http://127.0.0.1:8080).
+Results are printed as JSON.
+
+Commands:
+  send --network N --token T --to ADDRESS --amount 10.5 [--from ADDRESS]
+      send a test token transfer; it is mined at once in a block of its own.
+      --from must be a devnet account (default: the faucet)
+  blocks --network N [--count K]
+      mine K blocks at once (default 1)
+  reorg --network N --depth D
+      replace the newest D blocks with a longer branch without their transfers
+  status
+      the devnet chains: network, chain id, head, RPC URL, token contracts
+`
+
+// devnetTimeout bounds one devnet call (mining 10,000 blocks takes a while).
+const devnetTimeout = 2 * time.Minute
+
+// runDevnet runs `paywatch devnet ...` and returns the exit code: 0 on
+// success, 1 when the call fails or the devnet refuses it, 2 on a usage
+// error.
+func runDevnet(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, devnetUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	base := strings.TrimRight(getenv("PAYWATCH_BASE_URL"), "/")
+	if base == "" {
+		base = "http://127.0.0.1:8080"
+	}
+	method, path, body, err := devnetRequest(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "paywatch devnet: %v\n\n%s", err, devnetUsage)
+		return 2
+	}
+	hc := &http.Client{Timeout: devnetTimeout}
+	if err := devnetCall(ctx, hc, base, method, path, body, stdout); err != nil {
+		fmt.Fprintf(stderr, "paywatch devnet: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// devnetRequest turns a command line into a devnet call.
+func devnetRequest(args []string) (method, path string, body map[string]any, err error) {
+	cmd, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("devnet "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	network := fs.String("network", "", "network: TRC20, BEP20, ERC20, POLYGON or ARBITRUM")
+	parse := func(required ...string) error {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		for _, name := range required {
+			if f := fs.Lookup(name); f == nil || strings.TrimSpace(f.Value.String()) == "" {
+				return fmt.Errorf("--%s is required", name)
+			}
+		}
+		return nil
+	}
+	upper := func(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }
+	switch cmd {
+	case "send":
+		token := fs.String("token", "USDT", "token: USDT or USDC")
+		to := fs.String("to", "", "recipient address")
+		amount := fs.String("amount", "", "amount in whole tokens, e.g. 10.5")
+		from := fs.String("from", "", "sender: a devnet account (default: the faucet)")
+		if err := parse("network", "token", "to", "amount"); err != nil {
+			return "", "", nil, err
+		}
+		body = map[string]any{"network": upper(*network), "token": upper(*token), "to": strings.TrimSpace(*to), "amount": strings.TrimSpace(*amount)}
+		if *from != "" {
+			body["from"] = strings.TrimSpace(*from)
+		}
+		return http.MethodPost, "/devnet/transfers", body, nil
+	case "blocks":
+		count := fs.String("count", "1", "number of blocks")
+		if err := parse("network"); err != nil {
+			return "", "", nil, err
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(*count))
+		if err != nil {
+			return "", "", nil, fmt.Errorf("--count %q is not a number", *count)
+		}
+		return http.MethodPost, "/devnet/blocks", map[string]any{"network": upper(*network), "count": k}, nil
+	case "reorg":
+		depth := fs.String("depth", "", "number of blocks to replace")
+		if err := parse("network", "depth"); err != nil {
+			return "", "", nil, err
+		}
+		d, err := strconv.Atoi(strings.TrimSpace(*depth))
+		if err != nil {
+			return "", "", nil, fmt.Errorf("--depth %q is not a number", *depth)
+		}
+		return http.MethodPost, "/devnet/reorg", map[string]any{"network": upper(*network), "depth": d}, nil
+	case "status":
+		if err := parse(); err != nil {
+			return "", "", nil, err
+		}
+		return http.MethodGet, "/devnet", nil, nil
+	default:
+		return "", "", nil, fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// devnetCall makes one devnet call and prints its JSON answer, indented; a
+// non-2xx answer is an error carrying the devnet's message.
+func devnetCall(ctx context.Context, hc *http.Client, base, method, path string, body map[string]any, stdout io.Writer) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, r)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		var ue interface{ Timeout() bool }
+		if errors.As(err, &ue) && ue.Timeout() {
+			return fmt.Errorf("%s %s: %w", method, base+path, err)
+		}
+		return fmt.Errorf("cannot reach %s (is \"paywatch dev\" running with devnet chains?): %w", base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return fmt.Errorf("%s %s: HTTP 404: no devnet chains run at %s", method, path, base)
+		}
+		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, raw, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(raw)
+	}
+	if b := pretty.Bytes(); len(b) == 0 || b[len(b)-1] != '\n' {
+		pretty.WriteByte('\n')
+	}
+	_, err = stdout.Write(pretty.Bytes())
+	return err
+}

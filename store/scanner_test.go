@@ -1,0 +1,263 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// setStatus moves a payment to a status (as its workflow would save it),
+// optionally with another expiry.
+func setStatus(t *testing.T, s *store.Store, id string, st paywatch.Status, expiresAt *time.Time) {
+	t.Helper()
+	_, err := s.Pool().Exec(context.Background(),
+		`UPDATE payments SET status = $2, expires_at = COALESCE($3, expires_at) WHERE id = $1`, id, string(st), expiresAt)
+	require.NoError(t, err)
+}
+
+// ids lists the payment ids of watches.
+func ids(ws []store.WatchedPayment) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.PaymentID)
+	}
+	return out
+}
+
+func TestWatchedAddressesFollowsTheWatchRules(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t)
+	ctx := context.Background()
+
+	// per_payment: one address per payment.
+	hd := project(t, s, "hd", store.ProjectSettings{}, hdWallet())
+	mk := func(ref string) *store.Payment {
+		p, _, err := s.CreatePayment(ctx, newPayment(hd, ref, "10"))
+		require.NoError(t, err)
+		return p
+	}
+	pending, confirming, partial := mk("a"), mk("b"), mk("c")
+	setStatus(t, s, confirming.ID, paywatch.StatusConfirming, nil)
+	setStatus(t, s, partial.ID, paywatch.StatusPartial, nil)
+	lateOK, lateGone := mk("d"), mk("e")
+	setStatus(t, s, lateOK.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-23*time.Hour)))
+	setStatus(t, s, lateGone.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-25*time.Hour)))
+	paid, cancelled := mk("f"), mk("g")
+	setStatus(t, s, paid.ID, paywatch.StatusPaid, nil)
+	setStatus(t, s, cancelled.ID, paywatch.StatusCancelled, nil)
+
+	// per_user: an expired payment takes no late funds.
+	pu := project(t, s, "pu", mode(paywatch.ModePerUser), store.WalletUpdate{XPubs: map[string]*string{"tron": ptr(testXPubTron)}})
+	puPay, _, err := s.CreatePayment(ctx, newPayment(pu, "user", "10"))
+	require.NoError(t, err)
+	setStatus(t, s, puPay.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-time.Hour)))
+
+	// pool + micro_amount: a shared address, every payment on it listed.
+	micro := project(t, s, "micro", pool(paywatch.MatchMicroAmount, 3), staticWallet("TRC20", tronAddrs[0]))
+	m1, _, err := s.CreatePayment(ctx, newPayment(micro, "m1", "10"))
+	require.NoError(t, err)
+	m2, _, err := s.CreatePayment(ctx, newPayment(micro, "m2", "10"))
+	require.NoError(t, err)
+	require.Equal(t, m1.Address, m2.Address)
+
+	// pool + txid: listed only with a hash it claimed.
+	txidAddr := paywatch.TronAddressFromEVMBytes(bytes.Repeat([]byte{7}, 20))
+	nobody := paywatch.TronAddressFromEVMBytes(bytes.Repeat([]byte{9}, 20))
+	txid := project(t, s, "txid", pool(paywatch.MatchTxID, 3), staticWallet("TRC20", txidAddr))
+	t1, _, err := s.CreatePayment(ctx, newPayment(txid, "t1", "10"))
+	require.NoError(t, err)
+	t2, _, err := s.CreatePayment(ctx, newPayment(txid, "t2", "10"))
+	require.NoError(t, err)
+	hashA, hashB := "aa"+zeros(62), "bb"+zeros(62)
+	require.NoError(t, s.ClaimTxHash(ctx, paywatch.TRC20, hashA, t1.ID))
+
+	addrs := []string{pending.Address, confirming.Address, partial.Address, lateOK.Address, lateGone.Address,
+		paid.Address, cancelled.Address, puPay.Address, m1.Address, t1.Address, nobody}
+	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, addrs, []string{hashA, hashB})
+	require.NoError(t, err)
+
+	var all []string
+	for _, ws := range w {
+		all = append(all, ids(ws)...)
+	}
+	for _, p := range []*store.Payment{pending, confirming, partial, lateOK} {
+		assert.Contains(t, ids(w[p.Address]), p.ID, "watched: %s", p.ExternalRef)
+	}
+	for _, p := range []*store.Payment{lateGone, paid, cancelled, puPay} {
+		assert.NotContains(t, all, p.ID, "not watched: %s", p.ExternalRef)
+	}
+	assert.Len(t, all, 4+2+1)
+	assert.ElementsMatch(t, []string{m1.ID, m2.ID}, ids(w[m1.Address]), "a pool address is shared")
+	require.Equal(t, t1.Address, t2.Address)
+	require.Equal(t, []string{t1.ID}, ids(w[t1.Address]), "only the txid payment that claimed a batch hash")
+	assert.True(t, w[t1.Address][0].TxidOnly)
+	assert.Equal(t, []string{hashA}, w[t1.Address][0].ClaimedTxHashes)
+	assert.NotContains(t, w, nobody, "an address nobody watches")
+
+	got := w[pending.Address][0]
+	assert.Equal(t, paywatch.USDT, got.Token)
+	assert.True(t, got.Accepts(paywatch.USDT, "x", got.StartBlock))
+	assert.False(t, got.Accepts(paywatch.USDC, "x", got.StartBlock), "another token")
+	txw := w[t1.Address][0]
+	assert.True(t, txw.Accepts(paywatch.USDT, hashA, 0))
+	assert.False(t, txw.Accepts(paywatch.USDT, hashB, 0), "a hash the payment did not claim")
+
+	w, err = s.WatchedAddresses(ctx, paywatch.TRC20, []string{t1.Address}, []string{hashB})
+	require.NoError(t, err)
+	assert.Empty(t, w, "no claimed hash in the batch: no txid payment")
+	w, err = s.WatchedAddresses(ctx, paywatch.BEP20, addrs, nil)
+	require.NoError(t, err)
+	assert.Empty(t, w, "the network must match")
+}
+
+func zeros(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = '0'
+	}
+	return string(b)
+}
+
+func TestStartBlockComesFromTheCursorAndBoundsMatching(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	_, ok, err := s.EarliestWatchedBlock(ctx, paywatch.TRC20)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	hd := project(t, s, "hd", store.ProjectSettings{}, hdWallet())
+	early, _, err := s.CreatePayment(ctx, newPayment(hd, "early", "10"))
+	require.NoError(t, err)
+	_, ok, err = s.EarliestWatchedBlock(ctx, paywatch.TRC20)
+	require.NoError(t, err)
+	assert.False(t, ok, "start block 0 (no scan yet) is unknown")
+
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: paywatch.TRC20, Height: 500, BlockHash: "h500", Head: 510}, nil)
+	require.NoError(t, err)
+	late, _, err := s.CreatePayment(ctx, newPayment(hd, "late", "10"))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(500), late.StartBlock, "a payment starts at the scanned height")
+	first, ok, err := s.EarliestWatchedBlock(ctx, paywatch.TRC20)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(500), first)
+
+	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{early.Address, late.Address}, nil)
+	require.NoError(t, err)
+	lw := w[late.Address][0]
+	assert.Equal(t, uint64(500), lw.StartBlock)
+	assert.False(t, lw.Accepts(paywatch.USDT, "x", 499), "a transfer before the address was assigned")
+	assert.True(t, lw.Accepts(paywatch.USDT, "x", 501))
+}
+
+// transfer is a recorded transfer fixture.
+func transfer(hash string, logIndex uint32, block uint64, blockHash string, units int64) store.ChainTransfer {
+	return store.ChainTransfer{
+		TxHash: hash, LogIndex: logIndex, BlockNumber: block, BlockHash: blockHash, Token: paywatch.USDT,
+		From: tronAddrs[0], To: tronAddrs[1], Amount: big.NewInt(units),
+	}
+}
+
+func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.TRC20, paywatch.ERC20}))
+	ctx := context.Background()
+	n := paywatch.TRC20
+
+	st, err := s.ChainStatus(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []store.ChainStatus{{Network: paywatch.TRC20}, {Network: paywatch.ERC20}}, st, "offered networks, not scanned yet")
+
+	a := transfer("aa", 0, 100, "h100", 5_000_000)
+	b := transfer("bb", 3, 102, "h102", 7_000_000)
+	var inside bool
+	res, err := s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 150,
+		Transfers: []store.ChainTransfer{a, b, a}}, func(ctx context.Context) error {
+		// The batch is visible inside the transaction only.
+		_, ok, err := s.ChainTransferByKey(context.Background(), n, a.Key())
+		require.NoError(t, err)
+		inside = !ok
+		return nil
+	})
+	require.NoError(t, err)
+	assert.True(t, inside, "nothing is visible before the commit")
+	assert.Equal(t, store.RecordResult{Inserted: 2}, res, "a duplicate in a batch is recorded once")
+	cur, ok, err := s.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(110), cur.Height)
+	assert.Equal(t, "h110", cur.BlockHash)
+	assert.Equal(t, uint64(150), cur.Head)
+
+	// Scanning the same blocks again changes nothing.
+	res, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 150,
+		Transfers: []store.ChainTransfer{a, b}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.RecordResult{}, res)
+
+	// A failure before the commit records nothing and keeps the cursor.
+	c := transfer("cc", 0, 120, "h120", 1)
+	boom := errors.New("signal failed")
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 130, BlockHash: "h130", Head: 150,
+		Transfers: []store.ChainTransfer{c}}, func(context.Context) error { return boom })
+	require.ErrorIs(t, err, boom)
+	_, ok, err = s.ChainTransferByKey(ctx, n, c.Key())
+	require.NoError(t, err)
+	assert.False(t, ok)
+	cur, _, err = s.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(110), cur.Height)
+
+	// A reorg: b is marked removed, then re-mined in another block.
+	recent, err := s.RecentTransfers(ctx, n, 101)
+	require.NoError(t, err)
+	require.Len(t, recent, 1)
+	assert.Equal(t, b.Key(), recent[0].Key())
+	assert.Equal(t, big.NewInt(7_000_000), recent[0].Amount)
+	require.NoError(t, s.MarkTransfersRemoved(ctx, n, []store.TransferKey{b.Key(), {TxHash: "unknown"}}))
+	recent, err = s.RecentTransfers(ctx, n, 0)
+	require.NoError(t, err)
+	require.Len(t, recent, 1, "removed transfers are not recent")
+	assert.Equal(t, a.Key(), recent[0].Key())
+
+	b2 := transfer("bb", 3, 104, "h104b", 7_000_000)
+	res, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 112, BlockHash: "h112", Head: 150,
+		Transfers: []store.ChainTransfer{b2}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.RecordResult{Moved: 1}, res)
+	got, ok, err := s.ChainTransferByKey(ctx, n, b.Key())
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.False(t, got.Removed)
+	assert.Equal(t, uint64(104), got.BlockNumber)
+	assert.Equal(t, "h104b", got.BlockHash)
+
+	var rows int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
+	assert.Equal(t, 2, rows, "each transfer is stored once")
+
+	st, err = s.ChainStatus(ctx)
+	require.NoError(t, err)
+	require.Len(t, st, 2)
+	assert.Equal(t, paywatch.TRC20, st[0].Network)
+	assert.Equal(t, uint64(150), st[0].Head)
+	assert.Equal(t, uint64(112), st[0].Scanned)
+	assert.Equal(t, uint64(38), st[0].LagBlocks)
+	assert.False(t, st[0].UpdatedAt.IsZero())
+	assert.Equal(t, store.ChainStatus{Network: paywatch.ERC20}, st[1])
+
+	require.NoError(t, s.ResetChainCursor(ctx, n))
+	_, ok, err = s.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
