@@ -22,7 +22,7 @@ import (
 
 // accountXPub derives the watch-only account key m/44'/coin'/0' of the
 // BIP39 test mnemonic "abandon ×11 about", as a merchant's wallet exports it.
-func accountXPub(t *testing.T, coin uint32) string {
+func accountXPub(t testing.TB, coin uint32) string {
 	t.Helper()
 	seed, err := pbkdf2.Key(sha512.New, "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about", []byte("mnemonic"), 2048, 64)
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func (s *webhookSink) find(paymentID, event string) map[string]any {
 
 // apiClient calls the running service like a merchant's backend does.
 type apiClient struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 }
 

@@ -24,7 +24,7 @@ import (
 )
 
 // freeAddr returns a loopback address nobody listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -35,7 +35,7 @@ func freeAddr(t *testing.T) string {
 
 // devConfig is a dev-mode configuration on private ports, a private data
 // dir and a database that does not exist yet (dev creates it).
-func devConfig(t *testing.T, dataDir string) Config {
+func devConfig(t testing.TB, dataDir string) Config {
 	t.Helper()
 	env := map[string]string{
 		"DATABASE_URL":               storetest.NewDatabaseURL(t),
@@ -70,7 +70,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startMain(t *testing.T, cfg Config, register func(worker.Registry)) (*Main, *syncBuffer) {
+func startMain(t testing.TB, cfg Config, register func(worker.Registry)) (*Main, *syncBuffer) {
 	t.Helper()
 	out := &syncBuffer{}
 	m := NewMain(cfg, out, out)
