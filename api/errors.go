@@ -116,7 +116,8 @@ func body(msg string, fields map[string]any) map[string]any {
 // errorHandler is the single place where errors become HTTP responses:
 // domain errors and workflow rejections by their code, Echo's own errors
 // (unknown route, body too large, unreadable body) by status, and anything
-// else as a logged 500 whose body never shows internals.
+// else as a logged 500 whose body never shows internals. The hosted pages
+// (marked by htmlPage) get the same status with an HTML page.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -154,6 +155,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
+		return
+	}
+	if html, _ := c.Get(contextHTML).(bool); html {
+		msg, _ := b["error"].(string)
+		renderHTMLError(c, status, msg)
 		return
 	}
 	_ = c.JSON(status, b)

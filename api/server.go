@@ -122,7 +122,8 @@ func (s *Server) newEcho(publicURL string) *echo.Echo {
 }
 
 // routes registers the API under /v1 and, for clients that follow the one
-// reference showing it, under /api/v1 too.
+// reference showing it, under /api/v1 too, and the hosted pages on the pay
+// listener.
 func (s *Server) routes() {
 	for _, prefix := range []string{"/v1", "/api/v1"} {
 		// Middleware is attached per route, not per group: an Echo group
@@ -144,7 +145,9 @@ func (s *Server) routes() {
 		s.api.PUT(prefix+"/projects/:slug/wallet", s.putWallet, op)
 		s.api.POST(prefix+"/projects/:slug/regenerate-keys", s.regenerateKeys, op)
 		s.api.GET(prefix+"/projects/:slug/webhook-deliveries", s.listDeliveries, op)
+		s.api.POST(prefix+"/projects/:slug/payment-links", s.createPaymentLink, op)
 	}
+	s.payRoutes()
 }
 
 // API is the handler for the API listener ({base_url}).

@@ -23,6 +23,9 @@ type PaymentWorkflows interface {
 	Cancel(ctx context.Context, paymentID string) (workflows.PaymentState, error)
 	// SubmitTxHash submits a normalised transaction hash (pool + txid).
 	SubmitTxHash(ctx context.Context, paymentID string, req workflows.SubmitTxHashRequest) (workflows.SubmitTxHashResult, error)
+	// SelectNetwork picks the network of a payment created without one (the
+	// hosted page) and returns its deposit address; the window stays as it is.
+	SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (workflows.Assignment, error)
 	// State queries the workflow's current state.
 	State(ctx context.Context, paymentID string) (workflows.PaymentState, error)
 }
@@ -85,6 +88,13 @@ func (t *TemporalWorkflows) SubmitTxHash(ctx context.Context, paymentID string, 
 	var res workflows.SubmitTxHashResult
 	err := t.update(ctx, paymentID, workflows.UpdateSubmitTxHash, req, &res)
 	return res, err
+}
+
+// SelectNetwork sends the select-network update.
+func (t *TemporalWorkflows) SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (workflows.Assignment, error) {
+	var a workflows.Assignment
+	err := t.update(ctx, paymentID, workflows.UpdateSelectNetwork, req, &a)
+	return a, err
 }
 
 // State queries the workflow's state.

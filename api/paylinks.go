@@ -1,0 +1,297 @@
+package api
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// Payment link messages of paywatch's own: the buyer form's field errors.
+const (
+	msgBuyerAmount       = "Enter an amount such as 25 or 25.50"
+	msgBuyerAmountZero   = "Enter an amount greater than zero"
+	msgBuyerAmountDigits = "Enter an amount with at most %d decimal places"
+	msgBuyerAmountMin    = "The amount must be at least %s"
+	msgBuyerEmail        = "Enter a valid email address, or leave it empty"
+	msgBuyerName         = "Enter a name of at most 100 characters, without special characters"
+	msgBuyerNote         = "Enter a note of at most 500 characters"
+)
+
+// paymentLinkRequest is the body of POST /v1/projects/{slug}/payment-links.
+type paymentLinkRequest struct {
+	Slug    json.RawMessage `json:"slug"`
+	Title   json.RawMessage `json:"title"`
+	Amount  json.RawMessage `json:"amount"`
+	Token   json.RawMessage `json:"token"`
+	Network json.RawMessage `json:"network"`
+}
+
+// createPaymentLink is POST /v1/projects/{slug}/payment-links (operations.md
+// §2): 201 {success, payment_link: {id, slug, url}}. It counts against the
+// owner's plan payment-link limit (403 when reached).
+func (s *Server) createPaymentLink(c echo.Context) error {
+	var req paymentLinkRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	nl := store.NewPaymentLink{ProjectSlug: c.Param("slug")}
+	slug, err := optString(req.Slug)
+	if err != nil {
+		return err
+	}
+	if slug == nil {
+		return store.ValidateSlug("")
+	}
+	nl.Slug = *slug
+	title, err := optString(req.Title)
+	if err != nil {
+		return err
+	}
+	if title == nil {
+		return paywatch.Errorf(paywatch.EINVALID, store.MsgLinkTitle)
+	}
+	nl.Title = *title
+	if n, err := optString(req.Network); err != nil {
+		return err
+	} else if n != nil && *n != "" {
+		if nl.Network, err = paywatch.ParseNetwork(*n); err != nil {
+			return err
+		}
+	}
+	if t, err := optString(req.Token); err != nil {
+		return err
+	} else if t != nil && *t != "" {
+		if nl.Token, err = paywatch.ParseToken(*t); err != nil {
+			return err
+		}
+	}
+	amount, err := optNumber(req.Amount)
+	if err != nil {
+		return err
+	}
+	if amount != nil {
+		decimals := networkLessDecimals
+		if nl.Network != "" {
+			token := nl.Token
+			if token == "" {
+				token = paywatch.USDT
+			}
+			if err := paywatch.ValidatePair(nl.Network, token); err != nil {
+				return err
+			}
+			decimals = paywatch.Decimals(nl.Network, token)
+		}
+		a, err := paywatch.ParseAmountNumber(*amount, decimals)
+		if err != nil {
+			return err
+		}
+		nl.Amount = &a
+	}
+	l, err := s.deps.Store.CreatePaymentLink(c.Request().Context(), nl)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]any{
+		"success": true,
+		"payment_link": map[string]any{
+			"id":   l.ID,
+			"slug": l.Slug,
+			"url":  s.deps.PayURL + "/l/" + l.Slug,
+		},
+	})
+}
+
+// linkForm is what the buyer typed, shown back with the errors.
+type linkForm struct {
+	Amount string
+	Email  string
+	Name   string
+	Note   string
+}
+
+// linkPageData is the data of the link template.
+type linkPageData struct {
+	Assets      pageAssets
+	Slug        string
+	Title       string
+	Amount      string // "" when the buyer enters it
+	TokenLabel  string
+	NetworkName string
+	Accepting   bool
+	Error       string
+	Form        linkForm
+	Errors      map[string]string
+}
+
+// linkData builds the link page of l.
+func (s *Server) linkData(c echo.Context, l *store.PaymentLink) (linkPageData, error) {
+	d := linkPageData{Assets: assetURLs, Slug: l.Slug, Title: l.Title, Accepting: l.Accepting(), Errors: map[string]string{}}
+	if l.Amount != nil {
+		d.Amount = l.Amount.String()
+	}
+	if info, ok := paywatch.LookupNetwork(l.Network); ok {
+		d.NetworkName = info.Name
+	}
+	d.TokenLabel = string(l.Token)
+	if d.TokenLabel == "" && d.Accepting {
+		w, err := s.deps.Store.WalletOf(c.Request().Context(), l.ProjectID)
+		if err != nil {
+			return d, err
+		}
+		d.TokenLabel = tokensLabel(s.deps.Store.AvailableNetworks(l.Project.AddressMode, w))
+	}
+	if !d.Accepting {
+		d.Error = msgNotAccepting
+	}
+	return d, nil
+}
+
+// linkPage is GET {pay_url}/l/{slug}.
+func (s *Server) linkPage(c echo.Context) error {
+	l, err := s.deps.Store.PaymentLinkBySlug(c.Request().Context(), c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	d, err := s.linkData(c, l)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, "link", d)
+}
+
+// buyerAmount matches an amount typed by a buyer: digits and an optional
+// fraction, read exactly (never through a float).
+var buyerAmount = regexp.MustCompile(`^[0-9]{1,15}(\.[0-9]{1,18})?$`)
+
+// linkSubmit is POST {pay_url}/l/{slug}: it checks the buyer's fields,
+// creates the payment through the API's creation path and redirects (303)
+// to its page, where the buyer picks the network unless the link fixes it.
+// A refusal shows the form again with the message.
+func (s *Server) linkSubmit(c echo.Context) error {
+	ctx := c.Request().Context()
+	l, err := s.deps.Store.PaymentLinkBySlug(ctx, c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	d, err := s.linkData(c, l)
+	if err != nil {
+		return err
+	}
+	d.Form = linkForm{
+		Amount: strings.TrimSpace(c.FormValue("amount")),
+		Email:  strings.TrimSpace(c.FormValue("email")),
+		Name:   strings.TrimSpace(c.FormValue("name")),
+		Note:   strings.TrimSpace(c.FormValue("note")),
+	}
+	if !d.Accepting {
+		return render(c, http.StatusBadRequest, "link", d)
+	}
+	token := l.Token
+	if token == "" {
+		token = paywatch.USDT
+	}
+	decimals := networkLessDecimals
+	if l.Network != "" {
+		decimals = paywatch.Decimals(l.Network, token)
+	}
+	np := store.NewPayment{ProjectID: l.ProjectID, Network: l.Network, Token: token}
+	if l.Amount != nil {
+		np.Amount = *l.Amount
+	} else if a, msg := parseBuyerAmount(d.Form.Amount, decimals, paywatch.DustMinimum(l.Project.MinAmount)); msg != "" {
+		d.Errors["amount"] = msg
+	} else {
+		np.Amount = a
+	}
+	var b store.Buyer
+	if d.Form.Email != "" {
+		if e, err := store.NormalizeEmail(d.Form.Email); err != nil || utf8.RuneCountInString(e) > store.MaxBuyerEmailLength {
+			d.Errors["email"] = msgBuyerEmail
+		} else {
+			b.Email = e
+		}
+	}
+	if utf8.RuneCountInString(d.Form.Name) > store.MaxBuyerNameLength || hasControl(d.Form.Name, false) {
+		d.Errors["name"] = msgBuyerName
+	} else {
+		b.Name = d.Form.Name
+	}
+	if utf8.RuneCountInString(d.Form.Note) > store.MaxBuyerNoteLength || hasControl(d.Form.Note, true) {
+		d.Errors["note"] = msgBuyerNote
+	} else {
+		b.Note = d.Form.Note
+	}
+	if len(d.Errors) > 0 {
+		return render(c, http.StatusBadRequest, "link", d)
+	}
+	np.ExternalRef = linkExternalRef(l.Slug, b.Email)
+	p, _, err := s.deps.Store.CreateLinkPayment(ctx, l, np, b)
+	if err != nil {
+		status, body, ok := clientError(err)
+		if !ok {
+			return failed(msgFailedCreate, err)
+		}
+		d.Error, _ = body["error"].(string)
+		return render(c, status, "link", d)
+	}
+	s.startWorkflow(ctx, p)
+	return c.Redirect(http.StatusSeeOther, "/"+p.ID)
+}
+
+// parseBuyerAmount reads a typed amount exactly at the given decimals; a
+// non-empty message says what is wrong with it.
+func parseBuyerAmount(text string, decimals int, minimum paywatch.Amount) (paywatch.Amount, string) {
+	if !buyerAmount.MatchString(text) {
+		return paywatch.Amount{}, msgBuyerAmount
+	}
+	if strings.Trim(text, "0.") == "" {
+		return paywatch.Amount{}, msgBuyerAmountZero
+	}
+	a, err := paywatch.ParseAmountNumber(json.Number(text), decimals)
+	if err != nil {
+		return paywatch.Amount{}, fmt.Sprintf(msgBuyerAmountDigits, decimals)
+	}
+	if a.Cmp(minimum) < 0 {
+		return paywatch.Amount{}, fmt.Sprintf(msgBuyerAmountMin, minimum.String())
+	}
+	return a, ""
+}
+
+// linkExternalRef is the external_ref of a link payment:
+// "link:<slug>:<buyer email>", or a random suffix without an email. An
+// address too long for external_ref is replaced by its hash.
+func linkExternalRef(slug, email string) string {
+	if email == "" {
+		return "link:" + slug + ":" + strings.ToLower(rand.Text()[:16])
+	}
+	ref := "link:" + slug + ":" + email
+	if utf8.RuneCountInString(ref) > store.MaxExternalRefLength {
+		sum := sha256.Sum256([]byte(email))
+		ref = "link:" + slug + ":" + hex.EncodeToString(sum[:16])
+	}
+	return ref
+}
+
+// hasControl reports whether s holds control characters; newlines and tabs
+// are allowed when multiline is true.
+func hasControl(s string, multiline bool) bool {
+	for _, r := range s {
+		if multiline && (r == '\n' || r == '\r' || r == '\t') {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,193 @@
+// paywatch hosted payment page: live status, countdown, copy button and
+// network selection without a reload. The page works without this file
+// (plain form posts and links); this only adds the live parts.
+(function () {
+  'use strict';
+
+  var REFRESH_MS = 10000;
+  var FINAL = { paid: true, overpaid: true, cancelled: true };
+  var OPEN = { choose: true, pending: true, confirming: true, partial: true };
+  var PAY = { pending: true, 'pending-late': true, confirming: true, partial: true };
+
+  var root = document.getElementById('payment');
+  if (!root) return;
+
+  var id = root.getAttribute('data-id');
+  // The server's clock decides expiry; keep the countdown on it even when
+  // the device's clock is off.
+  var skew = Number(root.getAttribute('data-now')) - Date.now();
+  var data = {
+    status: root.getAttribute('data-status'),
+    network: root.getAttribute('data-network') || null,
+    expiresMs: Number(root.getAttribute('data-expires'))
+  };
+  var timer = null;
+  var busy = false;
+
+  function now() { return Date.now() + skew; }
+
+  // stateOf mirrors the server's pageState: the status, refined by whether
+  // a network was chosen and whether the window is still open.
+  function stateOf(d) {
+    if (d.status !== 'pending') return d.status;
+    var open = now() < d.expiresMs;
+    if (!d.network) return open ? 'choose' : 'choose-closed';
+    return open ? 'pending' : 'pending-late';
+  }
+
+  function setText(name, value) {
+    if (value === undefined || value === null) return;
+    var els = root.querySelectorAll('[data-f="' + name + '"]');
+    for (var i = 0; i < els.length; i++) {
+      if (els[i].textContent !== String(value)) els[i].textContent = String(value);
+    }
+  }
+
+  function show(el, on) {
+    if (el) el.hidden = !on;
+  }
+
+  function two(n) { return (n < 10 ? '0' : '') + n; }
+
+  function tick() {
+    var left = Math.max(0, Math.floor((data.expiresMs - now()) / 1000));
+    var h = Math.floor(left / 3600), m = Math.floor(left % 3600 / 60), s = left % 60;
+    var text = (h > 0 ? h + ':' + two(m) : two(m)) + ':' + two(s);
+    var el = document.getElementById('countdown');
+    if (el && el.textContent !== text) el.textContent = text;
+    render();
+  }
+
+  function render() {
+    var state = stateOf(data);
+    root.setAttribute('data-status', data.status);
+    root.setAttribute('data-state', state);
+    root.setAttribute('data-network', data.network || '');
+    var blocks = root.querySelectorAll('.state');
+    for (var i = 0; i < blocks.length; i++) {
+      blocks[i].hidden = blocks[i].getAttribute('data-state') !== state;
+    }
+    show(document.getElementById('choose'), state === 'choose');
+    show(document.getElementById('pay'), !!PAY[state] && !!data.address);
+    show(document.getElementById('countdown-box'), !!OPEN[state]);
+    show(document.getElementById('network-line'), !!data.network);
+  }
+
+  // apply takes a status response (or a select-network answer) into the page.
+  function apply(d) {
+    if (d.status) data.status = d.status;
+    if (d.expires_at) data.expiresMs = Date.parse(d.expires_at);
+    if (d.network) data.network = d.network;
+    if (d.address) {
+      data.address = d.address;
+      setText('address', d.address);
+    }
+    if (d.qr_code) {
+      var qr = document.getElementById('qr');
+      if (qr && qr.getAttribute('src') !== d.qr_code) qr.setAttribute('src', d.qr_code);
+    }
+    setText('amount', d.amount);
+    setText('token', d.token);
+    setText('network_name', d.network_name);
+    setText('paid_amount', d.paid_amount);
+    setText('missing_amount', d.missing_amount);
+    setText('confirmations', d.confirmations);
+    setText('required_confirmations', d.required_confirmations);
+    if ('notice' in d || d.status) {
+      setText('notice', d.notice || '');
+      show(document.getElementById('notice'), !!d.notice);
+    }
+    render();
+  }
+
+  function refresh() {
+    return fetch('/api/pay/' + encodeURIComponent(id), { cache: 'no-store', headers: { Accept: 'application/json' } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (d) {
+        if (d) apply(d);
+        if (FINAL[data.status] && timer) {
+          clearInterval(timer);
+          timer = null;
+        }
+      })
+      .catch(function () { /* offline for a moment: the next round retries */ });
+  }
+
+  function showError(msg) {
+    var el = document.getElementById('error');
+    if (!el) return;
+    el.textContent = msg || '';
+    el.hidden = !msg;
+  }
+
+  var form = document.getElementById('choose-form');
+  if (form) {
+    form.addEventListener('submit', function (ev) {
+      var btn = ev.submitter;
+      if (!btn || !btn.value || !window.fetch) return; // plain form post
+      ev.preventDefault();
+      if (busy) return;
+      busy = true;
+      var parts = btn.value.split(':');
+      var buttons = form.querySelectorAll('button');
+      for (var i = 0; i < buttons.length; i++) buttons[i].disabled = true;
+      showError('');
+      fetch('/api/pay/' + encodeURIComponent(id) + '/select-network', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ network: parts[0], token: parts[1] })
+      })
+        .then(function (r) {
+          return r.json().then(function (b) { return { ok: r.ok, body: b }; });
+        })
+        .then(function (res) {
+          if (!res.ok) {
+            showError(res.body && res.body.error ? res.body.error : 'Something went wrong. Please try again.');
+            return refresh();
+          }
+          res.body.network_name = btn.getAttribute('data-name');
+          apply(res.body);
+          return refresh();
+        })
+        .catch(function () { showError('Could not reach the server. Please try again.'); })
+        .then(function () {
+          busy = false;
+          for (var i = 0; i < buttons.length; i++) buttons[i].disabled = false;
+        });
+    });
+  }
+
+  var copy = document.getElementById('copy');
+  if (copy) {
+    copy.hidden = false;
+    copy.addEventListener('click', function () {
+      var text = data.address || (document.getElementById('address') || {}).textContent || '';
+      var done = function (ok) {
+        copy.textContent = ok ? 'Copied' : 'Select and copy';
+        setTimeout(function () { copy.textContent = 'Copy'; }, 2000);
+      };
+      var fallback = function () {
+        var sel = window.getSelection(), range = document.createRange();
+        range.selectNodeContents(document.getElementById('address'));
+        sel.removeAllRanges();
+        sel.addRange(range);
+        var ok = false;
+        try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
+        done(ok);
+      };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(text).then(function () { done(true); }, fallback);
+      } else {
+        fallback();
+      }
+    });
+  }
+
+  var jsOnly = root.querySelectorAll('.js-only');
+  for (var j = 0; j < jsOnly.length; j++) jsOnly[j].hidden = false;
+
+  data.address = (document.getElementById('address') || {}).textContent || '';
+  tick();
+  setInterval(tick, 1000);
+  if (!FINAL[data.status]) timer = setInterval(refresh, REFRESH_MS);
+})();

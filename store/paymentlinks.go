@@ -1,0 +1,264 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// Payment link and buyer field bounds (the schema's checks).
+const (
+	MaxLinkTitleLength  = 200
+	MaxBuyerEmailLength = 254
+	MaxBuyerNameLength  = 100
+	MaxBuyerNoteLength  = 500
+)
+
+// Payment link messages of paywatch's own (operations.md §2 names none).
+const (
+	MsgLinkNotFound   = "Payment link not found"
+	MsgLinkSlugTaken  = "A payment link with this slug already exists"
+	MsgLinkTitle      = "title is required (at most 200 characters)"
+	MsgLinkNeedsOwner = "The project has no owner: payment links count against the owner's plan, so set owner_email first"
+)
+
+// PaymentLink is a reusable payment page at {pay_url}/l/{slug}.
+type PaymentLink struct {
+	ID        string
+	ProjectID int64
+	Slug      string
+	Title     string
+	// Amount is the fixed amount; nil when the buyer enters it.
+	Amount *paywatch.Amount
+	// Token restricts the payment to one token; "" lets the buyer choose.
+	Token paywatch.Token
+	// Network fixes the network; "" lets the buyer choose it on the
+	// payment page.
+	Network   paywatch.Network
+	Active    bool
+	CreatedAt time.Time
+	// Project is the link's project with its owner, for the checks a buyer's
+	// submission needs (active project, active owner, minimum amount).
+	Project *Project
+}
+
+// Accepting reports whether the link takes payments now: the link and its
+// project are active and the project has an active owner.
+func (l *PaymentLink) Accepting() bool {
+	p := l.Project
+	return l.Active && p != nil && p.Active && p.Owner != nil && p.Owner.Status == AccountActive
+}
+
+// NewPaymentLink is a validated POST /v1/projects/{slug}/payment-links.
+type NewPaymentLink struct {
+	ProjectSlug string
+	Slug        string
+	Title       string
+	// Amount is the fixed amount (nil: the buyer enters it), parsed at the
+	// token's decimals, or at the smallest decimals of any token without a
+	// network.
+	Amount  *paywatch.Amount
+	Token   paywatch.Token   // "" for any
+	Network paywatch.Network // "" for the buyer's choice
+}
+
+// CreatePaymentLink adds a payment link to a project. It counts against the
+// owner's payment-link limit (403 when reached, like projects and wallets);
+// the check and the insert run under the owner's row lock, so concurrent
+// creations cannot overshoot. Slugs are unique across projects (409).
+func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*PaymentLink, error) {
+	if err := ValidateSlug(nl.Slug); err != nil {
+		return nil, err
+	}
+	nl.Title = strings.TrimSpace(nl.Title)
+	if nl.Title == "" || utf8.RuneCountInString(nl.Title) > MaxLinkTitleLength || hasControl(nl.Title, false) {
+		return nil, invalid(MsgLinkTitle)
+	}
+	if nl.Network != "" {
+		if nl.Token == "" {
+			nl.Token = paywatch.USDT
+		}
+		if err := paywatch.ValidatePair(nl.Network, nl.Token); err != nil {
+			return nil, err
+		}
+	} else if nl.Token != "" && !nl.Token.Valid() {
+		_, err := paywatch.ParseToken(string(nl.Token))
+		return nil, err
+	}
+	if nl.Amount != nil && nl.Amount.Sign() <= 0 {
+		return nil, invalid("amount must be positive")
+	}
+	var out *PaymentLink
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR SHARE OF p`, nl.ProjectSlug))
+		if noRows(err) {
+			return notFound("Project not found")
+		}
+		if err != nil {
+			return fmt.Errorf("load project: %w", err)
+		}
+		if prj.Owner == nil {
+			return forbidden(MsgLinkNeedsOwner)
+		}
+		owner, err := scanAccount(tx.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = $1 FOR UPDATE`, prj.Owner.ID))
+		if err != nil {
+			return fmt.Errorf("lock owner: %w", err)
+		}
+		if limit := owner.Limits().PaymentLinks; limit != Unlimited {
+			var n int64
+			if err := tx.QueryRow(ctx, `
+				SELECT count(*) FROM payment_links l JOIN projects p ON p.id = l.project_id
+				WHERE p.owner_id = $1`, owner.ID).Scan(&n); err != nil {
+				return fmt.Errorf("count payment links: %w", err)
+			}
+			if n >= limit {
+				return forbidden("Plan limit exceeded: the owner's plan allows " + plural(limit, "payment link"))
+			}
+		}
+		if nl.Amount != nil {
+			if min := paywatch.DustMinimum(prj.MinAmount); nl.Amount.Cmp(min) < 0 {
+				return invalid(fmt.Sprintf(msgProjectMinimumShape, min.String()))
+			}
+		}
+		var amount *string
+		var decimals *int
+		if nl.Amount != nil {
+			u, d := units(*nl.Amount), nl.Amount.Decimals()
+			amount, decimals = &u, &d
+		}
+		now := s.clock()
+		var id string
+		err = tx.QueryRow(ctx, `
+			INSERT INTO payment_links (id, project_id, slug, title, amount, decimals, token, network, created_at, updated_at)
+			VALUES (gen_random_uuid(), $1, $2, $3, $4::numeric, $5, $6, $7, $8, $8)
+			ON CONFLICT (slug) DO NOTHING
+			RETURNING id::text`,
+			prj.ID, nl.Slug, nl.Title, amount, decimals, optionalText(string(nl.Token)), optionalText(string(nl.Network)), now).Scan(&id)
+		if noRows(err) {
+			return conflict(MsgLinkSlugTaken)
+		}
+		if err != nil {
+			return fmt.Errorf("insert payment link: %w", err)
+		}
+		out = &PaymentLink{
+			ID: id, ProjectID: prj.ID, Slug: nl.Slug, Title: nl.Title, Amount: nl.Amount,
+			Token: nl.Token, Network: nl.Network, Active: true, CreatedAt: now, Project: prj,
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PaymentLinkBySlug returns a link with its project; a slug that does not
+// exist, or cannot, is ENOTFOUND.
+func (s *Store) PaymentLinkBySlug(ctx context.Context, slug string) (*PaymentLink, error) {
+	if len(slug) > MaxSlugLength || !slugPattern.MatchString(slug) {
+		return nil, notFound(MsgLinkNotFound)
+	}
+	var l PaymentLink
+	var amount, token, network *string
+	var decimals *int
+	err := s.pool.QueryRow(ctx, `
+		SELECT id::text, project_id, slug, title, amount::text, decimals, token, network, active, created_at
+		FROM payment_links WHERE slug = $1`, slug).
+		Scan(&l.ID, &l.ProjectID, &l.Slug, &l.Title, &amount, &decimals, &token, &network, &l.Active, &l.CreatedAt)
+	if noRows(err) {
+		return nil, notFound(MsgLinkNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load payment link: %w", err)
+	}
+	if amount != nil && decimals != nil {
+		a, err := amountOf(*amount, *decimals)
+		if err != nil {
+			return nil, err
+		}
+		l.Amount = &a
+	}
+	l.Token = paywatch.Token(deref(token))
+	l.Network = paywatch.Network(deref(network))
+	l.CreatedAt = l.CreatedAt.UTC()
+	if l.Project, err = scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE p.id = $1`, l.ProjectID)); err != nil {
+		return nil, fmt.Errorf("load project of payment link: %w", err)
+	}
+	return &l, nil
+}
+
+// Buyer is what a buyer entered on a payment link's page; empty fields are
+// stored as NULL.
+type Buyer struct {
+	Email string
+	Name  string
+	Note  string
+}
+
+// CreateLinkPayment creates a payment for a payment link through the same
+// path as POST /v1/payments (CreatePayment's rules, in its transaction)
+// and records the link and the buyer's fields on it, which its webhooks
+// carry. An idempotent repeat (existing true) keeps what it recorded.
+func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np NewPayment, b Buyer) (*Payment, bool, error) {
+	np.ProjectID = link.ProjectID
+	var out *Payment
+	var existing bool
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, existing, err = s.createPayment(ctx, tx, np)
+		if err != nil || existing {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE payments SET payment_link_id = $2, buyer_email = $3, buyer_name = $4, buyer_note = $5
+			WHERE id = $1`, out.ID, link.ID, optionalText(b.Email), optionalText(b.Name), optionalText(b.Note))
+		if err != nil {
+			return fmt.Errorf("record payment link: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, existing, nil
+}
+
+// PaymentLinkToken returns the token a link payment is restricted to: the
+// token of the link it was made from, or "" when it has none (or the
+// payment is not a link payment).
+func (s *Store) PaymentLinkToken(ctx context.Context, paymentID string) (paywatch.Token, error) {
+	if !ValidPaymentID(paymentID) {
+		return "", nil
+	}
+	var token *string
+	err := s.pool.QueryRow(ctx, `
+		SELECT l.token FROM payments p JOIN payment_links l ON l.id = p.payment_link_id
+		WHERE p.id = $1`, paymentID).Scan(&token)
+	if noRows(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("load payment link token: %w", err)
+	}
+	return paywatch.Token(deref(token)), nil
+}
+
+// hasControl reports whether s holds control characters; newlines and tabs
+// count only when multiline is false.
+func hasControl(s string, multiline bool) bool {
+	for _, r := range s {
+		if multiline && (r == '\n' || r == '\r' || r == '\t') {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}
