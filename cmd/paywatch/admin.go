@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +42,13 @@ Commands:
   projects regenerate-keys SLUG
   wallet set SLUG [--name NAME] [--xpub-evm XPUB] [--xpub-tron XPUB] [--address NETWORK=ADDRESS]...
   deliveries SLUG [--payment-id ID] [--limit N] [--offset N]
+  links create SLUG --slug LINK --title TITLE [--amount X] [--token USDT|USDC] [--network NETWORK]
+      a payment link of project SLUG at {pay_url}/l/LINK; without --amount
+      the buyer enters the amount, without --network the buyer picks it
 `
+
+// decimalArg is an amount given on the command line.
+var decimalArg = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // adminTimeout bounds one operator call.
 const adminTimeout = 30 * time.Second
@@ -66,10 +72,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		return 0
 	}
-	base := strings.TrimRight(getenv("PAYWATCH_BASE_URL"), "/")
-	if base == "" {
-		base = "http://127.0.0.1:8080"
-	}
+	base := serviceBaseURL(getenv)
 	key := getenv("PAYWATCH_MASTER_KEY")
 	if key == "" {
 		dir := getenv("PAYWATCH_DATA_DIR")
@@ -266,6 +269,37 @@ func adminRequest(args []string) (method, path string, body map[string]any, err 
 		}
 		return "PUT", "/v1/projects/" + url.PathEscape(pos) + "/wallet", body, nil
 
+	case "links create":
+		var slug, title, amount, token, network optFlag
+		fs.Var(&slug, "slug", "")
+		fs.Var(&title, "title", "")
+		fs.Var(&amount, "amount", "")
+		fs.Var(&token, "token", "")
+		fs.Var(&network, "network", "")
+		if err := fs.Parse(rest); err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		if pos == "" {
+			return "", "", nil, usageError{"the project's slug is required"}
+		}
+		if slug.value == "" || title.value == "" {
+			return "", "", nil, usageError{"--slug and --title are required"}
+		}
+		body = map[string]any{"slug": slug.value, "title": title.value, "amount": nil}
+		if amount.set && amount.value != "" {
+			if !decimalArg.MatchString(amount.value) {
+				return "", "", nil, usageError{fmt.Sprintf("--amount %s: want a decimal number such as 25 or 25.50", amount.value)}
+			}
+			body["amount"] = json.Number(amount.value) // sent as a JSON number, never through a float
+		}
+		if token.set {
+			body["token"] = token.value
+		}
+		if network.set {
+			body["network"] = network.value
+		}
+		return "POST", "/v1/projects/" + url.PathEscape(pos) + "/payment-links", body, nil
+
 	case "deliveries " + cmd:
 		// "deliveries SLUG": the slug is the second word.
 		pos, rest = cmd, args[2:]
@@ -347,49 +381,15 @@ func emptyAsNull(s string) any {
 	return s
 }
 
-// call makes one operator call and prints the JSON answer; a non-2xx
-// answer is an error carrying the service's message.
 func (c *adminClient) call(ctx context.Context, method, path string, body map[string]any) error {
-	var r io.Reader
+	var payload any
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		r = bytes.NewReader(b)
+		payload = body
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, r)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("x-master-key", c.masterKey)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
+	err := callJSON(ctx, c.http, c.baseURL, method, path, http.Header{"X-Master-Key": {c.masterKey}}, payload, c.stdout)
+	var se *statusError
+	if err != nil && !errors.As(err, &se) {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
-		}
-		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
-	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, raw, "", "  ") != nil {
-		pretty.Reset()
-		pretty.Write(raw)
-	}
-	pretty.WriteByte('\n')
-	_, err = c.stdout.Write(pretty.Bytes())
 	return err
 }

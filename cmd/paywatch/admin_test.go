@@ -125,3 +125,43 @@ func TestAdminMasterKeyFromDataDir(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "Invalid master key (HTTP 401)")
 }
+
+func TestAdminLinksCreate(t *testing.T) {
+	admin, _ := adminEnv(t)
+	decode := func(s string) map[string]any {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(s), &m), s)
+		return m
+	}
+	code, _, errOut := admin("accounts", "create", "--email", "owner@example.com", "--plan", "free")
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = admin("projects", "create", "--slug", "shop", "--owner-email", "owner@example.com")
+	require.Equal(t, 0, code, errOut)
+
+	code, out, errOut := admin("links", "create", "shop", "--slug", "hoodie", "--title", "Paywatch hoodie", "--amount", "25.50", "--token", "USDC", "--network", "ERC20")
+	require.Equal(t, 0, code, errOut)
+	link := decode(out)["payment_link"].(map[string]any)
+	assert.Equal(t, "hoodie", link["slug"])
+	assert.True(t, strings.HasSuffix(link["url"].(string), "/l/hoodie"), link["url"])
+	assert.NotEmpty(t, link["id"])
+
+	// Without --amount the buyer enters it.
+	code, _, errOut = admin("links", "create", "shop", "--slug", "tip", "--title", "Tip jar")
+	require.Equal(t, 0, code, errOut)
+
+	code, _, errOut = admin("links", "create", "shop", "--slug", "x", "--title", "X", "--amount", "1e3")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--amount 1e3")
+	code, _, errOut = admin("links", "create", "shop", "--title", "No slug")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--slug and --title are required")
+	code, _, errOut = admin("links", "create", "shop", "--slug", "hoodie", "--title", "Again")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "A payment link with this slug already exists (HTTP 409)")
+	// The free plan allows 3 links.
+	code, _, errOut = admin("links", "create", "shop", "--slug", "third", "--title", "Third")
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = admin("links", "create", "shop", "--slug", "fourth", "--title", "Fourth")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "Plan limit exceeded: the owner's plan allows 3 payment links (HTTP 403)")
+}

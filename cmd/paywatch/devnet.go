@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,10 +44,7 @@ func runDevnet(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return 0
 	}
-	base := strings.TrimRight(getenv("PAYWATCH_BASE_URL"), "/")
-	if base == "" {
-		base = "http://127.0.0.1:8080"
-	}
+	base := serviceBaseURL(getenv)
 	method, path, body, err := devnetRequest(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "paywatch devnet: %v\n\n%s", err, devnetUsage)
@@ -128,57 +123,25 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 	}
 }
 
-// devnetCall makes one devnet call and prints its JSON answer, indented; a
-// non-2xx answer is an error carrying the devnet's message.
+// devnetCall makes one devnet call and prints its JSON answer, indented,
+// explaining the two failures a newcomer meets: no service, or a service
+// without devnet chains.
 func devnetCall(ctx context.Context, hc *http.Client, base, method, path string, body map[string]any, stdout io.Writer) error {
-	var r io.Reader
+	var payload any
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		r = bytes.NewReader(b)
+		payload = body
 	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, r)
-	if err != nil {
+	err := callJSON(ctx, hc, base, method, path, nil, payload, stdout)
+	var se *statusError
+	var te interface{ Timeout() bool }
+	switch {
+	case err == nil, errors.As(err, &se) && !isStatus(err, http.StatusNotFound):
 		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		var ue interface{ Timeout() bool }
-		if errors.As(err, &ue) && ue.Timeout() {
-			return fmt.Errorf("%s %s: %w", method, base+path, err)
-		}
+	case isStatus(err, http.StatusNotFound):
+		return fmt.Errorf("%s %s: HTTP 404: no devnet chains run at %s", method, path, base)
+	case errors.As(err, &te) && te.Timeout():
+		return fmt.Errorf("%s %s: %w", method, base+path, err)
+	default:
 		return fmt.Errorf("cannot reach %s (is \"paywatch dev\" running with devnet chains?): %w", base, err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
-		}
-		if resp.StatusCode == http.StatusNotFound {
-			return fmt.Errorf("%s %s: HTTP 404: no devnet chains run at %s", method, path, base)
-		}
-		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
-	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, raw, "", "  ") != nil {
-		pretty.Reset()
-		pretty.Write(raw)
-	}
-	if b := pretty.Bytes(); len(b) == 0 || b[len(b)-1] != '\n' {
-		pretty.WriteByte('\n')
-	}
-	_, err = stdout.Write(pretty.Bytes())
-	return err
 }

@@ -234,3 +234,10 @@ func TestStartChainsWithoutDevnet(t *testing.T) {
 	}, contractsOf(paywatch.ERC20, map[paywatch.Token]string{paywatch.USDT: "0x0000000000000000000000000000000000000001"}),
 		"an override replaces one token's contract, the others stay mainnet")
 }
+
+func TestDevnetCommandWithoutService(t *testing.T) {
+	code, _, errOut := devnetCLI("http://" + freeAddr(t))("status")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `cannot reach http://`)
+	assert.Contains(t, errOut, `is "paywatch dev" running with devnet chains?`)
+}
