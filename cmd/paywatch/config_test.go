@@ -110,3 +110,11 @@ func TestServeRefusesToStartWithoutRequiredVariables(t *testing.T) {
 		assert.Contains(t, errOut.String(), v)
 	}
 }
+
+func TestDevWithTemporalAddressStartsNoServer(t *testing.T) {
+	cfg, err := LoadConfig(ModeDev, envOf(map[string]string{"TEMPORAL_ADDRESS": "temporal.internal:7233"}))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.False(t, cfg.EmbeddedTemporal(), "an operator's Temporal cluster replaces the embedded server")
+	assert.True(t, cfg.Devnet, "dev keeps its devnet chains")
+}

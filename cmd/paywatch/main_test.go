@@ -261,3 +261,17 @@ func TestMigrateCommand(t *testing.T) {
 	require.Equal(t, 0, code, errOut.String())
 	assert.Regexp(t, `database is at migration version [1-9]`, out.String())
 }
+
+func TestDevUsesConfiguredTemporalInsteadOfEmbedding(t *testing.T) {
+	first, _ := startMain(t, devConfig(t, t.TempDir()), nil)
+
+	cfg := devConfig(t, t.TempDir())
+	cfg.TemporalAddress = first.Config.TemporalDevAddr
+	cfg.TemporalDevAddr = "" // would fail to bind if anything tried to embed a server
+	second, out := startMain(t, cfg, nil)
+	assert.Nil(t, second.embedded, "no embedded server when TEMPORAL_ADDRESS is set")
+	status, h := getHealth(t, second.APIAddr())
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "up", h.Checks["temporal"])
+	assert.Contains(t, out.String(), "Temporal     "+first.Config.TemporalDevAddr)
+}
