@@ -194,6 +194,11 @@ func (p *payment) submitTxHash(ctx workflow.Context, req SubmitTxHashRequest) (S
 		p.logger.Warn("tx hash verification failed; re-checking later", "paymentId", p.st.PaymentID, "txHash", h, "error", err)
 		res = VerifyTxHashResult{Found: false}
 	}
+	if !p.acceptsTransfers(workflow.Now(ctx)) {
+		// Cancelled (or final) while the hash was being verified: it is
+		// neither claimed nor recorded.
+		return SubmitTxHashResult{}, reject(ErrTypeConflict, msgFinalized)
+	}
 	amount, found, err := p.applyVerified(ctx, h, res)
 	if err != nil {
 		return SubmitTxHashResult{}, err
@@ -218,6 +223,9 @@ func (p *payment) verifyInput(h string) VerifyTxHashInput {
 // applyVerified counts a verified transaction: its transfers to the
 // payment's address above the dust threshold, after the hash is claimed for
 // this payment. found is false when the transaction is not on chain yet.
+// The caller awaited the verification, so the payment may have been
+// cancelled or finalized meanwhile: that is checked before claiming, so a
+// hash is never claimed for a payment it can no longer pay.
 func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHashResult) (amount paywatch.Amount, found bool, err error) {
 	amount = paywatch.NewAmount(nil, p.st.Amount.Decimals())
 	if !res.Found {
@@ -239,11 +247,20 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 	case len(valid) == 0:
 		return amount, true, reject(ErrTypeInvalid, msgHashBelowMinimum)
 	}
+	if !p.acceptsTransfers(workflow.Now(ctx)) {
+		return amount, true, reject(ErrTypeConflict, msgFinalized)
+	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivityClaimTxHash,
 		ClaimTxHashInput{PaymentID: p.st.PaymentID, Network: p.st.Network, TxHash: h}).Get(ctx, nil); err != nil {
 		return amount, true, updateError(err)
 	}
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
+		// Finalized during the claim's own round trip. tx_claims has no
+		// release, so the claim stays on this payment: the transaction was
+		// submitted for it and pays its address, and like any transfer
+		// after a cancel it is for the merchant to refund. Only a
+		// resubmission of the same hash to another payment of the same pool
+		// address is refused because of it.
 		return amount, true, reject(ErrTypeConflict, msgFinalized)
 	}
 	for _, t := range valid {
@@ -254,26 +271,53 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 	return amount, true, nil
 }
 
-// recheckHashes verifies the submitted hashes that were not on chain yet;
-// a hash that turned out invalid or claimed elsewhere is dropped.
-func (p *payment) recheckHashes(ctx workflow.Context) {
+// recheckHashes verifies the submitted hashes that were not on chain yet.
+// A hash that counted, or that can never count (a non-retryable Conflict or
+// Invalid verdict: no valid transfer, claimed by another payment), leaves
+// the list; a hash whose verification or claim failed for any other reason
+// (a transient chain or database error) stays for the next re-check. It
+// stops once the payment no longer takes transfers (a cancel may land while
+// it awaits), and reports whether every hash it looked at got an answer.
+func (p *payment) recheckHashes(ctx workflow.Context) (answered bool) {
+	answered = true
 	for _, h := range slices.Clone(p.st.SubmittedHashes) {
+		if !p.acceptsTransfers(workflow.Now(ctx)) {
+			break
+		}
 		var res VerifyTxHashResult
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityVerifyTxHash,
 			p.verifyInput(h)).Get(ctx, &res); err != nil {
 			p.logger.Warn("tx hash re-check failed", "paymentId", p.st.PaymentID, "txHash", h, "error", err)
+			answered = false
 			continue
 		}
 		_, found, err := p.applyVerified(ctx, h, res)
-		if !found {
+		switch {
+		case !found:
 			continue
-		}
-		if err != nil {
+		case err == nil:
+		case hashRejected(err):
 			p.logger.Info("submitted tx hash does not count", "paymentId", p.st.PaymentID, "txHash", h, "reason", err)
+		default:
+			p.logger.Warn("tx hash claim failed; re-checking later", "paymentId", p.st.PaymentID, "txHash", h, "error", err)
+			answered = false
+			continue
 		}
 		p.st.SubmittedHashes = slices.DeleteFunc(p.st.SubmittedHashes, func(v string) bool { return v == h })
 		p.changed = true
 	}
 	p.hashInterval = min(max(p.hashInterval*2, hashRecheckMin), hashRecheckMax)
 	p.nextHashCheck = workflow.Now(ctx).Add(p.hashInterval)
+	return answered
+}
+
+// hashRejected reports whether err is a verdict that a submitted hash can
+// never count for this payment: a non-retryable Conflict or Invalid
+// application error, from applyVerified itself or from the claim activity.
+func hashRejected(err error) bool {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() {
+		return false
+	}
+	return app.Type() == ErrTypeConflict || app.Type() == ErrTypeInvalid
 }

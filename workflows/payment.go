@@ -26,6 +26,11 @@ import (
 //     confirming at the deadline (status confirming, or partial topped up by
 //     a new transfer) keeps confirming until ExpiresAt + 30 minutes, is then
 //     checked once more and expires unless fully paid by then.
+//   - A payment never expires on a failed on-chain check: the check is
+//     tried again every minute, for up to 30 minutes
+//     (deadlineCheckPatience) after the deadline it was due at; then the
+//     payment expires without it and an error is logged. A payment cancelled
+//     while the check awaits its activity stays cancelled.
 //   - While a partial payment's new transfer confirms, its status stays
 //     partial (the table has no partial → confirming row); the transfer shows
 //     as unconfirmed in transactions.
@@ -58,6 +63,13 @@ const (
 	maxConfirmationWait = 10 * time.Minute
 	// maxHistoryEvents continues-as-new even if the server never suggests it.
 	maxHistoryEvents = 10_000
+	// deadlineCheckPatience is how long after a deadline a failing on-chain
+	// check is tried again before the payment expires without it. It is the
+	// confirming grace, the longest a payment may otherwise outlive its
+	// window, rather than the 24 h late window: per_user and micro_amount
+	// payments have no late window, and funds arriving while a payment waits
+	// for its check count as if on time.
+	deadlineCheckPatience = paywatch.ConfirmingGrace
 )
 
 // payment is the whole state of a payment workflow run. Only st (and in)
@@ -81,6 +93,11 @@ type payment struct {
 	nextConfCheck time.Time
 	nextHashCheck time.Time
 	hashInterval  time.Duration
+	// deadlineRetry is when an on-chain check after the deadline that
+	// failed is tried again; zero if none failed. A new run after
+	// continue-as-new does not need it: its deadline has passed, so it
+	// checks again at once.
+	deadlineRetry time.Time
 
 	seen    workflow.ReceiveChannel
 	removed workflow.ReceiveChannel
@@ -262,8 +279,18 @@ func (p *payment) nextWake() time.Time {
 }
 
 // deadline returns when the current status must next be looked at because
-// of the payment window, or zero.
+// of the payment window or of a failed check past it, or zero.
 func (p *payment) deadline() time.Time {
+	d := p.windowDeadline()
+	if p.open() && p.deadlineRetry.After(d) {
+		return p.deadlineRetry
+	}
+	return d
+}
+
+// windowDeadline returns when the payment window (or the grace the current
+// status gets past it) ends, or zero.
+func (p *payment) windowDeadline() time.Time {
 	e := p.st.ExpiresAt
 	switch p.st.Status {
 	case paywatch.StatusPending, paywatch.StatusConfirming, paywatch.StatusPartial:
@@ -285,7 +312,11 @@ func (p *payment) deadline() time.Time {
 	return time.Time{}
 }
 
-// passDeadline handles a payment whose window (or grace) is over.
+// passDeadline handles a payment whose window (or grace) is over: it is
+// checked on-chain once more and expires unless the check found funds. A
+// handler may change the status while a check awaits its activity (a cancel
+// passes its validator then), so nothing is decided on the status from
+// before an await.
 func (p *payment) passDeadline(ctx workflow.Context) {
 	if p.st.Network == "" {
 		p.expire()
@@ -293,20 +324,51 @@ func (p *payment) passDeadline(ctx workflow.Context) {
 	}
 	if p.hasUnconfirmed() {
 		// Confirming grace is over: check on-chain once more, then decide.
-		p.checkConfirmations(ctx)
-		if !p.fullyPaid() {
-			p.expire()
-		}
+		p.expireAfterCheck(ctx, p.checkConfirmations(ctx))
 		return
 	}
-	if !p.st.DeadlineChecked {
+	if p.st.DeadlineChecked {
+		p.expire()
+		return
+	}
+	checked := p.finalCheck(ctx)
+	if checked && p.open() {
 		p.st.DeadlineChecked = true
 		p.changed = true
-		p.finalCheck(ctx)
-		if p.hasUnconfirmed() || p.fullyPaid() {
-			return // found funds get the confirming grace
-		}
 	}
+	if p.hasUnconfirmed() || p.fullyPaid() {
+		return // found funds get the confirming grace
+	}
+	p.expireAfterCheck(ctx, checked)
+}
+
+// expireAfterCheck expires a payment that is still open once the on-chain
+// check after its deadline ran. A check that failed is tried again a minute
+// later instead, until deadlineCheckPatience after the deadline; then the
+// payment expires without it, since a chain that stays unreachable must not
+// keep a payment open forever.
+func (p *payment) expireAfterCheck(ctx workflow.Context, checked bool) {
+	if !p.open() {
+		p.deadlineRetry = time.Time{}
+		return // cancelled or paid while the check ran
+	}
+	now := workflow.Now(ctx)
+	if !checked {
+		due := p.windowDeadline()
+		giveUp := due.Add(deadlineCheckPatience)
+		if now.Before(giveUp) {
+			p.deadlineRetry = now.Add(chainRetryAfter)
+			if p.deadlineRetry.After(giveUp) {
+				p.deadlineRetry = giveUp
+			}
+			p.logger.Warn("on-chain check after the deadline failed; trying again",
+				"paymentId", p.st.PaymentID, "status", p.st.Status, "deadline", due, "retryAt", p.deadlineRetry)
+			return
+		}
+		p.logger.Error("on-chain check after the deadline kept failing; expiring the payment without it",
+			"paymentId", p.st.PaymentID, "status", p.st.Status, "network", p.st.Network, "deadline", due)
+	}
+	p.deadlineRetry = time.Time{}
 	p.expire()
 }
 
@@ -318,8 +380,23 @@ func (p *payment) closeLateWindow(ctx workflow.Context) {
 	}
 }
 
-// expire moves an open payment to expired.
+// open reports whether the payment can still be paid in its window:
+// pending, confirming or partial.
+func (p *payment) open() bool {
+	switch p.st.Status {
+	case paywatch.StatusPending, paywatch.StatusConfirming, paywatch.StatusPartial:
+		return true
+	}
+	return false
+}
+
+// expire moves an open payment to expired. Any other status stays: a
+// cancelled, paid or overpaid payment is final, even when its deadline
+// check was already under way when it got there.
 func (p *payment) expire() {
+	if !p.open() {
+		return
+	}
 	p.st.Status = paywatch.StatusExpired
 	p.changed = true
 }

@@ -45,13 +45,20 @@ type PaymentSuite struct {
 	reorged   map[string]bool // tx hashes whose block is no longer canonical
 	final     []workflows.TransferSeen
 	finalRuns int
-	verify    map[string]workflows.VerifyTxHashResult
-	claimErr  map[string]error
-	selects   int
-	selectErr error
-	deliverIn time.Duration
-	finalIn   time.Duration
-	updates   int
+	// finalFails and checkFails are how many attempts of the final check
+	// and of the confirmation check fail (with a transient error) before
+	// they answer again.
+	finalFails int
+	checkFails int
+	verify     map[string]workflows.VerifyTxHashResult
+	verifyIn   time.Duration
+	claimErr   map[string]error
+	claims     []workflows.ClaimTxHashInput
+	selects    int
+	selectErr  error
+	deliverIn  time.Duration
+	finalIn    time.Duration
+	updates    int
 	// devnetBlock, when set, is the simulated chain's block interval, which
 	// the check-transfers activity reports as a devnet chain's would.
 	devnetBlock time.Duration
@@ -80,8 +87,9 @@ func (s *PaymentSuite) SetupTest() {
 	s.baseHead, s.stallAt = 1000, nil
 	s.reorged = map[string]bool{}
 	s.final, s.finalRuns = nil, 0
-	s.verify = map[string]workflows.VerifyTxHashResult{}
-	s.claimErr = map[string]error{}
+	s.finalFails, s.checkFails = 0, 0
+	s.verify, s.verifyIn = map[string]workflows.VerifyTxHashResult{}, 0
+	s.claimErr, s.claims = map[string]error{}, nil
 	s.selects, s.selectErr = 0, nil
 	s.deliverIn, s.finalIn = 0, 0
 	s.devnetBlock = 0
@@ -121,6 +129,12 @@ func (s *PaymentSuite) SetupTest() {
 		}).Maybe()
 	env.OnActivity(workflows.ActivityCheckTransfers, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in workflows.CheckTransfersInput) (workflows.CheckTransfersResult, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.checkFails > 0 {
+				s.checkFails--
+				return workflows.CheckTransfersResult{}, errors.New("rpc unavailable")
+			}
 			head := s.head()
 			res := workflows.CheckTransfersResult{Head: head, BlockTime: s.devnetBlock}
 			for _, t := range in.Transfers {
@@ -137,9 +151,13 @@ func (s *PaymentSuite) SetupTest() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.finalRuns++
+			if s.finalFails > 0 {
+				s.finalFails--
+				return workflows.FinalCheckResult{}, errors.New("rpc unavailable")
+			}
 			return workflows.FinalCheckResult{Head: s.head(), Transfers: s.final}, nil
 		}).Maybe()
-	env.OnActivity(workflows.ActivityVerifyTxHash, mock.Anything, mock.Anything).Return(
+	env.OnActivity(workflows.ActivityVerifyTxHash, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.verifyIn }).Return(
 		func(_ context.Context, in workflows.VerifyTxHashInput) (workflows.VerifyTxHashResult, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -149,6 +167,7 @@ func (s *PaymentSuite) SetupTest() {
 		func(_ context.Context, in workflows.ClaimTxHashInput) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			s.claims = append(s.claims, in)
 			return s.claimErr[in.TxHash]
 		}).Maybe()
 	env.OnActivity(workflows.ActivitySelectNetwork, mock.Anything, mock.Anything).Return(
@@ -461,6 +480,71 @@ func (s *PaymentSuite) TestCancelLosesRaceToTransfer() {
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
 
+// Race: a cancel lands while the main loop awaits the final on-chain check
+// at the deadline (the payment is still pending, so the cancel passes its
+// validator). The check's answer must not expire the cancelled payment, and
+// the late window must not open for it: the payment stays cancelled, with
+// one payment.cancelled and nothing after it, and the workflow ends as soon
+// as the check returns.
+func (s *PaymentSuite) TestCancelDuringFinalCheckStaysCancelled() {
+	in := s.input() // per_payment: it would have a late window if expired
+	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
+	s.finalIn = time.Minute // the final check runs from E+3m to E+4m
+	var res any
+	var err error
+	s.at(deadline.Sub(s.start)+30*time.Second, func() {
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
+	})
+	// Full funds in the late window would turn an expired payment paid.
+	s.at(5*time.Hour, func() { s.signal("0xlate", "50.00") })
+	s.run(in)
+	s.Require().NoError(err)
+	s.Equal(paywatch.StatusCancelled, res.(workflows.PaymentState).Status)
+	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
+	s.Equal(1, s.finalRuns)
+	for _, st := range s.saved {
+		s.NotEqual(paywatch.StatusExpired, st.Status, "version %d", st.Version)
+	}
+	s.Equal(paywatch.StatusCancelled, s.last().Status)
+	s.Empty(s.last().Transactions)
+	s.Equal(deadline.Add(time.Minute), s.now(), "the workflow ends once the check returns")
+	s.Equal([]workflows.ReleaseAddressInput{{PaymentID: in.PaymentID, Outcome: paywatch.StatusCancelled}}, s.released)
+}
+
+// The same race in pool + txid mode, where the final check re-verifies the
+// submitted hashes: a hash found on chain after the cancel is not claimed,
+// and the payment stays cancelled.
+func (s *PaymentSuite) TestCancelDuringTxidFinalRecheckStaysCancelled() {
+	in := s.txidInput()
+	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
+	var r, res any
+	var e, err error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xh"}, &r, &e)
+	})
+	// Re-checks back off to every 10 min (the last before the deadline at
+	// +56m30s, the next at +66m30s): only the final re-check sees it mined.
+	s.at(62*time.Minute, func() {
+		s.onChain("0xh", "50.00")
+		s.verifyIn = time.Minute
+	})
+	s.at(deadline.Sub(s.start)+30*time.Second, func() {
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
+	})
+	s.at(5*time.Hour, func() { s.signal("0xlate", "50.00") })
+	s.run(in)
+	s.Require().NoError(e)
+	s.Require().NoError(err)
+	s.Empty(s.claims, "no claim for a cancelled payment")
+	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
+	for _, st := range s.saved {
+		s.NotEqual(paywatch.StatusExpired, st.Status, "version %d", st.Version)
+	}
+	s.Equal(paywatch.StatusCancelled, s.last().Status)
+	s.Empty(s.last().Transactions)
+	s.Equal(deadline.Add(time.Minute), s.now())
+}
+
 // After a cancel, transfers are ignored: monitoring stopped.
 func (s *PaymentSuite) TestTransferAfterCancelIsIgnored() {
 	var res any
@@ -516,6 +600,52 @@ func (s *PaymentSuite) TestFinalCheckFindsMissedTransfer() {
 	s.Equal(deadline.Add(9*blockTime), s.now())
 }
 
+// A final check that fails (after its activity's retries) does not expire
+// the payment: it is tried again a minute later, and a transfer it then
+// finds counts as on time.
+func (s *PaymentSuite) TestFailedFinalCheckIsRetried() {
+	in := s.input()
+	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
+	block := s.baseHead + uint64(deadline.Sub(s.start)/blockTime) - 2
+	s.final = []workflows.TransferSeen{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
+	s.finalFails = 8 // two runs of the activity, 4 attempts each
+	s.at(deadline.Sub(s.start)+30*time.Second, func() {
+		s.Equal(paywatch.StatusPending, s.query().Status, "not expired by a failed check")
+	})
+	s.run(in)
+	s.Equal(9, s.finalRuns)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	st := s.last()
+	s.Equal(paywatch.StatusPaid, st.Status)
+	s.False(st.LatePayment)
+	s.Equal("0xmissed", st.TxHash)
+	// Each failed run takes 14 s (retries after 2, 4 and 8 s) and the next
+	// is a minute later: the third run answers at E+3m+2×74s, and the
+	// transfer already has its confirmations.
+	paidAt := deadline.Add(2 * (14*time.Second + time.Minute))
+	s.Equal(paidAt, st.PaidAt.UTC())
+	s.Equal(paidAt, s.now())
+}
+
+// A final check that never succeeds ends the payment anyway: it expires
+// 30 minutes after the deadline, once the check due then failed too.
+func (s *PaymentSuite) TestFinalCheckFailingForGoodExpiresAfterPatience() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
+	s.finalFails = 1 << 30
+	s.at(deadline.Sub(s.start)+29*time.Minute, func() {
+		s.Equal(paywatch.StatusPending, s.query().Status)
+	})
+	s.run(in)
+	giveUp := deadline.Add(paywatch.ConfirmingGrace)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal(giveUp.Add(14*time.Second), s.hooks[0].at, "the last try starts at the limit and fails 14 s later")
+	s.Equal(paywatch.StatusExpired, s.last().Status)
+	s.False(s.last().DeadlineChecked)
+	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
+}
+
 // A payment without a network expires without a webhook and has no
 // address to release.
 func (s *PaymentSuite) TestNetworklessPaymentExpiresSilently() {
@@ -555,6 +685,36 @@ func (s *PaymentSuite) TestConfirmingInsideGraceIsPaid() {
 	s.run(in)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	s.Equal(s.start.Add(59*time.Minute+11*blockTime), s.now())
+}
+
+// A failed confirmation check at the end of the confirming grace does not
+// expire the payment either: it is tried again, and funds that confirmed
+// meanwhile make it paid.
+func (s *PaymentSuite) TestFailedCheckAtEndOfConfirmingGraceIsRetried() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	grace := in.ExpiresAt.Add(paywatch.ConfirmingGrace)
+	s.at(59*time.Minute, func() {
+		s.signal("0xa", "50.00")
+		h := s.head()
+		s.stallAt = &h
+	})
+	// With the chain stalled, confirmation checks run every 132 s from
+	// +59m: at +89m48s and +92m, none at the end of the grace (+90m).
+	s.at(grace.Sub(s.start)-5*time.Second, func() {
+		s.mu.Lock()
+		s.checkFails = 4 // the check at the end of the grace fails
+		s.stallAt = nil  // and the chain catches up
+		s.mu.Unlock()
+	})
+	s.at(grace.Sub(s.start)+30*time.Second, func() {
+		s.Equal(paywatch.StatusConfirming, s.query().Status)
+	})
+	s.run(in)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	retry := grace.Add(14*time.Second + time.Minute)
+	s.Equal(retry, s.last().PaidAt.UTC())
+	s.Equal(retry, s.now())
 }
 
 // A transfer confirmed after the deadline for less than the amount expires
@@ -878,6 +1038,74 @@ func (s *PaymentSuite) TestHashClaimedByAnotherPayment() {
 	})
 	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.txidInput())
 	s.assertRejected(e, workflows.ErrTypeConflict, "This transaction hash is already submitted for another payment")
+}
+
+// A re-check drops a hash that can never count (claimed by another
+// payment) but keeps one whose claim failed for a transient reason; that
+// one is claimed at the next re-check and counts.
+func (s *PaymentSuite) TestRecheckKeepsHashOnTransientClaimFailure() {
+	var r1, r2 any
+	var e1, e2 error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xtaken"}, &r1, &e1)
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xflaky"}, &r2, &e2)
+	})
+	s.at(time.Minute+10*time.Second, func() {
+		s.onChain("0xtaken", "50.00")
+		s.onChain("0xflaky", "50.00")
+		s.mu.Lock()
+		s.claimErr["0xtaken"] = temporal.NewNonRetryableApplicationError("This transaction hash is already submitted for another payment", workflows.ErrTypeConflict, nil)
+		s.claimErr["0xflaky"] = errors.New("database unavailable")
+		s.mu.Unlock()
+	})
+	// The first re-check, at +1m30s, gets both verdicts.
+	s.at(time.Minute+40*time.Second, func() {
+		st := s.query()
+		s.Equal([]string{"0xflaky"}, st.SubmittedHashes)
+		s.Equal(paywatch.StatusPending, st.Status)
+		s.mu.Lock()
+		delete(s.claimErr, "0xflaky")
+		s.mu.Unlock()
+	})
+	s.run(s.txidInput())
+	s.Require().NoError(e1)
+	s.Require().NoError(e2)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	st := s.last()
+	s.Equal("0xflaky", st.TxHash)
+	s.Empty(st.SubmittedHashes)
+	claims := map[string]int{}
+	for _, c := range s.claims {
+		claims[c.TxHash]++
+	}
+	// 0xtaken once; 0xflaky 3 attempts, then once more at the next re-check.
+	s.Equal(map[string]int{"0xtaken": 1, "0xflaky": 4}, claims)
+}
+
+// A cancel that lands while a submitted hash is being verified wins: the
+// hash is not claimed for the cancelled payment and the submission gets
+// "Payment already finalized".
+func (s *PaymentSuite) TestCancelWhileVerifyingTxHashSkipsClaim() {
+	var r, res any
+	var e, err error
+	s.verifyIn = time.Minute
+	s.at(time.Minute, func() {
+		s.onChain("0xh", "50.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xh"}, &r, &e)
+	})
+	s.at(time.Minute+30*time.Second, func() {
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
+	})
+	s.run(s.txidInput())
+	s.Require().NoError(err)
+	s.assertRejected(e, workflows.ErrTypeConflict, "Payment already finalized")
+	s.Empty(s.claims)
+	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
+	st := s.last()
+	s.Equal(paywatch.StatusCancelled, st.Status)
+	s.Empty(st.Transactions)
+	s.Empty(st.SubmittedHashes)
+	s.Equal(s.start.Add(2*time.Minute), s.now(), "the workflow ends once the submission is answered")
 }
 
 // In txid mode scanner signals do not count; hashes to another address are

@@ -175,8 +175,9 @@ func (p *payment) settle(now time.Time) {
 // and whether their blocks are still canonical. A transfer counts once it
 // has the network's confirmations in a canonical block; one whose block was
 // replaced is dropped. The next check is due when the shallowest transfer
-// should have enough blocks (block time × blocks missing).
-func (p *payment) checkConfirmations(ctx workflow.Context) {
+// should have enough blocks (block time × blocks missing). It reports
+// whether the chain answered; a failed check is tried again a minute later.
+func (p *payment) checkConfirmations(ctx workflow.Context) bool {
 	info, _ := paywatch.LookupNetwork(p.st.Network)
 	var refs []TransferRef
 	for _, tx := range p.st.Transactions {
@@ -185,7 +186,7 @@ func (p *payment) checkConfirmations(ctx workflow.Context) {
 		}
 	}
 	if len(refs) == 0 {
-		return
+		return true
 	}
 	var res CheckTransfersResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityCheckTransfers,
@@ -194,7 +195,7 @@ func (p *payment) checkConfirmations(ctx workflow.Context) {
 	if err != nil {
 		p.logger.Warn("confirmation check failed", "paymentId", p.st.PaymentID, "error", err)
 		p.nextConfCheck = now.Add(chainRetryAfter)
-		return
+		return false
 	}
 	required := info.Confirmations
 	minMissing := 0
@@ -229,27 +230,33 @@ func (p *payment) checkConfirmations(ctx workflow.Context) {
 	}
 	wait := min(time.Duration(minMissing)*blockTime, maxConfirmationWait)
 	p.nextConfCheck = now.Add(wait)
+	return true
 }
 
 // finalCheck looks on-chain once more after the deadline, for transfers a
 // scanner may have missed; txid payments re-check their submitted hashes
-// instead, since only those count.
-func (p *payment) finalCheck(ctx workflow.Context) {
+// instead, since only those count. It reports whether the check got its
+// answers: false when the chain could not be asked (after the activity's
+// retries), so that the caller tries again rather than expire unchecked.
+// Transfers it finds count only if the payment still takes them: a cancel
+// may have landed while it awaited.
+func (p *payment) finalCheck(ctx workflow.Context) bool {
 	if p.txidMode() {
 		if len(p.st.SubmittedHashes) > 0 {
-			p.recheckHashes(ctx)
+			return p.recheckHashes(ctx)
 		}
-		return
+		return true
 	}
 	var res FinalCheckResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityFinalCheck, FinalCheckInput{
 		Network: p.st.Network, Token: p.st.Token, Address: p.st.Address, StartBlock: p.st.StartBlock,
 	}).Get(ctx, &res)
 	if err != nil {
-		p.logger.Error("final on-chain check failed", "paymentId", p.st.PaymentID, "error", err)
-		return
+		p.logger.Warn("final on-chain check failed", "paymentId", p.st.PaymentID, "error", err)
+		return false
 	}
 	for _, t := range res.Transfers {
 		p.addTransfer(ctx, t, false)
 	}
+	return true
 }
