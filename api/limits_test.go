@@ -72,7 +72,7 @@ func TestBurstLimitPerKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})
 	key := e.merchant("shop", "pro", nil, hdWallet())
-	other := e.merchant("other", "pro", nil, hdWallet())
+	other := e.merchant("other", "pro", nil, otherHDWallet())
 	// Start at the beginning of a minute so the window cannot roll over.
 	now := e.clock.Now()
 	e.clock.Add(now.Truncate(time.Minute).Add(time.Minute).Sub(now))

@@ -22,8 +22,15 @@ const (
 	// BurstLimit is the number of requests per minute per API key.
 	BurstLimit = 60
 	// InvalidKeyLimit is the number of requests per minute per client IP
-	// with unknown API keys (or, on operator endpoints, wrong master keys).
+	// with unknown API keys.
 	InvalidKeyLimit = 30
+	// InvalidMasterKeyLimit is the number of requests per minute per client
+	// IP with a missing or wrong master key before the operator endpoints
+	// answer 429 instead of 401 "Invalid master key" (operations.md §2). It
+	// is generous because the master key is high-entropy and cannot be
+	// guessed at any rate: the guard only stops floods, and an operator's
+	// misconfigured script should keep seeing the 401 that names its fault.
+	InvalidMasterKeyLimit = 600
 	// UnauthenticatedLimit is the number of requests per minute per client
 	// IP on endpoints without authentication.
 	UnauthenticatedLimit = 30
@@ -189,14 +196,14 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // requireMasterKey authenticates x-master-key, comparing digests in
-// constant time so neither content nor length leaks. Wrong keys count per
-// client IP like unknown API keys do.
+// constant time so neither content nor length leaks. Missing and wrong keys
+// count per client IP, up to InvalidMasterKeyLimit a minute.
 func (s *Server) requireMasterKey(next echo.HandlerFunc) echo.HandlerFunc {
 	want := sha256.Sum256([]byte(s.deps.MasterKey))
 	return func(c echo.Context) error {
 		got := sha256.Sum256([]byte(c.Request().Header.Get("x-master-key")))
 		if s.deps.MasterKey == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			over, err := s.hitPerIP(c, "invalid-master-key", InvalidKeyLimit)
+			over, err := s.hitPerIP(c, "invalid-master-key", InvalidMasterKeyLimit)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -63,16 +64,18 @@ func (s *Server) createAccount(c echo.Context) error {
 			return err
 		}
 	}
+	// Limits are checked before the account exists, so a refused request
+	// leaves nothing behind.
+	limits, err := limitUpdate(req.Limits)
+	if err != nil {
+		return err
+	}
 	a, err := s.deps.Store.CreateAccount(c.Request().Context(), *email, plan)
 	if err != nil {
 		return err
 	}
 	if len(req.Limits) > 0 {
-		u, err := limitUpdate(req.Limits)
-		if err != nil {
-			return err
-		}
-		if a, err = s.deps.Store.UpdateAccount(c.Request().Context(), a.Email, u); err != nil {
+		if a, err = s.deps.Store.UpdateAccount(c.Request().Context(), a.Email, limits); err != nil {
 			return err
 		}
 	}
@@ -140,11 +143,31 @@ func (s *Server) updateAccount(c echo.Context) error {
 		}
 		u.Status = &status
 	}
-	a, err := s.deps.Store.UpdateAccount(c.Request().Context(), c.Param("email"), u)
+	email, err := pathParam(c, "email")
+	if err != nil {
+		return err
+	}
+	a, err := s.deps.Store.UpdateAccount(c.Request().Context(), email, u)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "account": accountOf(a)})
+}
+
+// pathParam returns a path parameter decoded. Echo matches routes on the
+// raw path whenever the request escapes a character that needs no escaping
+// (owner%40shop.example), and then hands the parameter over still escaped;
+// otherwise the parameter is already decoded and must not be decoded again.
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v, nil
+	}
+	decoded, err := url.PathUnescape(v)
+	if err != nil {
+		return "", errInvalidBody
+	}
+	return decoded, nil
 }
 
 // projectView is a project in operator responses; it never carries a

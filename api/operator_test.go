@@ -1,12 +1,16 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/api"
 )
 
 func TestHostRuleAndUnknownRoutes(t *testing.T) {
@@ -36,13 +40,19 @@ func TestMasterKey(t *testing.T) {
 	requireError(t, e.do(request{method: "POST", path: "/v1/accounts", body: map[string]any{"email": "a@b.co"}, masterKey: "mk_wrong"}),
 		http.StatusUnauthorized, "Invalid master key")
 
-	// Guessing is limited per IP.
-	for range 30 {
-		e.do(request{method: "GET", path: "/v1/projects", masterKey: "mk_guess", ip: "203.0.113.9"})
+	// A wrong key is a 401 far beyond the 30 a minute of unknown API keys
+	// (operations.md §2); only a flood from one IP is cut off.
+	require.GreaterOrEqual(t, api.InvalidMasterKeyLimit, 600)
+	for i := range api.InvalidMasterKeyLimit {
+		r := e.do(request{method: "GET", path: "/v1/projects", masterKey: "mk_guess", ip: "203.0.113.9"})
+		require.Equal(t, http.StatusUnauthorized, r.Code, "wrong key %d", i+1)
+		require.Equal(t, "Invalid master key", r.Body["error"])
 	}
 	r := e.do(request{method: "GET", path: "/v1/projects", masterKey: "mk_guess", ip: "203.0.113.9"})
-	require.Equal(t, http.StatusTooManyRequests, r.Code)
+	requireError(t, r, http.StatusTooManyRequests, "Too many requests")
 	assert.NotEmpty(t, r.Header.Get("Retry-After"))
+	requireError(t, e.do(request{method: "GET", path: "/v1/projects", masterKey: "mk_guess", ip: "203.0.113.10"}),
+		http.StatusUnauthorized, "Invalid master key")
 	assert.Equal(t, http.StatusOK, e.op("GET", "/v1/projects", nil).Code, "the right key still works")
 }
 
@@ -75,6 +85,48 @@ func TestAccountEndpoints(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, e.op("PATCH", "/v1/accounts/owner@example.com", map[string]any{"limits": map[string]any{"bogus": 1}}).Code)
 	assert.Equal(t, http.StatusBadRequest, e.op("PATCH", "/v1/accounts/owner@example.com", map[string]any{"status": "deleted"}).Code)
 	assert.Equal(t, http.StatusNotFound, e.op("PATCH", "/v1/accounts/ghost@example.com", map[string]any{"plan": "pro"}).Code)
+}
+
+func TestAccountCreationChecksLimitsFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	for _, limits := range []any{map[string]any{"bogus": 1}, map[string]any{"projects": -2}, map[string]any{"wallets": "many"}} {
+		r := e.op("POST", "/v1/accounts", map[string]any{"email": "owner@example.com", "limits": limits})
+		require.Equal(t, http.StatusBadRequest, r.Code, r.Raw)
+	}
+	// Nothing was created: the same email is still free.
+	r := e.op("POST", "/v1/accounts", map[string]any{"email": "owner@example.com", "plan": "pro", "limits": map[string]any{"projects": 5}})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	assert.Equal(t, "5", string(r.get("account.limits.projects").(jsonNumber)))
+}
+
+func TestAccountEmailInPathMayBeEscaped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	require.Equal(t, http.StatusCreated, e.op("POST", "/v1/accounts", map[string]any{"email": "owner@shop.example"}).Code)
+
+	r := e.op("PATCH", "/v1/accounts/owner%40shop.example", map[string]any{"plan": "pro"})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, "owner@shop.example", r.str("account.email"))
+	assert.Equal(t, "pro", r.str("account.plan"))
+	r = e.op("PATCH", "/api/v1/accounts/owner%40shop.example", map[string]any{"status": "suspended"})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	r = e.op("PATCH", "/v1/accounts/owner@shop.example", map[string]any{"status": "active"})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	// Decoded once, not twice: %2540 is the literal text %40.
+	requireError(t, e.op("PATCH", "/v1/accounts/owner%2540shop.example", map[string]any{"plan": "pro"}),
+		http.StatusNotFound, "Account not found")
+
+	// A malformed escape, as a proxy might pass one on.
+	req := httptest.NewRequest("PATCH", "/v1/accounts/owner", strings.NewReader(`{"plan": "pro"}`))
+	req.URL.RawPath = "/v1/accounts/owner%zz"
+	req.Host = apiHost
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-master-key", testMasterKey)
+	rec := httptest.NewRecorder()
+	e.server.API().ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	assert.JSONEq(t, `{"error": "Invalid request body"}`, rec.Body.String())
 }
 
 func TestProjectEndpoints(t *testing.T) {
@@ -198,6 +250,84 @@ func TestWalletEndpoint(t *testing.T) {
 	r = e.op("PUT", "/v1/projects/shop2/wallet", hdWallet())
 	assert.Equal(t, http.StatusForbidden, r.Code, r.Raw)
 	assert.Equal(t, http.StatusNotFound, e.op("PUT", "/v1/projects/nope/wallet", hdWallet()).Code)
+}
+
+// More watch-only keys for tests that need several wallets.
+const (
+	// The external chains m/44'/60'/0'/0 and m/44'/195'/0'/0 of the test
+	// mnemonic: other strings for the same addresses as testXPubEVM and
+	// testXPubTron.
+	testXPubEVMExternal  = "xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr"
+	testXPubTronExternal = "xpub6EuK4CZWW5urEHdwAVDdDw327danAtccFcrXYvgf1DHrPXRwErt36xStQ2PNhn4hpwzPbzJ8pJVpewgChRnSs59q5Ay61GCfQZKUe71gbLq"
+	// Account xpubs of a second wallet (the BIP32 seed
+	// sha256("paywatch second test wallet")).
+	testXPubEVM2  = "xpub6ChoXjmYbBBUSYWguCr89kNQuH1PQ9nNwAb1MhtKSoqeUVdYxagTJKrWcFYgN9ueXfYR6pMMgqGFGW23XkhQJ4bYCrJLGtrSGGoVq6sJhe4"
+	testXPubTron2 = "xpub6ByFDymkPaVqJvsTLsSFKqxedCn33Y2SZWACasWzQ3XJ1mCx3TM4aSBMwfoFJeh9y7A6JXfLLYvcz2WmPc1xsJC9B6X4G48NP1S2SFrNmUZ"
+)
+
+// otherHDWallet is a wallet with both xpubs of the second test wallet, for a
+// project beside one holding hdWallet: two projects never share an xPub.
+func otherHDWallet() map[string]any {
+	return map[string]any{"xpubs": map[string]any{"evm": testXPubEVM2, "tron": testXPubTron2}}
+}
+
+func TestWalletXPubBelongsToOneProject(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	e.merchant("shop", "pro", nil, hdWallet())
+	e.merchant("other", "pro", nil, nil)
+
+	// The same key, or its external chain (depth 4), derives the shop's
+	// deposit addresses: one transfer would credit both projects.
+	for _, c := range []struct{ family, xpub string }{
+		{"evm", testXPubEVM}, {"evm", testXPubEVMExternal}, {"tron", testXPubTron}, {"tron", testXPubTronExternal},
+	} {
+		requireError(t, e.op("PUT", "/v1/projects/other/wallet", map[string]any{"xpubs": map[string]any{c.family: c.xpub}}),
+			http.StatusConflict, "xpubs."+c.family+": this xPub is already used by another project")
+	}
+	r := e.op("PUT", "/v1/projects/other/wallet", map[string]any{"name": "Other"})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, map[string]any{"evm": false, "tron": false}, r.get("wallet.xpubs"), "the refused keys were not saved")
+
+	// The shop saving its own keys again, in either form, is idempotent.
+	r = e.op("PUT", "/v1/projects/shop/wallet", hdWallet())
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	r = e.op("PUT", "/v1/projects/shop/wallet", map[string]any{"xpubs": map[string]any{"evm": testXPubEVMExternal}})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, true, r.get("wallet.xpubs.evm"))
+
+	r = e.op("PUT", "/v1/projects/other/wallet", otherHDWallet())
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, map[string]any{"evm": true, "tron": true}, r.get("wallet.xpubs"))
+}
+
+func TestWalletStaticAddressRace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	e.merchant("a", "pro", nil, nil)
+	e.merchant("b", "pro", nil, nil)
+	rounds := []struct{ network, address string }{
+		{"TRC20", tronAddrs[0]}, {"TRC20", tronAddrs[1]}, {"TRC20", tronAddrs[2]},
+		{"ERC20", evmAddrs[0]}, {"BEP20", evmAddrs[1]}, {"POLYGON", evmAddrs[2]},
+	}
+	for _, round := range rounds {
+		answers := make([]response, 2)
+		parallel(2, func(i int) {
+			answers[i] = e.op("PUT", "/v1/projects/"+[]string{"a", "b"}[i]+"/wallet", staticWallet(round.network, round.address))
+		})
+		ok := 0
+		for _, r := range answers {
+			if r.Code == http.StatusOK {
+				ok++
+				continue
+			}
+			requireError(t, r, http.StatusConflict, "addresses."+round.network+": "+round.address+" is already registered by another project")
+		}
+		require.Equal(t, 1, ok, "%s %s: exactly one project gets the address", round.network, round.address)
+	}
+	var n int
+	require.NoError(t, e.store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM static_addresses`).Scan(&n))
+	assert.Equal(t, len(rounds), n)
 }
 
 func TestRegenerateKeys(t *testing.T) {

@@ -87,7 +87,7 @@ func TestPaymentLinkCreate(t *testing.T) {
 		http.StatusUnauthorized, "Invalid master key")
 
 	// Slugs are one URL space across projects.
-	e.merchant("other", "pro", nil, hdWallet())
+	e.merchant("other", "pro", nil, otherHDWallet())
 	requireError(t, e.createLink("other", map[string]any{"slug": "hoodie", "title": "Mine"}), http.StatusConflict, "A payment link with this slug already exists")
 }
 
@@ -117,7 +117,7 @@ func TestPaymentLinkPlanLimit(t *testing.T) {
 	require.Equal(t, http.StatusCreated, e.createLink("shop", map[string]any{"slug": "l4", "title": "Link"}).Code)
 
 	// Concurrent creations cannot overshoot the limit: a pro owner has 25.
-	e.merchant("busy", "pro", nil, hdWallet())
+	e.merchant("busy", "pro", nil, otherHDWallet())
 	for i := range 23 {
 		require.Equal(t, http.StatusCreated, e.createLink("busy", map[string]any{"slug": "b" + strconv.Itoa(i), "title": "Link"}).Code)
 	}

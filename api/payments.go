@@ -152,18 +152,26 @@ func (s *Server) createPayment(c echo.Context) error {
 	if err != nil {
 		return failed(msgFailedCreate, err)
 	}
+	// The payment is committed: from here on nothing may turn the answer
+	// into an error, or a client retrying without external_order_id would
+	// create a duplicate. A failing optional part is logged and left out.
 	s.startWorkflow(ctx, p)
 	var available []paywatch.NetworkInfo
 	if p.AwaitingNetwork() {
 		w, err := s.deps.Store.WalletOf(ctx, prj.ID)
 		if err != nil {
-			return failed(msgFailedCreate, err)
+			// No networks makes created leave available_networks out.
+			s.deps.Logger.Error("payment created without available_networks", "paymentId", p.ID, "err", err)
+		} else {
+			available = s.deps.Store.AvailableNetworks(p.Mode, w)
 		}
-		available = s.deps.Store.AvailableNetworks(p.Mode, w)
 	}
 	v, err := s.created(p, existing, available)
 	if err != nil {
-		return failed(msgFailedCreate, err)
+		// created fails only on the QR code of an assigned address, and
+		// then has every other field filled in (available_networks belongs
+		// to payments without an address); qr_code stays null.
+		s.deps.Logger.Error("payment created without qr_code", "paymentId", p.ID, "err", err)
 	}
 	status := http.StatusCreated
 	if existing {

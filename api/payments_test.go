@@ -418,7 +418,7 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	key := e.merchant("shop", "pro", nil, hdWallet())
-	other := e.merchant("other", "pro", nil, hdWallet())
+	other := e.merchant("other", "pro", nil, otherHDWallet())
 	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "u", "network": "TRC20"})
 	require.Equal(t, http.StatusCreated, r.Code)
 	id := r.str("payment.id")
@@ -451,7 +451,7 @@ func TestGetAndList(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})
 	key := e.merchant("shop", "pro", nil, hdWallet())
-	other := e.merchant("other", "pro", nil, hdWallet())
+	other := e.merchant("other", "pro", nil, otherHDWallet())
 
 	start := e.clock.Now()
 	var ids []string
@@ -537,6 +537,56 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "u", "network": "TRC20"})
 	requireError(t, r, http.StatusInternalServerError, "Failed to create payment")
 	assert.NotContains(t, r.Raw, "derived_addresses")
+}
+
+// TestCreateAnswersOnceCommitted checks that a failure after the payment
+// is stored leaves out the part that failed instead of answering 500: a
+// client retrying a 500 without external_order_id would pay twice.
+func TestCreateAnswersOnceCommitted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	key := e.merchant("shop", "pro", nil, hdWallet())
+	ctx := context.Background()
+	count := func() int {
+		var n int
+		require.NoError(t, e.store.Pool().QueryRow(ctx, `SELECT count(*) FROM payments`).Scan(&n))
+		return n
+	}
+
+	// The QR code cannot be rendered: the stored address is too long for
+	// one.
+	_, err := e.store.Pool().Exec(ctx, `
+		CREATE FUNCTION overlong_address() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN NEW.address := repeat('x', 4000); RETURN NEW; END $$;
+		CREATE TRIGGER overlong_address BEFORE UPDATE OF address ON payments
+		FOR EACH ROW WHEN (NEW.address IS NOT NULL) EXECUTE FUNCTION overlong_address()`)
+	require.NoError(t, err)
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "u", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	assert.Regexp(t, uuidRE, r.str("payment.id"))
+	assert.Equal(t, "TRC20", r.str("payment.network"))
+	require.Contains(t, r.get("payment").(map[string]any), "qr_code")
+	assert.Nil(t, r.get("payment.qr_code"))
+	assert.NotContains(t, r.get("payment").(map[string]any), "available_networks")
+	assert.Equal(t, 1, count())
+
+	// The wallet cannot be read again after the insert.
+	_, err = e.store.Pool().Exec(ctx, `
+		CREATE FUNCTION hide_static_addresses() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN ALTER TABLE static_addresses RENAME TO static_addresses_gone; RETURN NULL; END $$;
+		CREATE TRIGGER hide_static_addresses AFTER INSERT ON payments
+		FOR EACH ROW EXECUTE FUNCTION hide_static_addresses()`)
+	require.NoError(t, err)
+	r = e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "u"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	assert.Regexp(t, uuidRE, r.str("payment.id"))
+	assert.NotContains(t, r.get("payment").(map[string]any), "available_networks")
+	for _, field := range []string{"address", "network", "token", "qr_code"} {
+		require.Contains(t, r.get("payment").(map[string]any), field)
+		assert.Nil(t, r.get("payment."+field), field)
+	}
+	assert.Equal(t, 2, count())
+	assert.Equal(t, http.StatusOK, e.call(key, "GET", "/v1/payments/"+r.str("payment.id"), nil).Code)
 }
 
 func TestReconcilerStartsMissingWorkflows(t *testing.T) {

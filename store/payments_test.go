@@ -456,7 +456,7 @@ func TestCreationErrors(t *testing.T) {
 	requireCode(t, err, paywatch.EINVALID, "Project has no wallet assigned")
 
 	// A wallet without the family's xpub.
-	evmOnly := project(t, s, "evm-only", store.ProjectSettings{}, store.WalletUpdate{XPubs: map[string]*string{"evm": ptr(testXPubEVM)}})
+	evmOnly := project(t, s, "evm-only", store.ProjectSettings{}, store.WalletUpdate{XPubs: map[string]*string{"evm": ptr(testXPubEVM2)}})
 	_, _, err = s.CreatePayment(ctx, newPayment(evmOnly, "u", "10"))
 	requireCode(t, err, paywatch.EINVALID, "Wallet has no xPub configured for this network")
 
@@ -608,7 +608,7 @@ func TestListPaymentsFiltersAndShownStatus(t *testing.T) {
 	s, clk := newStore(t)
 	ctx := context.Background()
 	p := project(t, s, "shop", store.ProjectSettings{}, hdWallet())
-	other := project(t, s, "other", store.ProjectSettings{}, hdWallet())
+	other := project(t, s, "other", store.ProjectSettings{}, otherHDWallet())
 	_, _, err := s.CreatePayment(ctx, newPayment(other, "u", "10"))
 	require.NoError(t, err)
 

@@ -61,12 +61,55 @@ func parseXPub(s string) (*paywatch.XPub, error) {
 // validatedWallet is a WalletUpdate checked and normalised.
 type validatedWallet struct {
 	name      *string
-	xpubs     map[paywatch.Family]*string // nil value removes
+	xpubs     map[paywatch.Family]*savedXPub // nil value removes
 	addresses map[paywatch.Network][]string
 }
 
+// savedXPub is an xPub as the wallets table keeps it.
+type savedXPub struct {
+	canonical string
+	// fingerprint identifies the addresses the key derives; see
+	// xpubFingerprint.
+	fingerprint string
+}
+
+// xpubFingerprint returns what a unique index compares to keep two wallets
+// from deriving the same addresses: the family's first payment address. An
+// account xpub (depth 3) and its external chain xpub (depth 4) are
+// different strings with the same fingerprint, because they derive the
+// same addresses.
+func xpubFingerprint(x *paywatch.XPub, f paywatch.Family) (string, error) {
+	// Address fails for an index BIP32 declares invalid (odds below
+	// 2^-127); the next one identifies the chain just as well.
+	var err error
+	for i := uint32(paywatch.FirstPaymentIndex); i < paywatch.FirstPaymentIndex+4; i++ {
+		var a string
+		if a, err = x.Address(f, i); err == nil {
+			return a, nil
+		}
+	}
+	return "", err
+}
+
+// xpubInUse is the 409 of an xPub whose addresses another wallet derives.
+func xpubInUse(f paywatch.Family) error {
+	return conflict(fmt.Sprintf("xpubs.%s: this xPub is already used by another project", f))
+}
+
+// addressInUse is the 409 of a static address another wallet registered.
+func addressInUse(n paywatch.Network, a string) error {
+	return conflict(fmt.Sprintf("addresses.%s: %s is already registered by another project", n, a))
+}
+
+// Unique indexes of migration 00007 that map to a 409.
+const (
+	idxXPubEVMFingerprint  = "wallets_xpub_evm_fingerprint_idx"
+	idxXPubTronFingerprint = "wallets_xpub_tron_fingerprint_idx"
+	idxStaticAddress       = "static_addresses_network_address_idx"
+)
+
 func (u WalletUpdate) validate() (validatedWallet, error) {
-	v := validatedWallet{name: u.Name, xpubs: map[paywatch.Family]*string{}, addresses: map[paywatch.Network][]string{}}
+	v := validatedWallet{name: u.Name, xpubs: map[paywatch.Family]*savedXPub{}, addresses: map[paywatch.Network][]string{}}
 	if u.Name != nil && len(*u.Name) > MaxProjectNameLength {
 		return v, invalid("name must be at most 255 characters")
 	}
@@ -84,8 +127,11 @@ func (u WalletUpdate) validate() (validatedWallet, error) {
 		if err != nil {
 			return v, invalid(fmt.Sprintf("xpubs.%s: %s", f, paywatch.ErrorMessage(err)))
 		}
-		canonical := x.String()
-		v.xpubs[f] = &canonical
+		fp, err := xpubFingerprint(x, f)
+		if err != nil {
+			return v, invalid(fmt.Sprintf("xpubs.%s: %s", f, paywatch.ErrorMessage(err)))
+		}
+		v.xpubs[f] = &savedXPub{canonical: x.String(), fingerprint: fp}
 	}
 	for _, key := range sortedKeys(u.Addresses) {
 		n := paywatch.Network(key)
@@ -118,7 +164,9 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // PutWallet creates or changes the wallet of the project with the given
 // slug. Creating a wallet counts against the owner's plan limit (403 when
-// reached), checked under the owner's row lock.
+// reached), checked under the owner's row lock. An xPub or static address
+// whose deposit addresses another project's wallet already has gives a
+// 409, since a transfer to a shared address would credit both projects.
 func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wallet, *Project, error) {
 	v, err := u.validate()
 	if err != nil {
@@ -166,17 +214,37 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 				return err
 			}
 		}
-		for f, x := range v.xpubs {
-			col := "xpub_evm"
-			if f == paywatch.FamilyTron {
-				col = "xpub_tron"
+		for _, f := range paywatch.Families() {
+			x, ok := v.xpubs[f]
+			if !ok {
+				continue
 			}
-			if _, err := tx.Exec(ctx, `UPDATE wallets SET `+col+` = $2, updated_at = $3 WHERE id = $1`, walletID, x, now); err != nil {
+			col, idx := "xpub_evm", idxXPubEVMFingerprint
+			if f == paywatch.FamilyTron {
+				col, idx = "xpub_tron", idxXPubTronFingerprint
+			}
+			var canonical, fingerprint *string
+			if x != nil {
+				canonical, fingerprint = &x.canonical, &x.fingerprint
+			}
+			// The fingerprint's unique index refuses a key whose addresses
+			// another wallet derives, also when two projects save it at
+			// once; a wallet's own row may keep its fingerprint, so saving
+			// the same key again is idempotent.
+			_, err := tx.Exec(ctx, `UPDATE wallets SET `+col+` = $2, `+col+`_fingerprint = $3, updated_at = $4 WHERE id = $1`,
+				walletID, canonical, fingerprint, now)
+			if uniqueViolation(err, idx) {
+				return xpubInUse(f)
+			}
+			if err != nil {
 				return err
 			}
 		}
 		for _, n := range sortedNetworks(v.addresses) {
 			for _, a := range v.addresses[n] {
+				// The read names the address in the common case; the unique
+				// index on (network, address) settles concurrent
+				// registrations, which the read cannot see.
 				var taken bool
 				if err := tx.QueryRow(ctx, `
 					SELECT EXISTS (SELECT 1 FROM static_addresses WHERE network = $1 AND address = $2 AND wallet_id <> $3)`,
@@ -184,11 +252,15 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 					return err
 				}
 				if taken {
-					return conflict(fmt.Sprintf("addresses.%s: %s is already registered by another project", n, a))
+					return addressInUse(n, a)
 				}
-				if _, err := tx.Exec(ctx, `
+				_, err := tx.Exec(ctx, `
 					INSERT INTO static_addresses (wallet_id, network, address) VALUES ($1, $2, $3)
-					ON CONFLICT (wallet_id, network, address) DO NOTHING`, walletID, n, a); err != nil {
+					ON CONFLICT (wallet_id, network, address) DO NOTHING`, walletID, n, a)
+				if uniqueViolation(err, idxStaticAddress) {
+					return addressInUse(n, a)
+				}
+				if err != nil {
 					return err
 				}
 			}

@@ -48,7 +48,6 @@ func BenchmarkCreatePayment(b *testing.B) {
 	if code, body = c.do("PATCH", "/v1/accounts/bench@merchant.test", master, unlimited); code != http.StatusOK {
 		b.Fatalf("raise limits: %d %v", code, body)
 	}
-	xpub := accountXPub(b, 60)
 	var keys []string
 	used := 0 // keys before this index spent part of their minute's budget
 	newKey := func() string {
@@ -57,6 +56,8 @@ func BenchmarkCreatePayment(b *testing.B) {
 		if code != http.StatusCreated {
 			b.Fatalf("create project: %d %v", code, body)
 		}
+		// Two projects cannot share an xPub, so each takes its own account.
+		xpub := accountXPubAt(b, 60, uint32(len(keys)))
 		if code, body := c.do("PUT", "/v1/projects/"+slug+"/wallet", master, map[string]any{"xpubs": map[string]any{"evm": xpub}}); code != http.StatusOK {
 			b.Fatalf("set wallet: %d %v", code, body)
 		}

@@ -24,11 +24,19 @@ import (
 // BIP39 test mnemonic "abandon ×11 about", as a merchant's wallet exports it.
 func accountXPub(t testing.TB, coin uint32) string {
 	t.Helper()
+	return accountXPubAt(t, coin, 0)
+}
+
+// accountXPubAt returns the account xpub m/44'/coin'/account' of the test
+// mnemonic; each account derives its own addresses, so several projects
+// can hold one each.
+func accountXPubAt(t testing.TB, coin, account uint32) string {
+	t.Helper()
 	seed, err := pbkdf2.Key(sha512.New, "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about", []byte("mnemonic"), 2048, 64)
 	require.NoError(t, err)
 	k, err := bip32.NewMasterKey(seed)
 	require.NoError(t, err)
-	for _, i := range []uint32{44, coin, 0} {
+	for _, i := range []uint32{44, coin, account} {
 		k, err = k.NewChildKey(bip32.FirstHardenedChild + i)
 		require.NoError(t, err)
 	}
