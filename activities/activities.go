@@ -41,6 +41,9 @@ type Store interface {
 	WebhookDelivery(ctx context.Context, eventID string) (store.WebhookDelivery, error)
 	// RecordWebhookAttempt logs one delivery attempt.
 	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) error
+	// RecordedTransfersTo lists the scanner's recorded transfers of token to
+	// address from fromBlock up to the network's cursor, with the cursor.
+	RecordedTransfersTo(ctx context.Context, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (store.RecordedTransfers, error)
 }
 
 // Chains gives the chain client of a network; the scanners' registry

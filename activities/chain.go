@@ -8,6 +8,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -64,22 +65,47 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 
 // FinalCheck lists the token's transfers to the payment's address since
 // its StartBlock, for the one last on-chain look before a payment expires.
+//
+// The blocks the network's scanner has already read come from PostgreSQL:
+// it recorded every transfer there that concerns a watched payment. Only the
+// blocks after its cursor are read from the chain, so the check costs a few
+// RPC calls however long the payment's window was (Tron cannot filter by
+// address: reading the whole window was about one call per block). Without
+// a cursor, or with one below StartBlock, the chain is read from StartBlock.
 func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInput) (workflows.FinalCheckResult, error) {
 	c, err := a.client(in.Network)
 	if err != nil {
 		return workflows.FinalCheckResult{}, err
 	}
+	addr, err := paywatch.NormalizeAddress(in.Network.Family(), in.Address)
+	if err != nil {
+		return workflows.FinalCheckResult{}, temporalError(err)
+	}
 	head, err := c.Head(ctx)
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
-	ts, err := c.AddressTransfers(ctx, in.Address, in.StartBlock)
+	rec, err := a.store.RecordedTransfersTo(ctx, in.Network, in.Token, addr, in.StartBlock)
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
 	res := workflows.FinalCheckResult{Head: head}
+	for _, t := range rec.Transfers {
+		res.Transfers = append(res.Transfers, transferSeen(in.Network, chainTransfer(in.Network, t)))
+	}
+	from := in.StartBlock
+	if rec.Scanned {
+		from = max(from, rec.Height+1)
+	}
+	if from > head { // the scanner has read up to this node's head, or past it
+		return res, nil
+	}
+	ts, err := c.AddressTransfers(ctx, addr, from)
+	if err != nil {
+		return workflows.FinalCheckResult{}, temporalError(err)
+	}
 	for _, t := range ts {
-		if t.Token == in.Token && sameAddress(in.Network, t.To, in.Address) && t.BlockNumber >= in.StartBlock {
+		if t.Token == in.Token && sameAddress(in.Network, t.To, addr) && t.BlockNumber >= from {
 			res.Transfers = append(res.Transfers, transferSeen(in.Network, t))
 		}
 	}
@@ -133,6 +159,14 @@ func transferSeen(n paywatch.Network, t chains.Transfer) workflows.TransferSeen 
 		BlockHash:   t.BlockHash,
 		From:        t.From,
 		Amount:      paywatch.NewAmount(t.Amount, paywatch.Decimals(n, t.Token)),
+	}
+}
+
+// chainTransfer converts a recorded transfer back to the chain's form.
+func chainTransfer(n paywatch.Network, t store.ChainTransfer) chains.Transfer {
+	return chains.Transfer{
+		Network: n, Token: t.Token, TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber,
+		BlockHash: t.BlockHash, From: t.From, To: t.To, Amount: t.Amount,
 	}
 }
 

@@ -3,8 +3,10 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,8 @@ import (
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -22,12 +26,18 @@ type fakeChain struct {
 	head      uint64
 	hashes    map[uint64]string
 	transfers []chains.Transfer
+	// blockReads counts Transfers calls; addressFroms lists the from
+	// blocks of AddressTransfers calls: the calls that read ranges of
+	// blocks, one RPC per block on Tron.
+	blockReads   int
+	addressFroms []uint64
 }
 
 func (c *fakeChain) Network() paywatch.Network            { return c.network }
 func (c *fakeChain) Head(context.Context) (uint64, error) { return c.head, nil }
 func (c *fakeChain) Close()                               {}
 func (c *fakeChain) Transfers(context.Context, uint64, uint64) ([]chains.Transfer, error) {
+	c.blockReads++
 	return c.transfers, nil
 }
 func (c *fakeChain) BlockHash(_ context.Context, n uint64) (string, error) {
@@ -46,6 +56,7 @@ func (c *fakeChain) TransactionTransfers(_ context.Context, h string) ([]chains.
 	return out, len(out) > 0, nil
 }
 func (c *fakeChain) AddressTransfers(_ context.Context, addr string, from uint64) ([]chains.Transfer, error) {
+	c.addressFroms = append(c.addressFroms, from)
 	var out []chains.Transfer
 	for _, t := range c.transfers {
 		if t.To == addr && t.BlockNumber >= from {
@@ -77,7 +88,7 @@ func chainFixture() (*fakeChain, *activities.Activities) {
 		{Network: paywatch.BEP20, Token: paywatch.USDT, TxHash: "0xt3", BlockNumber: 110, BlockHash: "0xbb", From: "0xf", To: "0x2222222222222222222222222222222222222222", Amount: units},
 		{Network: paywatch.BEP20, Token: paywatch.USDT, TxHash: "0xold", BlockNumber: 50, BlockHash: "0xcc", From: "0xf", To: payTo, Amount: units},
 	}
-	return c, activities.New(activities.Deps{Chains: fakeChains{paywatch.BEP20: c}})
+	return c, activities.New(activities.Deps{Store: &fakeStore{}, Chains: fakeChains{paywatch.BEP20: c}})
 }
 
 func TestCheckTransfersConfirmationsAndCanonicity(t *testing.T) {
@@ -97,13 +108,157 @@ func TestCheckTransfersConfirmationsAndCanonicity(t *testing.T) {
 }
 
 func TestFinalCheckFiltersTokenAddressAndStartBlock(t *testing.T) {
-	_, acts := chainFixture()
+	c, acts := chainFixture()
 	res, err := acts.FinalCheck(context.Background(), workflows.FinalCheckInput{Network: paywatch.BEP20, Token: paywatch.USDT, Address: payTo, StartBlock: 60})
 	require.NoError(t, err)
 	require.Len(t, res.Transfers, 1)
 	assert.Equal(t, "0xt1", res.Transfers[0].TxHash)
 	assert.Equal(t, "25.00", res.Transfers[0].Amount.String())
 	assert.Equal(t, 18, res.Transfers[0].Amount.Decimals())
+	assert.Equal(t, []uint64{60}, c.addressFroms, "a network never scanned: the chain from the start block")
+}
+
+// recorded is a recorded transfer fixture on BEP20 (25 at 18 decimals).
+func recorded(hash string, block uint64, tok paywatch.Token, to string) store.ChainTransfer {
+	units, _ := new(big.Int).SetString("25000000000000000000", 10)
+	return store.ChainTransfer{TxHash: hash, LogIndex: 2, BlockNumber: block, BlockHash: fmt.Sprintf("0xh%d", block),
+		Token: tok, From: "0xf", To: to, Amount: units}
+}
+
+// The final check reads the blocks the scanner has read from PostgreSQL
+// and asks the chain only for the blocks after the scanner's cursor; on
+// Tron every block of a range is an RPC call, so a 24-hour window would be
+// ~28,800 calls.
+func TestFinalCheckReadsScannedBlocksFromTheStore(t *testing.T) {
+	ctx := context.Background()
+	n := paywatch.BEP20
+	db := newScanDB(t)
+	c, _ := chainFixture() // head 120: 0xt1 at 100 (not recorded), USDC and other-address transfers
+	units, _ := new(big.Int).SetString("4000000000000000000", 10)
+	c.transfers = append(c.transfers,
+		chains.Transfer{Network: n, Token: paywatch.USDT, TxHash: "0xtail", LogIndex: 1, BlockNumber: 115, BlockHash: "0xee", From: "0xf", To: payTo, Amount: units},
+		chains.Transfer{Network: n, Token: paywatch.USDC, TxHash: "0xtailc", BlockNumber: 116, BlockHash: "0xef", From: "0xf", To: payTo, Amount: units},
+	)
+	acts := activities.New(activities.Deps{Store: db.store, Chains: fakeChains{n: c}})
+	in := workflows.FinalCheckInput{Network: n, Token: paywatch.USDT, Address: payTo, StartBlock: 60}
+	check := func() []string {
+		t.Helper()
+		c.addressFroms = nil
+		res, err := acts.FinalCheck(ctx, in)
+		require.NoError(t, err)
+		assert.EqualValues(t, 120, res.Head)
+		assert.Zero(t, c.blockReads, "never a scan of every block")
+		var got []string
+		for _, ts := range res.Transfers {
+			got = append(got, ts.TxHash)
+		}
+		return got
+	}
+	cursor := func(height uint64, ts ...store.ChainTransfer) {
+		t.Helper()
+		_, err := db.store.RecordScan(ctx, store.ScanBatch{Network: n, Height: height, BlockHash: "0xc", Head: 120, Transfers: ts}, nil)
+		require.NoError(t, err)
+	}
+
+	// The scanner is behind the start block: the chain from the start block.
+	cursor(30)
+	assert.Equal(t, []string{"0xt1", "0xtail"}, check())
+	assert.Equal(t, []uint64{60}, c.addressFroms)
+
+	// The scanner has read up to 110: what it recorded there, and the chain
+	// for 111 on. 0xt1 is on chain but was not recorded: blocks up to the
+	// cursor are not read again.
+	removed := recorded("0xgone", 105, paywatch.USDT, payTo)
+	cursor(110,
+		recorded("0xr1", 100, paywatch.USDT, payTo),
+		recorded("0xusdc", 102, paywatch.USDC, payTo),
+		recorded("0xother", 103, paywatch.USDT, "0x2222222222222222222222222222222222222222"),
+		recorded("0xearly", 50, paywatch.USDT, payTo),
+		recorded("0xabove", 111, paywatch.USDT, payTo), // above the cursor: the chain's part
+		removed)
+	require.NoError(t, db.store.MarkTransfersRemoved(ctx, n, []store.TransferKey{removed.Key()}))
+	assert.Equal(t, []string{"0xr1", "0xtail"}, check())
+	assert.Equal(t, []uint64{111}, c.addressFroms, "only the blocks after the cursor")
+	res, err := acts.FinalCheck(ctx, in)
+	require.NoError(t, err)
+	r1 := res.Transfers[0]
+	assert.Equal(t, workflows.TransferSeen{TxHash: "0xr1", LogIndex: 2, BlockNumber: 100, BlockHash: "0xh100", From: "0xf",
+		Amount: paywatch.MustParseAmount("25", 18)}, r1, "as the scanner signals it: the amount at the token's decimals")
+	assert.Equal(t, "4.00", res.Transfers[1].Amount.String())
+
+	// The scanner is at or past this node's head: no chain read at all.
+	cursor(125)
+	assert.Equal(t, []string{"0xr1", "0xabove"}, check())
+	assert.Empty(t, c.addressFroms)
+
+	// Another network's cursor is not this one's.
+	in.Network = paywatch.ERC20
+	c.network = paywatch.ERC20
+	acts = activities.New(activities.Deps{Store: db.store, Chains: fakeChains{paywatch.ERC20: c}})
+	assert.Equal(t, []string{"0xt1", "0xtail"}, check())
+	assert.Equal(t, []uint64{60}, c.addressFroms)
+}
+
+// Against the devnet Tron node: the final check of a payment whose window
+// the scanner has read costs the RPC calls of the few blocks after its
+// cursor, where reading the window from the chain costs one per block with
+// transactions.
+func TestFinalCheckOnTronReadsOnlyBlocksAfterTheCursor(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.TRC20
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	c, err := set.Client(n)
+	require.NoError(t, err)
+	db := newScanDB(t)
+
+	start, err := d.Mine(ctx, n, 1)
+	require.NoError(t, err)
+	addr := randomAddress(t, n)
+	db.watch(t, n, paywatch.USDT, addr, start)
+	first, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "3"})
+	require.NoError(t, err)
+	for range 30 { // a busy chain: transactions in every block
+		_, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: randomAddress(t, n), Amount: "1"})
+		require.NoError(t, err)
+	}
+	scanned, _ := d.Network(n)
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: &signalLog{}})
+	_, err = s.ScanRange(ctx, n, start+1, scanned.Head)
+	require.NoError(t, err)
+	// After the scanner's cursor: one more transfer to the payment.
+	second, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "4"})
+	require.NoError(t, err)
+	head, err := d.Mine(ctx, n, 2)
+	require.NoError(t, err)
+
+	acts := activities.New(activities.Deps{Store: db.store, Chains: set})
+	before := chains.Calls(c)
+	res, err := acts.FinalCheck(ctx, workflows.FinalCheckInput{Network: n, Token: paywatch.USDT, Address: addr, StartBlock: start})
+	require.NoError(t, err)
+	calls := chains.Calls(c) - before
+	assert.Equal(t, head, res.Head)
+	require.Len(t, res.Transfers, 2)
+	assert.Equal(t, first.TxHash, res.Transfers[0].TxHash, "recorded by the scanner")
+	assert.Equal(t, "3.00", res.Transfers[0].Amount.String())
+	assert.Equal(t, 6, res.Transfers[0].Amount.Decimals())
+	assert.Equal(t, second.TxHash, res.Transfers[1].TxHash, "read from the chain")
+	assert.Equal(t, "4.00", res.Transfers[1].Amount.String())
+	// Two heads, one GetBlockByLimitNext for the three blocks after the
+	// cursor, and the infos of the one of them with a transaction.
+	assert.Equal(t, uint64(4), calls)
+
+	before = chains.Calls(c)
+	all, err := c.AddressTransfers(ctx, addr, start)
+	require.NoError(t, err)
+	assert.Len(t, all, 2)
+	assert.Greater(t, chains.Calls(c)-before, uint64(30), "the whole window from the chain: a call per block")
 }
 
 func TestVerifyTxHash(t *testing.T) {
@@ -137,11 +292,16 @@ func TestVerifyTxHash(t *testing.T) {
 	assert.Equal(t, "Transaction was sent before this payment's address was assigned", res.Reason)
 }
 
-// fakeStore implements the address methods another package owns.
+// fakeStore implements the address methods another package owns, and a
+// store the scanner has never written to.
 type fakeStore struct {
 	activities.Store
 	assignErr error
 	released  []paywatch.Status
+}
+
+func (f *fakeStore) RecordedTransfersTo(context.Context, paywatch.Network, paywatch.Token, string, uint64) (store.RecordedTransfers, error) {
+	return store.RecordedTransfers{}, nil
 }
 
 func (f *fakeStore) AssignAddress(context.Context, string, paywatch.Network, paywatch.Token) (workflows.Assignment, error) {

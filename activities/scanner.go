@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -38,6 +39,9 @@ type ScannerStore interface {
 	RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]store.ChainTransfer, error)
 	// MarkTransfersRemoved flags transfers a reorg dropped.
 	MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []store.TransferKey) error
+	// PaymentsWithoutWorkflow returns, for those of ids whose workflow is not
+	// recorded as started, when their row was created.
+	PaymentsWithoutWorkflow(ctx context.Context, ids []string) (map[string]time.Time, error)
 }
 
 // Signaler signals workflows; client.Client implements it.
@@ -86,6 +90,13 @@ const (
 	signalTimeout = 10 * time.Second
 	// signalConcurrency is how many signals a batch sends at once.
 	signalConcurrency = 8
+	// workflowStartGrace is how long a signal waits for the workflow of a
+	// payment whose row exists but whose workflow has not started: the API
+	// starts it right after writing the row, or the reconciler within about
+	// 15 s when that failed. Past it, the row is taken to be stuck and the
+	// signal is dropped rather than holding up the network's scan for good;
+	// the transfer is recorded, and the payment's final check reads it.
+	workflowStartGrace = 10 * time.Minute
 	// maxWait is the longest a scanner waits without heartbeating.
 	maxWait = time.Second
 	// maxLookback bounds how far back a network's first scan starts: the
@@ -123,6 +134,14 @@ const (
 //     moves the cursor, before its commit: a crash or failure before the
 //     commit re-scans and re-signals the batch (the workflows ignore
 //     repeats), and after the commit every recorded transfer was signalled.
+//   - A signal that finds no workflow (NotFound) is dropped when the
+//     workflow has ended: its payment's row says the workflow started.
+//     A row whose workflow has not started yet (the API writes the row
+//     first; the reconciler starts the workflow if the API's start failed)
+//     fails the batch instead, so it is scanned and signalled again after
+//     the backoff, once the workflow runs. A row still without a workflow
+//     after workflowStartGrace is taken to be stuck: its signal is dropped
+//     with an error log rather than stalling the network.
 //   - Reorgs: the cursor keeps the hash of its block; before a batch counts,
 //     the block at the cursor's height must still have that hash. If not,
 //     the recorded transfers of the last Confirmations blocks whose block
@@ -520,13 +539,22 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 	return out, err
 }
 
+// errWorkflowNotStarted fails a batch with a signal for a payment whose
+// workflow has not started yet.
+var errWorkflowNotStarted = errors.New("payment workflow not started yet")
+
 // send delivers signals, a few at a time. A workflow that has ended (paid,
-// cancelled, or past its late window) no longer listens: NotFound is not an
-// error.
+// cancelled, or past its late window) no longer listens: NotFound from it is
+// not an error. NotFound from a workflow that has not started yet is: see
+// checkNotFound.
 func (s *Scanner) send(ctx context.Context, signals []signal) error {
 	if len(signals) == 0 {
 		return nil
 	}
+	var (
+		mu       sync.Mutex
+		notFound []string
+	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(signalConcurrency)
 	for _, sg := range signals {
@@ -535,13 +563,57 @@ func (s *Scanner) send(ctx context.Context, signals []signal) error {
 			defer cancel()
 			err := s.signals.SignalWorkflow(sctx, workflows.PaymentWorkflowID(sg.paymentID), "", sg.name, sg.arg)
 			var nf *serviceerror.NotFound
-			if err != nil && !errors.As(err, &nf) {
+			if errors.As(err, &nf) {
+				mu.Lock()
+				notFound = append(notFound, sg.paymentID)
+				mu.Unlock()
+				return nil
+			}
+			if err != nil {
 				return fmt.Errorf("signal %s to payment %s: %w", sg.name, sg.paymentID, err)
 			}
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return s.checkNotFound(ctx, notFound)
+}
+
+// checkNotFound tells the payments whose workflow answered NotFound apart,
+// with one query for the batch: a workflow that ended leaves its row marked
+// started, and its signal is rightly dropped; a row not marked started is a
+// workflow yet to start, and the batch fails (errWorkflowNotStarted), so
+// that it is scanned and signalled again after the backoff rather than the
+// cursor passing a transfer the payment never heard of. Rows without a
+// workflow for longer than workflowStartGrace are dropped with an error log.
+func (s *Scanner) checkNotFound(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	unstarted, err := s.store.PaymentsWithoutWorkflow(ctx, ids)
+	if err != nil {
+		return err
+	}
+	oldest := s.now().Add(-workflowStartGrace)
+	var waiting []string
+	for _, id := range ids {
+		created, ok := unstarted[id]
+		switch {
+		case !ok:
+		case created.After(oldest):
+			waiting = append(waiting, id)
+		default:
+			s.log.Error("payment workflow never started; signal dropped", "paymentId", id, "createdAt", created)
+		}
+	}
+	if len(waiting) > 0 {
+		return fmt.Errorf("%w: payments %s", errWorkflowNotStarted, strings.Join(waiting, ", "))
+	}
+	return nil
 }
 
 // reorg handles a changed block at the cursor: the recorded transfers of

@@ -36,7 +36,7 @@ type sentSignal struct {
 }
 
 // signalLog is a Signaler that records signals; workflows listed in ended
-// answer NotFound, as a finished workflow does.
+// answer NotFound, as a finished workflow, or one not started yet, does.
 type signalLog struct {
 	mu    sync.Mutex
 	got   []sentSignal
@@ -59,6 +59,13 @@ func (l *signalLog) SignalWorkflow(_ context.Context, id, _, name string, arg an
 	}
 	l.got = append(l.got, sentSignal{id, name, arg})
 	return nil
+}
+
+// start makes a workflow listed in ended exist.
+func (l *signalLog) start(workflowID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.ended, workflowID)
 }
 
 func (l *signalLog) signals() []sentSignal {
@@ -87,18 +94,28 @@ func newScanDB(t testing.TB) *scanDB {
 	return db
 }
 
-// watch inserts a pending per_payment payment of amount tok on n at addr
-// and returns its id.
+// watch inserts a pending per_payment payment of amount tok on n at addr,
+// with its workflow recorded as started, and returns its id.
 func (db *scanDB) watch(t testing.TB, n paywatch.Network, tok paywatch.Token, addr string, startBlock uint64) string {
 	t.Helper()
 	var id string
 	d := paywatch.Decimals(n, tok)
 	require.NoError(t, db.pool.QueryRow(context.Background(), `
-		INSERT INTO payments (id, project_id, address_mode, network, token, address, amount, decimals, external_ref, expires_at, start_block)
-		VALUES (gen_random_uuid(), $1, 'per_payment', $2, $3, $4, $5::numeric, $6, 'cust', now() + interval '1 hour', $7)
+		INSERT INTO payments (id, project_id, address_mode, network, token, address, amount, decimals, external_ref, expires_at, start_block, workflow_started)
+		VALUES (gen_random_uuid(), $1, 'per_payment', $2, $3, $4, $5::numeric, $6, 'cust', now() + interval '1 hour', $7, true)
 		RETURNING id::text`, db.projectID, string(n), string(tok), addr, paywatch.MustParseAmount("10", d).Units().String(), d,
 		int64(startBlock)).Scan(&id))
 	return id
+}
+
+// setStarted sets whether a payment's workflow is recorded as started, as
+// the API and the reconciler do, and when its row was created.
+func (db *scanDB) setStarted(t testing.TB, id string, started bool, createdAgo time.Duration) {
+	t.Helper()
+	_, err := db.pool.Exec(context.Background(),
+		`UPDATE payments SET workflow_started = $2, created_at = now() - $3::interval WHERE id = $1`,
+		id, started, createdAgo.String())
+	require.NoError(t, err)
 }
 
 // randomAddress returns a fresh address of n's family.
@@ -309,4 +326,89 @@ func TestScannerSignalsBeforeTheBatchCommits(t *testing.T) {
 	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
 	assert.Equal(t, 1, rows)
 	assert.Equal(t, 3, sig.calls)
+}
+
+// The API writes a payment's row before it starts the workflow, and the
+// reconciler starts it if that failed. A transfer that arrives in between
+// must reach the workflow once it runs: the signal's NotFound fails the
+// batch, the cursor stays before the transfer, and the re-scan after the
+// backoff signals it. A workflow that ended (its row says started) or a row
+// that has waited longer than any start takes does not hold the scan up.
+func TestScannerWaitsForAWorkflowNotStartedYet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.TRC20
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	_, err = d.Mine(ctx, n, 3)
+	require.NoError(t, err)
+
+	addr, endedAddr, stuckAddr := randomAddress(t, n), randomAddress(t, n), randomAddress(t, n)
+	id := db.watch(t, n, paywatch.USDT, addr, 2)
+	db.setStarted(t, id, false, 0) // its workflow is yet to start
+	endedID := db.watch(t, n, paywatch.USDT, endedAddr, 2)
+	stuckID := db.watch(t, n, paywatch.USDT, stuckAddr, 2)
+	db.setStarted(t, stuckID, false, time.Hour) // never started: a stuck row
+	sent, err := d.TransferBatch(ctx, []devnet.TransferRequest{
+		{Network: n, Token: paywatch.USDT, To: addr, Amount: "4"},
+		{Network: n, Token: paywatch.USDT, To: endedAddr, Amount: "5"},
+		{Network: n, Token: paywatch.USDT, To: stuckAddr, Amount: "6"},
+	})
+	require.NoError(t, err)
+	block := sent[0].BlockNumber
+	wf := workflows.PaymentWorkflowID
+	sig := &signalLog{ended: map[string]bool{wf(id): true, wf(endedID): true, wf(stuckID): true}}
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig})
+
+	_, err = s.ScanRange(ctx, n, 3, block)
+	require.ErrorContains(t, err, "payment workflow not started yet")
+	assert.ErrorContains(t, err, id)
+	assert.NotContains(t, err.Error(), endedID, "an ended workflow's NotFound is no error")
+	assert.NotContains(t, err.Error(), stuckID, "nor is a row that never got a workflow")
+	_, ok, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	assert.False(t, ok, "the cursor did not pass the transfer")
+	var rows int
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
+	assert.Zero(t, rows)
+
+	// The scan keeps failing and backing off until the reconciler starts
+	// the workflow; then it signals the transfer and moves on.
+	type result struct {
+		p   workflows.ScanProgress
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 3 * time.Second}, nil)
+		done <- result{p, err}
+	}()
+	require.Eventually(t, func() bool {
+		sig.mu.Lock()
+		defer sig.mu.Unlock()
+		return sig.calls >= 6 // the failed ScanRange's three, and the scan's first try
+	}, 10*time.Second, 10*time.Millisecond)
+	cur, _, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	assert.Less(t, cur.Height, block, "still before the transfer")
+	sig.start(wf(id))
+	db.setStarted(t, id, true, 0)
+
+	r := <-done
+	require.NoError(t, r.err)
+	head, _ := d.Network(n)
+	assert.Equal(t, head.Head, r.p.Height)
+	got := sig.signals()
+	require.Len(t, got, 1)
+	assert.Equal(t, wf(id), got[0].WorkflowID)
+	assert.Equal(t, workflows.SignalTransferSeen, got[0].Name)
+	assert.Equal(t, sent[0].TxHash, got[0].Arg.(workflows.TransferSeen).TxHash)
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
+	assert.Equal(t, 3, rows, "every matching transfer recorded, for the final checks")
 }

@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fbsobreira/gotron-sdk/pkg/proto/api"
+	"github.com/fbsobreira/gotron-sdk/pkg/proto/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
@@ -481,4 +485,123 @@ func TestDialRejectsBadConfig(t *testing.T) {
 	c, err := chains.Dial(ctx, chains.Config{Network: paywatch.ERC20, URLs: []string{"http://127.0.0.1:1"}})
 	require.NoError(t, err)
 	c.Close()
+}
+
+// partialTronNode is a Tron full node that has the blocks but not all of
+// their transaction infos, as a node without transaction history
+// (storage.transHistory off) or one that lags behind its own blocks: it
+// passes the Wallet API calls the client uses on to the devnet node and
+// answers GetTransactionInfoByBlockNum with at most keep infos per block.
+type partialTronNode struct {
+	api.UnimplementedWalletServer
+	up   api.WalletClient
+	keep int
+}
+
+func (p *partialTronNode) GetNowBlock2(ctx context.Context, m *api.EmptyMessage) (*api.BlockExtention, error) {
+	return p.up.GetNowBlock2(ctx, m)
+}
+
+func (p *partialTronNode) GetBlockByNum2(ctx context.Context, m *api.NumberMessage) (*api.BlockExtention, error) {
+	return p.up.GetBlockByNum2(ctx, m)
+}
+
+func (p *partialTronNode) GetBlockByLimitNext2(ctx context.Context, m *api.BlockLimit) (*api.BlockListExtention, error) {
+	return p.up.GetBlockByLimitNext2(ctx, m)
+}
+
+func (p *partialTronNode) GetTransactionInfoById(ctx context.Context, m *api.BytesMessage) (*core.TransactionInfo, error) {
+	return p.up.GetTransactionInfoById(ctx, m)
+}
+
+func (p *partialTronNode) GetTransactionInfoByBlockNum(ctx context.Context, m *api.NumberMessage) (*api.TransactionInfoList, error) {
+	l, err := p.up.GetTransactionInfoByBlockNum(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.TransactionInfo) > p.keep {
+		l.TransactionInfo = l.TransactionInfo[:p.keep]
+	}
+	return l, nil
+}
+
+// startPartialTronNode serves a partialTronNode in front of d's TRC20 node
+// and returns its host:port.
+func startPartialTronNode(t *testing.T, d *devnet.Devnet, keep int) string {
+	t.Helper()
+	st, ok := d.Network(paywatch.TRC20)
+	require.True(t, ok)
+	conn, err := grpc.NewClient(st.RPCURL, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	api.RegisterWalletServer(srv, &partialTronNode{up: api.NewWalletClient(conn), keep: keep})
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return l.Addr().String()
+}
+
+// A Tron node that has a block but answers fewer transaction infos than the
+// block has transactions must not make the block look empty: the read
+// fails over to the next endpoint, and with none left it fails, so the
+// scanner keeps its cursor and reads the batch again.
+func TestTronIncompleteTransactionInfosAreAnError(t *testing.T) {
+	n := paywatch.TRC20
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{n}})
+	ctx := ctxT(t)
+	to := newAddress(t, n)
+	sent, err := d.TransferBatch(ctx, []devnet.TransferRequest{
+		{Network: n, Token: paywatch.USDT, To: to, Amount: "1"},
+		{Network: n, Token: paywatch.USDT, To: to, Amount: "2"},
+	})
+	require.NoError(t, err)
+	require.Len(t, sent, 2)
+	b := sent[0].BlockNumber
+	require.Equal(t, b, sent[1].BlockNumber, "one block with two transactions")
+	empty, err := d.Mine(ctx, n, 1) // a block without transactions needs no infos
+	require.NoError(t, err)
+
+	for _, keep := range []int{0, 1} {
+		t.Run(fmt.Sprintf("keep %d of 2", keep), func(t *testing.T) {
+			only, err := chains.Dial(ctx, chains.Config{Network: n, URLs: []string{startPartialTronNode(t, d, keep)}, Contracts: mustNetwork(t, d, n).Tokens})
+			require.NoError(t, err)
+			defer only.Close()
+
+			ts, err := only.Transfers(ctx, b, b)
+			require.ErrorContains(t, err, "fewer transaction infos than the block has transactions")
+			assert.ErrorIs(t, err, chains.ErrUnavailable, "an endpoint failure, retried later")
+			assert.Empty(t, ts)
+			_, err = only.AddressTransfers(ctx, to, b)
+			assert.ErrorIs(t, err, chains.ErrUnavailable)
+			_, _, err = only.TransactionTransfers(ctx, sent[0].TxHash)
+			assert.ErrorIs(t, err, chains.ErrUnavailable)
+
+			ts, err = only.Transfers(ctx, empty, empty)
+			require.NoError(t, err, "an empty block asks for no infos")
+			assert.Empty(t, ts)
+
+			// With a complete node behind it, the read fails over and sees
+			// both transfers.
+			c := dial(t, d, n, 0, startPartialTronNode(t, d, keep))
+			ts, err = c.Transfers(ctx, b, b)
+			require.NoError(t, err)
+			require.Len(t, ts, 2)
+			assert.Equal(t, sent[0].TxHash, ts[0].TxHash)
+			assert.Equal(t, sent[1].TxHash, ts[1].TxHash)
+			byTx, found, err := c.TransactionTransfers(ctx, sent[1].TxHash)
+			require.NoError(t, err)
+			require.True(t, found)
+			assert.Equal(t, []chains.Transfer{ts[1]}, byTx)
+		})
+	}
+}
+
+// mustNetwork returns the status of network n on d.
+func mustNetwork(t *testing.T, d *devnet.Devnet, n paywatch.Network) devnet.NetworkStatus {
+	t.Helper()
+	st, ok := d.Network(n)
+	require.True(t, ok)
+	return st
 }

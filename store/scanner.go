@@ -370,6 +370,116 @@ func (s *Store) RecentTransfers(ctx context.Context, n paywatch.Network, fromBlo
 	return out, nil
 }
 
+// RecordedTransfers is what the scanner has recorded of the transfers to
+// one address: the blocks it has read and what it found in them.
+type RecordedTransfers struct {
+	// Scanned is false when the network has no cursor: the scanner has
+	// read nothing, and Height and Transfers are zero.
+	Scanned bool
+	// Height is the network's cursor: every block up to it has been read.
+	Height uint64
+	// Transfers are the recorded, still canonical transfers in blocks up
+	// to Height, oldest first.
+	Transfers []ChainTransfer
+}
+
+// RecordedTransfersTo returns network n's recorded, still canonical
+// transfers of token to address (normalised) in blocks from fromBlock up to
+// the network's cursor, with the cursor's height, read together (one
+// snapshot), so a caller can ask the chain for the blocks after the cursor
+// alone. The scanner records every transfer that concerns a watched
+// payment, so for a watched payment's own address this is every transfer
+// of its token there since its start block.
+func (s *Store) RecordedTransfersTo(ctx context.Context, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (RecordedTransfers, error) {
+	var out RecordedTransfers
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return out, fmt.Errorf("recorded %s transfers: begin: %w", n, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	out, err = recordedTransfersTo(ctx, tx, n, token, address, fromBlock)
+	if err != nil {
+		return RecordedTransfers{}, fmt.Errorf("recorded %s transfers to %s: %w", n, address, err)
+	}
+	return out, nil
+}
+
+// recordedTransfersTo reads the cursor, then the transfers under it.
+func recordedTransfersTo(ctx context.Context, tx pgx.Tx, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (RecordedTransfers, error) {
+	var out RecordedTransfers
+	var height int64
+	err := tx.QueryRow(ctx, `SELECT height FROM chain_cursors WHERE network = $1`, string(n)).Scan(&height)
+	if noRows(err) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Scanned, out.Height = true, uint64(height)
+	if fromBlock > out.Height {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT tx_hash, log_index, block_number, block_hash, from_address, amount::text
+		FROM chain_transfers
+		WHERE network = $1 AND to_address = $2 AND token = $3
+		  AND block_number >= $4 AND block_number <= $5 AND NOT removed
+		ORDER BY block_number, log_index, tx_hash`,
+		string(n), address, string(token), int64(fromBlock), height)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t := ChainTransfer{Token: token, To: address}
+		var logIndex, block int64
+		var amount string
+		if err := rows.Scan(&t.TxHash, &logIndex, &block, &t.BlockHash, &t.From, &amount); err != nil {
+			return out, err
+		}
+		t.LogIndex, t.BlockNumber = uint32(logIndex), uint64(block)
+		var ok bool
+		if t.Amount, ok = new(big.Int).SetString(amount, 10); !ok {
+			return out, fmt.Errorf("bad amount %q", amount)
+		}
+		out.Transfers = append(out.Transfers, t)
+	}
+	return out, rows.Err()
+}
+
+// PaymentsWithoutWorkflow returns, for those of ids (payment ids) whose
+// workflow is not recorded as started (payments.workflow_started), when
+// their row was created. The API writes a payment's row before it starts
+// the workflow, and the reconciler starts the workflows whose start failed:
+// a scanner whose signal finds no workflow asks this whether the workflow
+// has ended (not listed) or is yet to start (listed). Unknown ids are not
+// listed.
+func (s *Store) PaymentsWithoutWorkflow(ctx context.Context, ids []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id::text, created_at FROM payments
+		WHERE id = ANY($1::uuid[]) AND NOT workflow_started`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("payments without workflow: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var created time.Time
+		if err := rows.Scan(&id, &created); err != nil {
+			return nil, fmt.Errorf("payments without workflow: %w", err)
+		}
+		out[id] = created
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("payments without workflow: %w", err)
+	}
+	return out, nil
+}
+
 // MarkTransfersRemoved flags recorded transfers of network n as no longer
 // canonical (a reorg dropped them). Unknown keys are ignored.
 func (s *Store) MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []TransferKey) error {

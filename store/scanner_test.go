@@ -56,7 +56,7 @@ func TestWatchedAddressesFollowsTheWatchRules(t *testing.T) {
 	setStatus(t, s, cancelled.ID, paywatch.StatusCancelled, nil)
 
 	// per_user: an expired payment takes no late funds.
-	pu := project(t, s, "pu", mode(paywatch.ModePerUser), store.WalletUpdate{XPubs: map[string]*string{"tron": ptr(testXPubTron)}})
+	pu := project(t, s, "pu", mode(paywatch.ModePerUser), store.WalletUpdate{XPubs: map[string]*string{"tron": ptr(perUserXPubTron)}})
 	puPay, _, err := s.CreatePayment(ctx, newPayment(pu, "user", "10"))
 	require.NoError(t, err)
 	setStatus(t, s, puPay.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-time.Hour)))
@@ -118,6 +118,10 @@ func TestWatchedAddressesFollowsTheWatchRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, w, "the network must match")
 }
+
+// perUserXPubTron is a Tron account xPub other than testXPubTron: an xPub,
+// and so the addresses it derives, belongs to one project only.
+const perUserXPubTron = "xpub6ByFDymkPaVqJvsTLsSFKqxedCn33Y2SZWACasWzQ3XJ1mCx3TM4aSBMwfoFJeh9y7A6JXfLLYvcz2WmPc1xsJC9B6X4G48NP1S2SFrNmUZ"
 
 func zeros(n int) string {
 	b := make([]byte, n)
@@ -260,4 +264,80 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	_, ok, err = s.ChainCursor(ctx, n)
 	require.NoError(t, err)
 	assert.False(t, ok)
+}
+
+// The final check reads what the scanner recorded for one address, up to
+// the cursor it read together with it.
+func TestRecordedTransfersToStopsAtTheCursor(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	n := paywatch.TRC20
+	to := tronAddrs[1]
+
+	got, err := s.RecordedTransfersTo(ctx, n, paywatch.USDT, to, 0)
+	require.NoError(t, err)
+	assert.Equal(t, store.RecordedTransfers{}, got, "never scanned")
+
+	other := transfer("other", 0, 101, "h101", 1)
+	other.To = tronAddrs[2]
+	usdc := transfer("usdc", 1, 101, "h101", 1)
+	usdc.Token = paywatch.USDC
+	gone := transfer("gone", 0, 103, "h103", 1)
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 120, Transfers: []store.ChainTransfer{
+		transfer("late", 0, 105, "h105", 7_000_000),
+		transfer("early", 0, 90, "h90", 1),
+		transfer("first", 2, 100, "h100", 5_000_000),
+		transfer("second", 1, 100, "h100", 6_000_000),
+		other, usdc, gone,
+	}}, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.MarkTransfersRemoved(ctx, n, []store.TransferKey{gone.Key()}))
+	// The scanner went back (a reorg) and re-recorded a transfer above its
+	// new cursor: that block is the chain's to read again.
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 104, BlockHash: "h104b", Head: 120}, nil)
+	require.NoError(t, err)
+
+	got, err = s.RecordedTransfersTo(ctx, n, paywatch.USDT, to, 95)
+	require.NoError(t, err)
+	assert.True(t, got.Scanned)
+	assert.Equal(t, uint64(104), got.Height)
+	var hashes []string
+	for _, tr := range got.Transfers {
+		hashes = append(hashes, tr.TxHash)
+	}
+	assert.Equal(t, []string{"second", "first"}, hashes,
+		"in chain order; not before the start block, above the cursor, removed, of another token or to another address")
+	assert.Equal(t, transfer("second", 1, 100, "h100", 6_000_000), got.Transfers[0])
+
+	got, err = s.RecordedTransfersTo(ctx, n, paywatch.USDT, to, 105)
+	require.NoError(t, err)
+	assert.Equal(t, store.RecordedTransfers{Scanned: true, Height: 104}, got, "a start block above the cursor")
+	got, err = s.RecordedTransfersTo(ctx, paywatch.ERC20, paywatch.USDT, to, 0)
+	require.NoError(t, err)
+	assert.False(t, got.Scanned, "another network's cursor")
+}
+
+// A scanner whose signal finds no workflow asks whether the payment's
+// workflow ended or has not started yet.
+func TestPaymentsWithoutWorkflow(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t)
+	ctx := context.Background()
+	hd := project(t, s, "hd", store.ProjectSettings{}, hdWallet())
+	waiting, _, err := s.CreatePayment(ctx, newPayment(hd, "a", "10"))
+	require.NoError(t, err)
+	clk.Add(time.Minute)
+	started, _, err := s.CreatePayment(ctx, newPayment(hd, "b", "10"))
+	require.NoError(t, err)
+	require.NoError(t, s.MarkWorkflowStarted(ctx, started.ID))
+
+	got, err := s.PaymentsWithoutWorkflow(ctx, []string{waiting.ID, started.ID, "00000000-0000-0000-0000-000000000000"})
+	require.NoError(t, err)
+	require.Len(t, got, 1, "a started workflow and an unknown payment are not listed")
+	assert.True(t, got[waiting.ID].Equal(waiting.CreatedAt), "with the row's creation time")
+
+	got, err = s.PaymentsWithoutWorkflow(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, got)
 }

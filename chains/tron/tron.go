@@ -7,6 +7,12 @@
 // (the logs), a few in flight at once. The cost per block is the same whatever the number of
 // watched addresses, and the caller matches recipients itself.
 //
+// A node must answer a block's transaction infos in full: one that returns
+// fewer infos than the block has transactions (no transaction history, or
+// lagging behind its own blocks) fails the call like an unreachable node,
+// so it fails over to the next endpoint or the scan retries the batch,
+// rather than reading the block as one without transfers.
+//
 // Only successful transactions count: TransactionInfo.Result SUCESS (sic)
 // and Receipt.Result SUCCESS. Log addresses and topic addresses are 20 bytes
 // without the 0x41 prefix, as java-tron reports them.
@@ -211,7 +217,7 @@ func (c *Client) batchTransfers(ctx context.Context, from, to uint64) ([]chainap
 			continue // nothing to log; idle devnet and testnet blocks are mostly empty
 		}
 		g.Go(func() error {
-			infos, err := c.blockInfos(gctx, b.num)
+			infos, err := c.blockInfos(gctx, b)
 			if err != nil {
 				return err
 			}
@@ -265,15 +271,28 @@ func (c *Client) blocks(ctx context.Context, from, to uint64) ([]block, error) {
 	return out, nil
 }
 
-// blockInfos returns the transaction infos of block n, in block order.
-func (c *Client) blockInfos(ctx context.Context, n uint64) ([]*core.TransactionInfo, error) {
+// errMissingInfos means a node answered GetTransactionInfoByBlockNum with
+// fewer infos than the block has transactions: a node that keeps no
+// transaction history, or a lagging one that has the block but not yet its
+// infos. Reading nothing there would pass the block's transfers by, so it
+// is an endpoint failure: the call fails over to the next endpoint, and
+// with none left the caller retries later.
+var errMissingInfos = errors.New("node returned fewer transaction infos than the block has transactions")
+
+// blockInfos returns the transaction infos of block b, in block order: one
+// for each of its transactions, or an error.
+func (c *Client) blockInfos(ctx context.Context, b block) ([]*core.TransactionInfo, error) {
 	var list *api.TransactionInfoList
 	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
-		list, err = g.GetBlockInfoByNumCtx(ctx, int64(n))
+		list, err = g.GetBlockInfoByNumCtx(ctx, int64(b.num))
+		if err == nil && len(list.GetTransactionInfo()) < len(b.txs) {
+			// Inside the attempt, so that another endpoint is asked.
+			err = fmt.Errorf("%w: %d of %d", errMissingInfos, len(list.GetTransactionInfo()), len(b.txs))
+		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tron: transaction infos of block %d: %w", n, err)
+		return nil, fmt.Errorf("tron: transaction infos of block %d: %w", b.num, err)
 	}
 	return list.GetTransactionInfo(), nil
 }
@@ -375,7 +394,7 @@ func (c *Client) TransactionTransfers(ctx context.Context, txHash string) ([]cha
 	if !blocks[0].txs[norm] {
 		return nil, false, nil // reorged out since the info was read
 	}
-	infos, err := c.blockInfos(ctx, n)
+	infos, err := c.blockInfos(ctx, blocks[0])
 	if err != nil {
 		return nil, false, err
 	}
