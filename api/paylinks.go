@@ -221,12 +221,12 @@ func (s *Server) linkSubmit(c echo.Context) error {
 			b.Email = e
 		}
 	}
-	if utf8.RuneCountInString(d.Form.Name) > store.MaxBuyerNameLength || hasControl(d.Form.Name, false) {
+	if utf8.RuneCountInString(d.Form.Name) > store.MaxBuyerNameLength || store.HasControlChars(d.Form.Name, false) {
 		d.Errors["name"] = msgBuyerName
 	} else {
 		b.Name = d.Form.Name
 	}
-	if utf8.RuneCountInString(d.Form.Note) > store.MaxBuyerNoteLength || hasControl(d.Form.Note, true) {
+	if utf8.RuneCountInString(d.Form.Note) > store.MaxBuyerNoteLength || store.HasControlChars(d.Form.Note, true) {
 		d.Errors["note"] = msgBuyerNote
 	} else {
 		b.Note = d.Form.Note
@@ -280,18 +280,4 @@ func linkExternalRef(slug, email string) string {
 		ref = "link:" + slug + ":" + hex.EncodeToString(sum[:16])
 	}
 	return ref
-}
-
-// hasControl reports whether s holds control characters; newlines and tabs
-// are allowed when multiline is true.
-func hasControl(s string, multiline bool) bool {
-	for _, r := range s {
-		if multiline && (r == '\n' || r == '\r' || r == '\t') {
-			continue
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return true
-		}
-	}
-	return false
 }

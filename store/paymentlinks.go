@@ -77,7 +77,7 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 		return nil, err
 	}
 	nl.Title = strings.TrimSpace(nl.Title)
-	if nl.Title == "" || utf8.RuneCountInString(nl.Title) > MaxLinkTitleLength || hasControl(nl.Title, false) {
+	if nl.Title == "" || utf8.RuneCountInString(nl.Title) > MaxLinkTitleLength || HasControlChars(nl.Title, false) {
 		return nil, invalid(MsgLinkTitle)
 	}
 	if nl.Network != "" {
@@ -249,9 +249,10 @@ func (s *Store) PaymentLinkToken(ctx context.Context, paymentID string) (paywatc
 	return paywatch.Token(deref(token)), nil
 }
 
-// hasControl reports whether s holds control characters; newlines and tabs
-// count only when multiline is false.
-func hasControl(s string, multiline bool) bool {
+// HasControlChars reports whether s holds control characters; newlines and
+// tabs count only when multiline is false. Link titles and buyer fields are
+// shown on pages and in webhooks, so both the store and the link form use it.
+func HasControlChars(s string, multiline bool) bool {
 	for _, r := range s {
 		if multiline && (r == '\n' || r == '\r' || r == '\t') {
 			continue
