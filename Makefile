@@ -5,15 +5,26 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: run test bench build lint migrate clean
+# The server the tests create their databases on; one set in the
+# environment wins, and .ci/setup leaves a non-local one alone.
+export PAYWATCH_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/paywatch_ci?sslmode=disable
+
+.PHONY: run test test-deps bench build lint migrate clean
 
 ## run: everything in one process: API, pages, worker, embedded Temporal + Web UI, devnet chains
+## (starts the local PostgreSQL cluster first if it is down)
 run: bin/paywatch
+	.ci/setup run
 	./bin/paywatch dev
 
 ## test: every test, against the local PostgreSQL and in-process Temporal servers
-test:
+test: test-deps
 	$(GO) test -count=1 -timeout 45m ./...
+
+## test-deps: what the tests need, installed or started only if missing: PostgreSQL and its
+## paywatch_ci database, anvil (npm, into chains/evm/testdata/anvil), Chromium (apt, as root)
+test-deps:
+	.ci/setup test
 
 ## bench: the benchmarks whose figures the README quotes
 bench:

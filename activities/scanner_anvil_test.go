@@ -36,8 +36,8 @@ import (
 //
 //	npm ci --prefix chains/evm/testdata/anvil
 //
-// (.ci/run does it). ANVIL_BIN overrides the path. Without the binary the
-// test skips, except in CI (CI set), where it fails.
+// (`make test` does it, through .ci/setup). ANVIL_BIN overrides the path.
+// Without the binary the test fails: a missing tool never passes as a skip.
 
 // anvilBinary finds the anvil executable.
 func anvilBinary(t *testing.T) string {
@@ -50,11 +50,7 @@ func anvilBinary(t *testing.T) string {
 	pattern := filepath.Join(repoRoot(t), "chains", "evm", "testdata", "anvil", "node_modules", "@foundry-rs", "anvil-*", "bin", "anvil")
 	matches, _ := filepath.Glob(pattern)
 	if len(matches) == 0 {
-		msg := "anvil is not installed: run npm ci --prefix chains/evm/testdata/anvil (or set ANVIL_BIN)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		t.Fatal("anvil is not installed: run make test-deps, or npm ci --prefix chains/evm/testdata/anvil (or set ANVIL_BIN)")
 	}
 	return matches[0]
 }
