@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/idna"
 )
 
 // ErrPrivateAddress means a webhook URL names or resolves to a private or
@@ -18,7 +22,8 @@ import (
 // delivery refuses them again before every attempt and at dial time.
 var ErrPrivateAddress = errors.New("webhook URL points to a private or reserved address")
 
-// ErrBadWebhookURL means a webhook URL is not an absolute http(s) URL.
+// ErrBadWebhookURL means a webhook URL is not an absolute http(s) URL whose
+// host is a host name or an IP address (see WebhookHost).
 var ErrBadWebhookURL = errors.New("webhook URL must be an absolute http or https URL")
 
 // reservedPrefixes are the special-purpose ranges (IANA IPv4 and IPv6
@@ -101,9 +106,10 @@ func PublicIP(ip netip.Addr) bool {
 
 // CheckWebhookURL checks a webhook URL as the service does when a project
 // saves it and before every delivery: an absolute http or https URL whose
-// host is, or resolves only to, public addresses (see PublicIP). "localhost"
-// and names under ".localhost" are refused without a lookup. With
-// allowPrivate (PAYWATCH_WEBHOOK_ALLOW_PRIVATE) only the URL's form is
+// host is a valid host name or IP address (read as WebhookHost reads it)
+// that is, or resolves only to, public addresses (see PublicIP).
+// "localhost" and names under ".localhost" are refused without a lookup.
+// With allowPrivate (PAYWATCH_WEBHOOK_ALLOW_PRIVATE) only the URL's form is
 // checked. Errors wrap ErrBadWebhookURL or ErrPrivateAddress; a failed DNS
 // lookup is returned as is.
 func CheckWebhookURL(ctx context.Context, rawURL string, allowPrivate bool) error {
@@ -111,18 +117,21 @@ func CheckWebhookURL(ctx context.Context, rawURL string, allowPrivate bool) erro
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
 		return ErrBadWebhookURL
 	}
+	host, ip, err := WebhookHost(u.Hostname())
+	if err != nil {
+		return err
+	}
 	if allowPrivate {
 		return nil
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return fmt.Errorf("%w: %s", ErrPrivateAddress, host)
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
+	if ip.IsValid() {
 		if !PublicIP(ip) {
 			return fmt.Errorf("%w: %s", ErrPrivateAddress, ip)
 		}
 		return nil
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return fmt.Errorf("%w: %s", ErrPrivateAddress, host)
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
@@ -134,6 +143,149 @@ func CheckWebhookURL(ctx context.Context, rawURL string, allowPrivate bool) erro
 		}
 	}
 	return nil
+}
+
+// hostProfile is the host mapping of the WHATWG URL standard ("domain to
+// ASCII": UTS #46 non-transitional processing, without the STD3 rules),
+// which browsers apply before anything else: it folds case, full-width and
+// other compatibility forms (①②⑦ is 127, 。 is a dot) and checks
+// internationalised labels.
+var hostProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transitional(false),
+	idna.CheckHyphens(false), idna.StrictDomainName(false))
+
+// WebhookHost reads the host of a URL (as url.URL.Hostname gives it) the way
+// a browser's URL parser does, and so the way an inet_aton resolver reads
+// numbers: after the UTS #46 mapping (hostProfile), a host whose last label
+// is a number is an IPv4 address in any of the notations inet_aton takes
+// (2130706433, 0x7f000001, 0177.0.0.1, 127.1, 127.000.000.001), and an IPv6
+// literal is an address too; ip is then set. Any other host must be a valid
+// host name (labels of letters, digits, hyphens and underscores, neither
+// starting nor ending with a hyphen); name is its lower-case ASCII form,
+// without a trailing dot. A host that is neither gives ErrBadWebhookURL.
+func WebhookHost(host string) (name string, ip netip.Addr, err error) {
+	if strings.Contains(host, ":") {
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
+			return "", netip.Addr{}, ErrBadWebhookURL
+		}
+		return "", ip, nil
+	}
+	ascii, err := hostProfile.ToASCII(host)
+	if err != nil {
+		return "", netip.Addr{}, ErrBadWebhookURL
+	}
+	ascii = strings.ToLower(ascii)
+	if endsInNumber(ascii) {
+		ip, ok := parseIPv4(ascii)
+		if !ok {
+			return "", netip.Addr{}, ErrBadWebhookURL
+		}
+		return "", ip, nil
+	}
+	name = strings.TrimSuffix(ascii, ".")
+	if !validHostName(name) {
+		return "", netip.Addr{}, ErrBadWebhookURL
+	}
+	return name, netip.Addr{}, nil
+}
+
+// endsInNumber is the WHATWG URL standard's "ends in a number" check: the
+// last label (a trailing dot aside) is decimal digits or 0x and hex digits,
+// so the host can only be an IPv4 address.
+func endsInNumber(host string) bool {
+	labels := strings.Split(host, ".")
+	if len(labels) > 1 && labels[len(labels)-1] == "" {
+		labels = labels[:len(labels)-1]
+	}
+	last := labels[len(labels)-1]
+	if last != "" && strings.Trim(last, "0123456789") == "" {
+		return true
+	}
+	_, ok := ipv4Number(last) // here: 0x and hex digits
+	return ok
+}
+
+// parseIPv4 is the WHATWG URL standard's IPv4 parser, which is inet_aton's:
+// one to four dot-separated numbers, each decimal, octal (leading 0) or hex
+// (0x); all but the last are one byte each, and the last fills the
+// remaining bytes.
+func parseIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var v uint64
+	for i, p := range parts {
+		n, ok := ipv4Number(p)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		if i < len(parts)-1 {
+			if n > 255 {
+				return netip.Addr{}, false
+			}
+			v |= n << (8 * (3 - i))
+			continue
+		}
+		if n >= 1<<(8*(5-len(parts))) {
+			return netip.Addr{}, false
+		}
+		v |= n
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+// ipv4Number reads one number of an IPv4 address: 0x or 0X and hex digits
+// (possibly none), a leading 0 and octal digits, or decimal digits.
+func ipv4Number(s string) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	base := 10
+	switch {
+	case len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X"):
+		base, s = 16, s[2:]
+	case len(s) >= 2 && s[0] == '0':
+		base, s = 8, s[1:]
+	}
+	if s == "" {
+		return 0, true
+	}
+	if s[0] == '+' || s[0] == '-' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, base, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return math.MaxUint64, true // a number, too large for any part
+	}
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// validHostName reports whether name (lower-case ASCII, no trailing dot) is
+// a host name: at most 253 characters in labels of 1-63 letters, digits,
+// hyphens and underscores that neither start nor end with a hyphen.
+func validHostName(name string) bool {
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // guardControl is a net.Dialer Control function that refuses to connect to
@@ -177,4 +329,25 @@ func NewWebhookClient(timeout time.Duration, allowPrivate bool) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// ErrInsecureWebhookURL means a plain http:// webhook URL where only https
+// is allowed (outside paywatch dev, unless PAYWATCH_WEBHOOK_ALLOW_HTTP).
+var ErrInsecureWebhookURL = errors.New("webhook URL must use https")
+
+// CheckWebhookScheme refuses an http:// URL unless allowHTTP: webhooks
+// carry payment data and a signature that anyone on the path could replay
+// within its 5 minutes, so production sends them over TLS only.
+func CheckWebhookScheme(rawURL string, allowHTTP bool) error {
+	if allowHTTP {
+		return nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ErrBadWebhookURL
+	}
+	if !strings.EqualFold(u.Scheme, "https") {
+		return ErrInsecureWebhookURL
+	}
+	return nil
 }

@@ -30,6 +30,17 @@ const (
 // message alone, never a field list.
 var errInvalidBody = paywatch.Errorf(paywatch.EINVALID, msgInvalidBody)
 
+// schemaFailure gives a validation failure (EINVALID) the one message of
+// interface.md's endpoints, "Invalid request body", with no field named;
+// any other error passes unchanged. Operator endpoints keep their detailed
+// messages.
+func schemaFailure(err error) error {
+	if paywatch.ErrorCode(err) == paywatch.EINVALID {
+		return errInvalidBody
+	}
+	return err
+}
+
 // internalError is a failure whose cause is logged and whose public message
 // says only what failed, such as "Failed to create payment".
 type internalError struct {

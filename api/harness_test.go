@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -112,9 +113,22 @@ type envOptions struct {
 	networks     []paywatch.Network // offered; nil for all
 	noWorkflows  bool               // API without a workflow client
 	allowPrivate bool
+	requireHTTPS bool
+	// trustedProxies is PAYWATCH_TRUSTED_PROXIES.
+	trustedProxies []netip.Prefix
 }
 
 func newEnv(t *testing.T, opts ...envOptions) *env {
+	t.Helper()
+	e := newEnvTB(t, opts...)
+	e.t = t
+	return e
+}
+
+// newEnvTB is newEnv for a test or a fuzz target (testing.F); the env it
+// returns has no *testing.T until the caller sets one, as a fuzz target
+// does on a copy for each input.
+func newEnvTB(t testing.TB, opts ...envOptions) *env {
 	t.Helper()
 	var o envOptions
 	if len(opts) > 0 {
@@ -128,7 +142,7 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 		storeOpts = append(storeOpts, store.WithNetworks(o.networks))
 	}
 	st := store.New(storetest.NewPool(t), storeOpts...)
-	e := &env{t: t, clock: clk, store: st, chain: newFakeChains(), queue: "q-" + strings.ToLower(rand.Text()[:10])}
+	e := &env{clock: clk, store: st, chain: newFakeChains(), queue: "q-" + strings.ToLower(rand.Text()[:10])}
 	var wf api.PaymentWorkflows
 	if !o.noWorkflows {
 		w := worker.New(temporal.client, e.queue, worker.Options{})
@@ -137,12 +151,12 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 		t.Cleanup(w.Stop)
 		wf = api.NewTemporalWorkflows(temporal.client, e.queue)
 	}
-	e.server = e.newServer(wf, o.allowPrivate)
+	e.server = e.newServer(wf, o)
 	return e
 }
 
 // newServer builds an API server over the env's store and clock.
-func (e *env) newServer(wf api.PaymentWorkflows, allowPrivate bool) *api.Server {
+func (e *env) newServer(wf api.PaymentWorkflows, o envOptions) *api.Server {
 	return api.New(api.Deps{
 		Version:             "test",
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -152,7 +166,9 @@ func (e *env) newServer(wf api.PaymentWorkflows, allowPrivate bool) *api.Server 
 		MasterKey:           testMasterKey,
 		BaseURL:             "https://" + apiHost,
 		PayURL:              payURL,
-		WebhookAllowPrivate: allowPrivate,
+		WebhookAllowPrivate: o.allowPrivate,
+		WebhookRequireHTTPS: o.requireHTTPS,
+		TrustedProxies:      o.trustedProxies,
 	})
 }
 
@@ -161,7 +177,7 @@ func (e *env) newServer(wf api.PaymentWorkflows, allowPrivate bool) *api.Server 
 func newEnvSharing(t *testing.T, e *env) *env {
 	c := *e
 	c.t = t
-	c.server = e.newServer(nil, false)
+	c.server = e.newServer(nil, envOptions{})
 	return &c
 }
 
@@ -200,6 +216,7 @@ type request struct {
 	masterKey    string
 	host         string
 	ip           string
+	header       map[string]string
 }
 
 func (e *env) do(r request) response {
@@ -229,6 +246,9 @@ func (e *env) do(r request) response {
 	}
 	if r.masterKey != "" {
 		req.Header.Set("x-master-key", r.masterKey)
+	}
+	for k, v := range r.header {
+		req.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
 	e.server.API().ServeHTTP(rec, req)

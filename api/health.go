@@ -42,6 +42,27 @@ const (
 // hang the load balancer's health check.
 const healthCheckTimeout = 2 * time.Second
 
+// limitHealth counts /health toward the unauthenticated per-IP limit
+// (UnauthenticatedLimit a minute, shared by both listeners): a probe every
+// 2 seconds from one address stays within it. The limit lives in
+// PostgreSQL, so when the database cannot count the request the probe goes
+// through: /health must still answer, and report the database down.
+func (s *Server) limitHealth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.deps.Store == nil {
+			return next(c)
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), healthCheckTimeout)
+		defer cancel()
+		w, err := s.deps.Store.HitRate(ctx, "ip:health:"+c.RealIP(), time.Minute)
+		if err == nil && w.Count > UnauthenticatedLimit {
+			setRetryAfter(c, w)
+			return tooMany(msgTooManyRequests)
+		}
+		return next(c)
+	}
+}
+
 func (s *Server) health(c echo.Context) error {
 	resp := HealthResponse{
 		UptimeSeconds: int64(s.clock().Sub(s.started).Seconds()),

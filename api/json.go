@@ -6,20 +6,22 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
 
 // decodeBody reads a JSON object into dst (whose fields are usually
 // json.RawMessage, checked by the field readers below). Numbers are kept
-// as json.Number, never float64. Bad JSON, a non-object, trailing data or a
-// wrong field type all give "Invalid request body"; an oversized body gives
-// 413.
+// as json.Number, never float64. Bad JSON, a non-object, trailing data, a
+// wrong field type or text PostgreSQL cannot store (see storableJSON) all
+// give "Invalid request body"; an oversized body gives 413.
 func decodeBody(c echo.Context, dst any) error {
-	dec := json.NewDecoder(c.Request().Body)
-	dec.UseNumber()
-	if err := dec.Decode(dst); err != nil {
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
 		var he *echo.HTTPError
 		if errors.As(err, &he) {
 			return he
@@ -30,10 +32,84 @@ func decodeBody(c echo.Context, dst any) error {
 		}
 		return errInvalidBody
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return errInvalidBody
+	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errInvalidBody
 	}
+	if !storableJSON(raw) {
+		return errInvalidBody
+	}
 	return nil
+}
+
+// storableJSON reports whether every string of a syntactically valid JSON
+// text, keys included, can be stored in PostgreSQL: the text is UTF-8 and
+// no string holds NUL (\u0000) or half of a surrogate pair, which neither
+// text nor jsonb columns accept. Checking the whole body here covers every
+// field at once, metadata kept verbatim included; Go's decoder would
+// silently turn invalid UTF-8 and lone surrogates into U+FFFD in the
+// fields it decodes, and keep them in the ones it does not.
+func storableJSON(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch b := raw[i]; {
+		case b == '"':
+			inString = !inString
+		case b == '\\' && inString:
+			i++
+			if raw[i] != 'u' {
+				continue
+			}
+			r := hex4(raw[i+1 : i+5])
+			i += 4
+			switch {
+			case r == 0 || utf16.IsSurrogate(r) && r >= 0xdc00:
+				return false // NUL, or a low surrogate alone
+			case utf16.IsSurrogate(r):
+				// A high surrogate must be followed by a low one.
+				if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+					return false
+				}
+				if lo := hex4(raw[i+3 : i+7]); lo < 0xdc00 || lo > 0xdfff {
+					return false
+				}
+				i += 6
+			}
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \uXXXX escape of valid JSON.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}
+
+// storableText reports whether s can be stored in, or compared with, a
+// PostgreSQL text column: valid UTF-8 without NUL. Other control characters
+// are each field's own business (store.HasControlChars): a buyer's note may
+// hold newlines.
+func storableText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // absent reports whether a raw field was omitted or null.

@@ -79,6 +79,22 @@ func hostRule(publicURL string) echo.MiddlewareFunc {
 	}
 }
 
+// storablePath answers 400 "Invalid request body" to a request whose path
+// holds text PostgreSQL can neither store nor compare (storableText: NUL or
+// invalid UTF-8, escaped or not), before any handler passes a path
+// parameter (a payment id, a slug, an account's e-mail) on to a query.
+// JSON bodies are checked where they are decoded (decodeBody), form fields
+// by their forms; query parameters are parsed into numbers, statuses and
+// times, each refused with its own message.
+func storablePath(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !storableText(c.Request().URL.Path) {
+			return errInvalidBody
+		}
+		return next(c)
+	}
+}
+
 // splitHost splits a Host header into lower-case host and port.
 func splitHost(hostport string) (string, string) {
 	host, port, err := net.SplitHostPort(hostport)

@@ -593,13 +593,13 @@ func notAvailable(n paywatch.Network, t paywatch.Token) error {
 	return paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.Pair{Network: n, Token: t}.String()+msgNotAvailableSuffix)
 }
 
-// selectPair reads the requested network and token (case-insensitive).
+// selectPair reads the requested network and token. Names are exact and
+// uppercase, as in POST /v1/payments: "erc20" is refused in both places.
 func selectPair(network, token *string) (paywatch.Network, paywatch.Token, error) {
 	if network == nil || token == nil || strings.TrimSpace(*network) == "" || strings.TrimSpace(*token) == "" {
 		return "", "", paywatch.Errorf(paywatch.EINVALID, msgNetworkTokenRequired)
 	}
-	n := paywatch.Network(strings.ToUpper(strings.TrimSpace(*network)))
-	t := paywatch.Token(strings.ToUpper(strings.TrimSpace(*token)))
+	n, t := paywatch.Network(*network), paywatch.Token(*token)
 	if !n.Valid() || !t.Valid() {
 		if !pairName.MatchString(string(n)) || !pairName.MatchString(string(t)) {
 			return "", "", errInvalidBody

@@ -52,6 +52,9 @@ func (e *env) payCall(r request) response {
 	if body != nil {
 		req.Header.Set("Content-Type", ctype)
 	}
+	for k, v := range r.header {
+		req.Header.Set(k, v)
+	}
 	rec := httptest.NewRecorder()
 	e.server.Pay().ServeHTTP(rec, req)
 	out := response{Code: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}

@@ -315,6 +315,12 @@ func (s *Server) cancelPayment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// What GET shows is what the merchant may cancel: a pending payment
+	// shown as expired (3 minutes past expires_at, its final check perhaps
+	// still running) is refused here, and by the workflow's validator.
+	if st := paywatch.ShownStatus(p.Status, p.ExpiresAt, s.clock()); st != paywatch.StatusPending {
+		return cannotCancel(st)
+	}
 	if err := s.ensureStarted(ctx, p); err != nil {
 		return err
 	}

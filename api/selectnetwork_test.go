@@ -124,8 +124,13 @@ func TestSelectNetworkNotAvailableForMerchant(t *testing.T) {
 		http.StatusBadRequest, "USDT on SOLANA is not available for this merchant")
 	assert.Nil(t, e.payGet("/api/pay/" + id).Body["network"])
 	e.clock.Add(time.Minute) // past the limit of 3 per minute for the payment
-	// What is available still works, names case-insensitive.
-	r := e.selectNetwork(id, nextIP(), map[string]any{"network": "trc20", "token": "usdt"})
+	// Names are exact and uppercase, as in POST /v1/payments.
+	requireError(t, e.selectNetwork(id, nextIP(), map[string]any{"network": "trc20", "token": "USDT"}),
+		http.StatusBadRequest, "Invalid request body")
+	assert.Nil(t, e.payGet("/api/pay/" + id).Body["network"])
+	e.clock.Add(time.Minute)
+	// What is available still works.
+	r := e.selectNetwork(id, nextIP(), map[string]any{"network": "TRC20", "token": "USDT"})
 	require.Equal(t, http.StatusOK, r.Code, r.Raw)
 	assert.Equal(t, testTronIndex1, r.str("address"))
 }

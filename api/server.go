@@ -5,7 +5,9 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,10 +21,6 @@ import (
 // MaxBodyBytes caps request bodies. The largest legitimate body is a payment
 // with 4 KB of metadata; 64 KB leaves room without inviting abuse.
 const MaxBodyBytes = 64 << 10
-
-// DefaultSetupURL is where GET /v1/config's setup_url points when
-// Deps.SetupURL is empty: the README's getting-started section.
-const DefaultSetupURL = "https://github.com/paywatch/paywatch#readme"
 
 // Deps are the collaborators of the HTTP layer, injected by cmd/paywatch.
 type Deps struct {
@@ -53,16 +51,24 @@ type Deps struct {
 	// PayURL is PAYWATCH_PAY_URL: payment_url is PayURL/{id}, and the pay
 	// listener answers only its host.
 	PayURL string
-	// SetupURL is GET /v1/config's setup_url; empty means DefaultSetupURL.
+	// SetupURL is GET /v1/config's setup_url; empty means the guide this
+	// server serves itself, BaseURL + GuidePath.
 	SetupURL string
 	// WebhookAllowPrivate lets webhook URLs point at private, reserved and
 	// loopback addresses (development and tests only).
 	WebhookAllowPrivate bool
-	// TrustProxyHeaders takes the client IP from X-Forwarded-For and
-	// X-Real-IP, for a deployment behind a reverse proxy. Without it the
-	// peer address counts, so clients cannot dodge per-IP limits by
-	// sending those headers.
-	TrustProxyHeaders bool
+	// WebhookRequireHTTPS refuses plain http:// webhook URLs when a
+	// project is saved (outside paywatch dev, unless
+	// PAYWATCH_WEBHOOK_ALLOW_HTTP).
+	WebhookRequireHTTPS bool
+	// TrustedProxies are PAYWATCH_TRUSTED_PROXIES: X-Forwarded-For is
+	// honoured only on connections from one of them, and the client is the
+	// rightmost address not in them. Empty ignores the header, so clients
+	// cannot dodge per-IP limits by sending it.
+	TrustedProxies []netip.Prefix
+	// Devnet serves the devnet endpoints of operations.md §4 on the API
+	// listener; nil (serve, or dev without devnet chains) answers 404.
+	Devnet http.Handler
 }
 
 // Server holds the two Echo instances and the shared draining flag.
@@ -84,14 +90,20 @@ func New(deps Deps) *Server {
 	deps.BaseURL = strings.TrimRight(deps.BaseURL, "/")
 	deps.PayURL = strings.TrimRight(deps.PayURL, "/")
 	if deps.SetupURL == "" {
-		deps.SetupURL = DefaultSetupURL
+		deps.SetupURL = deps.BaseURL + GuidePath
 	}
 	s := &Server{deps: deps}
 	s.started = s.clock()
 	s.api = s.newEcho(deps.BaseURL)
 	s.pay = s.newEcho(deps.PayURL)
-	s.api.GET("/health", s.health)
-	s.pay.GET("/health", s.health)
+	s.api.Pre(apiHeaders)
+	s.api.GET("/health", s.health, s.limitHealth)
+	s.pay.GET("/health", s.health, s.limitHealth)
+	if deps.Devnet != nil {
+		h := echo.WrapHandler(deps.Devnet)
+		s.api.Any("/devnet", h)
+		s.api.Any("/devnet/*", h)
+	}
 	if deps.Store != nil {
 		s.routes()
 	}
@@ -110,15 +122,41 @@ func (s *Server) newEcho(publicURL string) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
-	if s.deps.TrustProxyHeaders {
-		e.IPExtractor = echo.ExtractIPFromXFFHeader()
-	} else {
-		e.IPExtractor = echo.ExtractIPDirect()
-	}
+	e.IPExtractor = clientIP(s.deps.TrustedProxies)
 	e.Pre(hostRule(publicURL))
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("64K"))
+	e.Use(storablePath)
 	return e
+}
+
+// apiHeaders sets the headers of every API-listener answer: no MIME
+// sniffing, and no caching by anything in between. Keys and secrets
+// (project creation, key regeneration) and payment states must never be
+// served from a cache.
+func apiHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		return next(c)
+	}
+}
+
+// clientIP is the client address every per-IP limit counts: the peer,
+// unless the peer is a trusted proxy, in which case X-Forwarded-For is read
+// from the right and the first address that is not a trusted proxy is the
+// client. Echo trusts loopback, link-local and private peers by default;
+// here only the configured ranges are trusted, and X-Real-IP never is.
+func clientIP(trusted []netip.Prefix) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range trusted {
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // routes registers the API under /v1 and, for clients that follow the one
@@ -145,8 +183,10 @@ func (s *Server) routes() {
 		s.api.PUT(prefix+"/projects/:slug/wallet", s.putWallet, op)
 		s.api.POST(prefix+"/projects/:slug/regenerate-keys", s.regenerateKeys, op)
 		s.api.GET(prefix+"/projects/:slug/webhook-deliveries", s.listDeliveries, op)
+		s.api.POST(prefix+"/projects/:slug/webhook-events/:event_id/redeliver", s.redeliverEvent, op)
 		s.api.POST(prefix+"/projects/:slug/payment-links", s.createPaymentLink, op)
 	}
+	s.api.GET(GuidePath, s.guide, s.limitPerIP("guide"))
 	s.payRoutes()
 }
 

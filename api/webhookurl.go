@@ -13,6 +13,7 @@ import (
 const (
 	msgWebhookURLShape   = "webhook_url must be an absolute http or https URL"
 	msgWebhookURLPrivate = "webhook_url must not point to a private, reserved or loopback address"
+	msgWebhookURLHTTPS   = "webhook_url must be an https URL"
 )
 
 // maxWebhookURLLength bounds stored webhook URLs.
@@ -26,9 +27,16 @@ const webhookLookupTimeout = 3 * time.Second
 // loopback target unless allowPrivate) when a webhook URL is saved, so the
 // two can never disagree. A host name that does not resolve now is
 // accepted: the address is checked again before every delivery.
-func checkWebhookURL(ctx context.Context, raw string, allowPrivate bool) error {
+//
+// With requireHTTPS (paywatch serve, api and worker, unless
+// PAYWATCH_WEBHOOK_ALLOW_HTTP) a plain http:// URL is refused too, as
+// delivery refuses it.
+func checkWebhookURL(ctx context.Context, raw string, allowPrivate, requireHTTPS bool) error {
 	if len(raw) > maxWebhookURLLength {
 		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLShape)
+	}
+	if err := activities.CheckWebhookScheme(raw, !requireHTTPS); errors.Is(err, activities.ErrInsecureWebhookURL) {
+		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLHTTPS)
 	}
 	ctx, cancel := context.WithTimeout(ctx, webhookLookupTimeout)
 	defer cancel()

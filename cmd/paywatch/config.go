@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -35,6 +36,8 @@ const (
 //	PAYWATCH_PAY_URL                  public address of the hosted pages (default http://<PAY_ADDR>)
 //	PAYWATCH_MASTER_KEY               operator key mk_... (dev: generated once into the data dir)
 //	PAYWATCH_WEBHOOK_ALLOW_PRIVATE    allow webhook URLs on private/loopback addresses (dev: true, otherwise false)
+//	PAYWATCH_WEBHOOK_ALLOW_HTTP       allow plain http:// webhook URLs (dev: true, otherwise false: HTTPS in production)
+//	PAYWATCH_TRUSTED_PROXIES          comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For is honoured
 //	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network (JSON-RPC URLs; TRC20: gRPC host:port)
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
 //	PAYWATCH_DEVNET                   run devnet chains for networks without an RPC URL (dev: true; never in serve)
@@ -61,6 +64,10 @@ type Config struct {
 
 	MasterKey           string
 	WebhookAllowPrivate bool
+	WebhookAllowHTTP    bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client; empty ignores the header.
+	TrustedProxies []netip.Prefix
 
 	// RPCURLs maps a network to its RPC endpoints, in failover order.
 	RPCURLs map[paywatch.Network][]string
@@ -129,6 +136,18 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.PayURL = strings.TrimRight(str("PAYWATCH_PAY_URL", ""), "/")
 	c.MasterKey = str("PAYWATCH_MASTER_KEY", "")
 	c.WebhookAllowPrivate = boolean("PAYWATCH_WEBHOOK_ALLOW_PRIVATE", dev)
+	c.WebhookAllowHTTP = boolean("PAYWATCH_WEBHOOK_ALLOW_HTTP", dev)
+	for _, v := range strings.Split(getenv("PAYWATCH_TRUSTED_PROXIES"), ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		p, err := parsePrefix(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("PAYWATCH_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/8 or an IP address", v))
+			continue
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p)
+	}
 	c.Devnet = boolean("PAYWATCH_DEVNET", dev)
 	c.DevnetBlockInterval = duration("PAYWATCH_DEVNET_BLOCK_INTERVAL", time.Second)
 	c.TemporalDevAddr = str("PAYWATCH_TEMPORAL_DEV_ADDR", "127.0.0.1:7233")
@@ -219,6 +238,20 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("PAYWATCH_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
+}
+
+// parsePrefix reads a CIDR, or a single address as its one-address prefix.
+func parsePrefix(v string) (netip.Prefix, error) {
+	if strings.Contains(v, "/") {
+		p, err := netip.ParsePrefix(v)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(v)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // EmbeddedTemporal reports whether this process starts its own Temporal server.

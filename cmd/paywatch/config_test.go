@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ func TestDevDefaults(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:7233", cfg.TemporalDevAddr)
 	assert.Equal(t, "127.0.0.1:8233", cfg.TemporalUIAddr)
 	assert.True(t, cfg.WebhookAllowPrivate)
+	assert.True(t, cfg.WebhookAllowHTTP)
+	assert.Empty(t, cfg.TrustedProxies)
 	assert.True(t, cfg.Devnet)
 	assert.Equal(t, time.Second, cfg.DevnetBlockInterval)
 	assert.Zero(t, cfg.DrainDelay)
@@ -46,11 +49,29 @@ func TestServeDefaultsAreStrict(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
 	assert.False(t, cfg.WebhookAllowPrivate)
+	assert.False(t, cfg.WebhookAllowHTTP, "HTTPS webhooks in production")
 	assert.False(t, cfg.Devnet)
 	assert.False(t, cfg.EmbeddedTemporal())
 	assert.Equal(t, 5*time.Second, cfg.DrainDelay)
 	assert.Equal(t, []string{"https://a.example", "https://b.example"}, cfg.RPCURLs[paywatch.ERC20])
 	assert.Equal(t, "0xdAC17F958D2ee523a2206206994597C13D831ec7", cfg.Contracts[paywatch.ERC20][paywatch.USDT])
+}
+
+func TestTrustedProxies(t *testing.T) {
+	cfg, err := LoadConfig(ModeServe, envOf(map[string]string{
+		"PAYWATCH_TRUSTED_PROXIES": " 10.0.0.0/8, 192.168.1.7 ,fd00::/8,172.16.5.9/12",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("192.168.1.7/32"),
+		netip.MustParsePrefix("fd00::/8"),
+		netip.MustParsePrefix("172.16.0.0/12"),
+	}, cfg.TrustedProxies)
+
+	_, err = LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_TRUSTED_PROXIES": "10.0.0.0/8,proxy.internal"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `PAYWATCH_TRUSTED_PROXIES: "proxy.internal" is not a CIDR`)
 }
 
 func TestValidateNamesEveryProblem(t *testing.T) {

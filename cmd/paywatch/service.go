@@ -20,8 +20,10 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/api"
+	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -85,8 +87,11 @@ func NewMain(cfg Config, stdout, stderr io.Writer) *Main {
 // does not block: wait on the context, or on Err, then call Close.
 func (m *Main) Run(ctx context.Context) error {
 	cfg := &m.Config
-	if cfg.Mode == ModeServe && cfg.WebhookAllowPrivate {
+	if cfg.Mode != ModeDev && cfg.WebhookAllowPrivate {
 		m.logger.Warn("PAYWATCH_WEBHOOK_ALLOW_PRIVATE is set: webhooks may reach private and loopback addresses")
+	}
+	if cfg.Mode != ModeDev && cfg.WebhookAllowHTTP {
+		m.logger.Warn("PAYWATCH_WEBHOOK_ALLOW_HTTP is set: webhooks may go out unencrypted over http://")
 	}
 	if cfg.Mode == ModeDev && cfg.MasterKey == "" {
 		key, err := devMasterKey(cfg.DataDir)
@@ -125,7 +130,14 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("chains: %w", err)
 	}
 	m.chains = rt
-	m.store = store.New(pool, store.WithNetworks(rt.Networks))
+	heads := chains.NewHeads(rt.Set, func(n paywatch.Network) time.Duration {
+		if d, ok := rt.PollIntervals[n]; ok && d > 0 {
+			return d
+		}
+		info, _ := paywatch.LookupNetwork(n)
+		return info.BlockTime
+	})
+	m.store = store.New(pool, store.WithNetworks(rt.Networks), store.WithChainHeads(heads))
 
 	sdkLevel := slog.LevelWarn
 	if cfg.LogLevel == "debug" {
@@ -171,21 +183,17 @@ func (m *Main) Run(ctx context.Context) error {
 			BaseURL:             cfg.BaseURL,
 			PayURL:              cfg.PayURL,
 			WebhookAllowPrivate: cfg.WebhookAllowPrivate,
+			WebhookRequireHTTPS: !cfg.WebhookAllowHTTP,
+			TrustedProxies:      cfg.TrustedProxies,
 			Chains:              m.chainStatus,
+			// The devnet endpoints of operations.md §4 live on the API
+			// listener, behind its Host rule, only while devnet chains run.
+			Devnet: rt.DevnetHandler,
 		})
 		// A payment row whose workflow start was lost (a crash between the
 		// insert and the start) gets its workflow from the reconciler.
 		m.goBackground(func(ctx context.Context) { _ = m.http.Reconciler().Run(ctx) })
 		apiHandler := m.http.API()
-		if h := rt.DevnetHandler; h != nil {
-			// The devnet endpoints of operations.md §4 live on the API
-			// listener, only while devnet chains run.
-			mux := http.NewServeMux()
-			mux.Handle("/devnet", h)
-			mux.Handle("/devnet/", h)
-			mux.Handle("/", apiHandler)
-			apiHandler = mux
-		}
 		if m.apiAddr, err = m.listen(cfg.APIAddr, apiHandler); err != nil {
 			return err
 		}
@@ -233,6 +241,7 @@ func (m *Main) startWorker(ctx context.Context) error {
 		Store:        m.store,
 		Chains:       m.chains.Set,
 		AllowPrivate: cfg.WebhookAllowPrivate,
+		RequireHTTPS: !cfg.WebhookAllowHTTP,
 		Logger:       m.logger,
 		BlockTimes:   m.chains.PollIntervals,
 	}))

@@ -41,7 +41,9 @@ type Options struct {
 	UIAddr string
 	// Namespace is created on start if missing.
 	Namespace string
-	// SearchAttributes are registered on the namespace when it is first created.
+	// SearchAttributes are registered on the namespace when it is first
+	// created, before the server starts, so a fresh data dir has them from
+	// the first request on.
 	SearchAttributes map[string]enumspb.IndexedValueType
 	// LogLevel is the server's zap level; the default "error" keeps `make run` quiet (at warn it logs every poll failure during shutdown).
 	LogLevel string
@@ -163,6 +165,16 @@ func Start(opts Options) (*Server, error) {
 		// workflow tasks per second with the default of 4).
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+		// As in Temporal's own dev server (`temporal server start-dev`):
+		// every service reads a namespace's search attributes from the
+		// database when it uses them, instead of from a cache refreshed
+		// every 2 s. Otherwise a workflow that upserts an attribute
+		// registered moments ago fails its task with BadSearchAttributes.
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		// Those reads count against the persistence rate limits; the dev
+		// server raises them by the same amounts.
+		dynamicconfig.FrontendPersistenceMaxQPS.Key(): 10000,
+		dynamicconfig.HistoryPersistenceMaxQPS.Key():  45000,
 	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
