@@ -41,6 +41,9 @@ type Store interface {
 	WebhookDelivery(ctx context.Context, eventID string) (store.WebhookDelivery, error)
 	// RecordWebhookAttempt logs one delivery attempt.
 	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) error
+	// ClaimTransfers claims transfers for the payments they count for (one
+	// payment per transfer) and returns each claimed transfer's payment.
+	ClaimTransfers(ctx context.Context, n paywatch.Network, ts []store.ChainTransfer) (map[store.TransferKey]string, error)
 	// RecordedTransfersTo lists the scanner's recorded transfers of token to
 	// address from fromBlock up to the network's cursor, with the cursor.
 	RecordedTransfersTo(ctx context.Context, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (store.RecordedTransfers, error)
@@ -66,6 +69,9 @@ type Deps struct {
 	// AllowPrivate lets webhook URLs point at private and reserved
 	// addresses (PAYWATCH_WEBHOOK_ALLOW_PRIVATE), for development only.
 	AllowPrivate bool
+	// RequireHTTPS refuses plain http:// webhook URLs before every attempt
+	// (outside paywatch dev, unless PAYWATCH_WEBHOOK_ALLOW_HTTP).
+	RequireHTTPS bool
 	// Logger logs outside Temporal's activity logger; nil means slog.Default().
 	Logger *slog.Logger
 	// BlockTimes overrides a network's block time for confirmation waits:
@@ -82,6 +88,7 @@ type Activities struct {
 	http         *http.Client
 	now          func() time.Time
 	allowPrivate bool
+	requireHTTPS bool
 	log          *slog.Logger
 	blockTimes   map[paywatch.Network]time.Duration
 }
@@ -96,6 +103,7 @@ func New(deps Deps) *Activities {
 		http:         deps.HTTPClient,
 		now:          deps.Clock,
 		allowPrivate: deps.AllowPrivate,
+		requireHTTPS: deps.RequireHTTPS,
 		log:          deps.Logger,
 		blockTimes:   deps.BlockTimes,
 	}

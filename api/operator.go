@@ -271,7 +271,7 @@ func (s *Server) projectSettings(c echo.Context, req projectRequest) (store.Proj
 	if ps.WebhookURL != nil && *ps.WebhookURL != "" {
 		u := strings.TrimSpace(*ps.WebhookURL)
 		ps.WebhookURL = &u
-		if err := checkWebhookURL(c.Request().Context(), u, s.deps.WebhookAllowPrivate); err != nil {
+		if err := checkWebhookURL(c.Request().Context(), u, s.deps.WebhookAllowPrivate, s.deps.WebhookRequireHTTPS); err != nil {
 			return ps, err
 		}
 	}
@@ -320,29 +320,14 @@ func (s *Server) projectSettings(c echo.Context, req projectRequest) (store.Proj
 }
 
 // createProject is POST /v1/projects: 201 with the API key and webhook
-// secret, shown this once, and a warning when no owner was given.
+// secret, shown this once, and a warning when no owner was given. It is an
+// endpoint of interface.md, so every validation failure (slug, name,
+// webhook_url, owner_email, settings) is "Invalid request body" without
+// naming the field; PATCH /v1/projects/{slug} keeps the detailed messages.
 func (s *Server) createProject(c echo.Context) error {
-	var req projectRequest
-	if err := decodeBody(c, &req); err != nil {
-		return err
-	}
-	slug, err := optString(req.Slug)
+	p, creds, err := s.newProject(c)
 	if err != nil {
-		return err
-	}
-	if slug == nil {
-		return store.ValidateSlug("")
-	}
-	ps, err := s.projectSettings(c, req)
-	if err != nil {
-		return err
-	}
-	if ps.OwnerEmail != nil && *ps.OwnerEmail == "" {
-		ps.OwnerEmail = nil
-	}
-	p, creds, err := s.deps.Store.CreateProject(c.Request().Context(), store.NewProject{Slug: *slug, Settings: ps})
-	if err != nil {
-		return err
+		return schemaFailure(err)
 	}
 	view := map[string]any{}
 	b, _ := json.Marshal(projectOf(p))
@@ -359,6 +344,29 @@ func (s *Server) createProject(c echo.Context) error {
 		out["warning"] = msgNoOwnerWarning
 	}
 	return c.JSON(http.StatusCreated, out)
+}
+
+// newProject reads the body of POST /v1/projects and creates the project.
+func (s *Server) newProject(c echo.Context) (*store.Project, store.Credentials, error) {
+	var req projectRequest
+	if err := decodeBody(c, &req); err != nil {
+		return nil, store.Credentials{}, err
+	}
+	slug, err := optString(req.Slug)
+	if err != nil {
+		return nil, store.Credentials{}, err
+	}
+	if slug == nil {
+		return nil, store.Credentials{}, store.ValidateSlug("")
+	}
+	ps, err := s.projectSettings(c, req)
+	if err != nil {
+		return nil, store.Credentials{}, err
+	}
+	if ps.OwnerEmail != nil && *ps.OwnerEmail == "" {
+		ps.OwnerEmail = nil
+	}
+	return s.deps.Store.CreateProject(c.Request().Context(), store.NewProject{Slug: *slug, Settings: ps})
 }
 
 // listProjects is GET /v1/projects.
@@ -391,6 +399,10 @@ func (s *Server) updateProject(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if p.WebhookURL != "" && ps.WebhookURL != nil {
+		// Events raised while the project had no URL were kept for now.
+		s.deliverPendingWebhooks(c.Request().Context(), p.ID)
+	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "project": projectOf(p)})
 }
 
@@ -417,7 +429,9 @@ type walletRequest struct {
 
 // putWallet is PUT /v1/projects/{slug}/wallet: sets xPubs and adds static
 // addresses; a malformed or private key is refused with a message naming
-// what is wrong.
+// what is wrong, and an address another project registered or derived
+// with a 409. The answer includes unused_tail: per family, how many derived
+// addresses at the end of the sequence never received funds.
 func (s *Server) putWallet(c echo.Context) error {
 	var req walletRequest
 	if err := decodeBody(c, &req); err != nil {
@@ -450,17 +464,30 @@ func (s *Server) putWallet(c echo.Context) error {
 	for _, n := range paywatch.Networks() {
 		addresses[string(n.Network)] = w.Addresses[n.Network]
 	}
+	tail, err := s.deps.Store.UnusedTail(c.Request().Context(), w.ID)
+	if err != nil {
+		return err
+	}
+	unusedTail := map[string]int{}
+	for f, n := range tail {
+		unusedTail[string(f)] = n
+	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "wallet": map[string]any{
 		"name":               w.Name,
 		"xpubs":              xpubs,
 		"addresses":          addresses,
 		"available_networks": networkViews(s.deps.Store.AvailableNetworks(p.AddressMode, w), false),
+		// The operator watches it against the wallet software's gap
+		// limit: per_payment derives an address per payment, and
+		// abandoned payments leave unused ones behind.
+		"unused_tail": unusedTail,
 	}})
 }
 
 // deliveryView is an element of webhook-deliveries.
 type deliveryView struct {
 	ID           string  `json:"id"`
+	EventID      string  `json:"event_id"`
 	Event        string  `json:"event"`
 	PaymentID    string  `json:"payment_id"`
 	Attempt      int     `json:"attempt"`
@@ -500,7 +527,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	items := make([]deliveryView, 0, len(ds))
 	for _, d := range ds {
 		items = append(items, deliveryView{
-			ID: d.ID, Event: d.Event, PaymentID: d.PaymentID, Attempt: d.Attempt, StatusCode: d.StatusCode,
+			ID: d.ID, EventID: d.EventID, Event: d.Event, PaymentID: d.PaymentID, Attempt: d.Attempt, StatusCode: d.StatusCode,
 			ResponseBody: d.ResponseBody, State: d.State, CreatedAt: ts(d.CreatedAt),
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"time"
 
@@ -95,10 +96,9 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 	default:
 		return a, fmt.Errorf("unknown address mode %q", p.mode)
 	}
-	var startBlock int64
-	err = tx.QueryRow(ctx, `SELECT height FROM chain_cursors WHERE network = $1`, n).Scan(&startBlock)
-	if err != nil && !noRows(err) {
-		return a, fmt.Errorf("read chain cursor: %w", err)
+	startBlock, err := s.startBlock(ctx, tx, n)
+	if err != nil {
+		return a, err
 	}
 	var originalUnits *string
 	if original != nil {
@@ -123,11 +123,37 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 	}, nil
 }
 
+// startBlock is the start block of an address assigned on network n now:
+// the chain head (WithChainHeads), so a transfer mined before the
+// assignment never counts for the payment, even when a scanner lags far
+// behind. If the head cannot be read, the newest block a scanner has seen
+// stands in (its cursor, or the head it saw with its last batch), and the
+// assignment goes ahead: a chain that cannot be read right now must not
+// stop payments from being created.
+func (s *Store) startBlock(ctx context.Context, tx pgx.Tx, n paywatch.Network) (int64, error) {
+	var seen int64
+	err := tx.QueryRow(ctx, `SELECT GREATEST(height, head) FROM chain_cursors WHERE network = $1`, n).Scan(&seen)
+	if err != nil && !noRows(err) {
+		return 0, fmt.Errorf("read chain cursor: %w", err)
+	}
+	if s.heads == nil {
+		return seen, nil
+	}
+	head, err := s.heads.Head(ctx, n)
+	if err != nil {
+		slog.WarnContext(ctx, "chain head unavailable; the start block of the new address is the scanner's newest block",
+			"network", n, "startBlock", seen, "error", err)
+		return seen, nil
+	}
+	return max(seen, int64(head)), nil
+}
+
 // derive takes the next derivation index of (wallet, family) and records the
 // derived address. The counter row is updated in place, so concurrent
 // payments serialise on it and never share an index; index 0 stays
-// reserved for gas. externalRef, network and token are set for per_user
-// addresses only.
+// reserved for gas. An index whose address already has an owner (see
+// claimDerivedAddress) is skipped, so the sequence can have gaps.
+// externalRef, network and token are set for per_user addresses only.
 func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Family, externalRef *string, n paywatch.Network, t paywatch.Token) (int64, string, error) {
 	x, err := parseXPub(w.XPubs[f])
 	if err != nil {
@@ -148,6 +174,16 @@ func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Fam
 		address, err := x.Address(f, uint32(index))
 		if err != nil {
 			continue // BIP32: an invalid child index is skipped
+		}
+		// An address that already has an owner (another project's, or this
+		// wallet's static one) is skipped like an invalid index: a
+		// transfer to it would pay two payments.
+		claimed, err := claimDerivedAddress(ctx, tx, w.ID, f, address)
+		if err != nil {
+			return 0, "", err
+		}
+		if !claimed {
+			continue
 		}
 		var network, token *string
 		if externalRef != nil {
@@ -171,16 +207,17 @@ func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Fam
 
 // perUserAddress returns the customer's current address for the network
 // and token, deriving one on first use, or a fresh one when the cumulative
-// amount received on the current one exceeds the project's
-// rotation_threshold.
+// confirmed amount received on the current one (kept by SavePaymentState)
+// exceeds the project's rotation_threshold, or when the wallet's xPub was
+// replaced since the current one was derived.
 func (s *Store) perUserAddress(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, ref string, n paywatch.Network, t paywatch.Token) (int64, string, error) {
-	var id int64
+	var id, index int64
 	var address, received string
 	var decimals int
 	err := tx.QueryRow(ctx, `
-		SELECT id, address, received::text, decimals FROM derived_addresses
+		SELECT id, derivation_index, address, received::text, decimals FROM derived_addresses
 		WHERE wallet_id = $1 AND external_ref = $2 AND network = $3 AND token = $4 AND active
-		FOR UPDATE`, w.ID, ref, n, t).Scan(&id, &address, &received, &decimals)
+		FOR UPDATE`, w.ID, ref, n, t).Scan(&id, &index, &address, &received, &decimals)
 	switch {
 	case noRows(err):
 	case err != nil:
@@ -190,7 +227,11 @@ func (s *Store) perUserAddress(ctx context.Context, tx pgx.Tx, prj *Project, w *
 		if err != nil {
 			return 0, "", err
 		}
-		if prj.RotationThreshold == nil || got.Cmp(*prj.RotationThreshold) <= 0 {
+		current, err := derivedByCurrentXPub(w, n.Family(), index, address)
+		if err != nil {
+			return 0, "", err
+		}
+		if current && (prj.RotationThreshold == nil || got.Cmp(*prj.RotationThreshold) <= 0) {
 			return id, address, nil
 		}
 		if _, err := tx.Exec(ctx, `UPDATE derived_addresses SET active = false WHERE id = $1`, id); err != nil {
@@ -198,6 +239,20 @@ func (s *Store) perUserAddress(ctx context.Context, tx pgx.Tx, prj *Project, w *
 		}
 	}
 	return s.derive(ctx, tx, w, n.Family(), &ref, n, t)
+}
+
+// derivedByCurrentXPub reports whether the wallet's current xPub of family
+// f derives address at index: false once the xPub was replaced.
+func derivedByCurrentXPub(w *Wallet, f paywatch.Family, index int64, address string) (bool, error) {
+	x, err := parseXPub(w.XPubs[f])
+	if err != nil {
+		return false, fmt.Errorf("stored xpub of wallet %d: %w", w.ID, err)
+	}
+	a, err := x.Address(f, uint32(index))
+	if err != nil {
+		return false, nil
+	}
+	return a == address, nil
 }
 
 // dedicatedAddress returns the static address permanently assigned to the

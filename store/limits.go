@@ -56,10 +56,16 @@ func (s *Store) HitRate(ctx context.Context, key string, window time.Duration) (
 // HitDaily counts one use of kind for the account on the current UTC day
 // and returns the day's count; Reset is the next midnight UTC.
 func (s *Store) HitDaily(ctx context.Context, accountID int64, kind DailyKind) (RateWindow, error) {
+	return s.hitDaily(ctx, s.pool, accountID, kind)
+}
+
+// hitDaily is HitDaily on q, which may be a transaction: a use counted in a
+// transaction that rolls back is not counted.
+func (s *Store) hitDaily(ctx context.Context, q querier, accountID int64, kind DailyKind) (RateWindow, error) {
 	now := s.clock()
 	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	var w RateWindow
-	err := s.pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2, $3, 1)
 		ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
 		RETURNING count`, accountID, day, kind).Scan(&w.Count)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -67,7 +69,8 @@ func (s *Store) SavePaymentState(ctx context.Context, st workflows.PaymentState)
 		v := int64(st.StartBlock)
 		startBlock = &v
 	}
-	tag, err := s.pool.Exec(ctx, `
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
 		UPDATE payments SET
 			status = $2,
 			network = COALESCE($3, network),
@@ -86,17 +89,68 @@ func (s *Store) SavePaymentState(ctx context.Context, st workflows.PaymentState)
 			state_version = $16,
 			updated_at = $17
 		WHERE id = $1 AND state_version < $16`,
-		st.PaymentID, string(st.Status),
-		optionalText(string(st.Network)), optionalText(string(st.Token)), optionalText(st.Address),
-		st.Amount.Units().String(), original, decimals,
-		paid, string(txs), optionalText(st.TxHash),
-		utcOrNil(st.PaidAt), st.LatePayment, utcOrNil(st.AddressAssignedAt), startBlock,
-		st.Version, s.now().UTC(),
-	)
+			st.PaymentID, string(st.Status),
+			optionalText(string(st.Network)), optionalText(string(st.Token)), optionalText(st.Address),
+			st.Amount.Units().String(), original, decimals,
+			paid, string(txs), optionalText(st.TxHash),
+			utcOrNil(st.PaidAt), st.LatePayment, utcOrNil(st.AddressAssignedAt), startBlock,
+			st.Version, s.now().UTC(),
+		)
+		if err != nil {
+			return err
+		}
+		applied = tag.RowsAffected() == 1
+		return countConfirmed(ctx, tx, st, s.now().UTC())
+	})
 	if err != nil {
 		return false, fmt.Errorf("save payment %s state v%d: %w", st.PaymentID, st.Version, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return applied, nil
+}
+
+// countConfirmed adds the confirmed transfers of st that were not counted
+// before to the received total of the payment's derived address, in the
+// transaction that saves the state: per_user rotation (rotation_threshold)
+// and the unused-address report read that total. Each transfer counts once:
+// its claim row is marked counted (and created if a path that claims by
+// hash, pool + txid, made none). A transfer claimed by another payment is
+// not counted for this one.
+func countConfirmed(ctx context.Context, tx pgx.Tx, st workflows.PaymentState, now time.Time) error {
+	var (
+		hashes, tos, tokens, amounts []string
+		indexes                      []int64
+	)
+	for _, t := range st.Transactions {
+		if !t.Confirmed {
+			continue
+		}
+		hashes = append(hashes, t.TxHash)
+		indexes = append(indexes, int64(t.LogIndex))
+		tos = append(tos, st.Address)
+		tokens = append(tokens, string(st.Token))
+		amounts = append(amounts, t.Amount.Units().String())
+	}
+	if len(hashes) == 0 || st.Network == "" {
+		return nil
+	}
+	// Every confirmed transfer of one payment has the payment's token, so
+	// its units are at the token's decimals, as derived_addresses.decimals.
+	_, err := tx.Exec(ctx, `
+		WITH counted AS (
+			INSERT INTO transfer_claims AS c (network, tx_hash, log_index, payment_id, to_address, token, amount, counted_at, created_at)
+			SELECT $1, t.tx_hash, t.log_index, $2::uuid, t.to_address, t.token, t.amount::numeric, $8, $8
+			FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
+			     AS t(tx_hash, log_index, to_address, token, amount)
+			ORDER BY t.tx_hash, t.log_index
+			ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET counted_at = EXCLUDED.counted_at
+			WHERE c.payment_id = EXCLUDED.payment_id AND c.counted_at IS NULL
+			RETURNING c.amount
+		)
+		UPDATE derived_addresses d SET received = d.received + (SELECT COALESCE(sum(amount), 0) FROM counted)
+		FROM payments p
+		WHERE p.id = $2::uuid AND d.id = p.derived_address_id AND EXISTS (SELECT 1 FROM counted)`,
+		string(st.Network), st.PaymentID, hashes, indexes, tos, tokens, amounts, now)
+	return err
 }
 
 // optionalText maps "" to NULL.

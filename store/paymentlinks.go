@@ -201,18 +201,60 @@ type Buyer struct {
 	Note  string
 }
 
+// MaxOpenLinkPayments caps the payments in progress (pending, confirming or
+// partial) that one payment link may have. Anyone who knows a link's URL can
+// submit it, and each per_payment submission derives a new address (each
+// pool + micro_amount one holds an offset); the cap keeps a script from
+// draining the wallet's address space or the pool's offsets, while a real
+// buyer waits at most until one payment resolves or expires.
+const MaxOpenLinkPayments = 20
+
 // CreateLinkPayment creates a payment for a payment link through the same
 // path as POST /v1/payments (CreatePayment's rules, in its transaction)
 // and records the link and the buyer's fields on it, which its webhooks
 // carry. An idempotent repeat (existing true) keeps what it recorded.
+//
+// A new payment is refused with ERATELIMIT "Payment capacity exceeded.
+// Please try again later." when the link already has MaxOpenLinkPayments
+// payments in progress, or when it would exceed the owner's daily API call
+// limit: each link payment counts as one API call of the owner, as if the
+// merchant had created it with POST /v1/payments. A refusal changes nothing,
+// the daily counter included.
 func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np NewPayment, b Buyer) (*Payment, bool, error) {
 	np.ProjectID = link.ProjectID
 	var out *Payment
 	var existing bool
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {
-		var err error
+		// The link's row lock makes concurrent submissions of one link take
+		// turns, so none can count the open payments while another's new
+		// payment is not yet committed.
+		var owner *int64
+		err := tx.QueryRow(ctx, `
+			SELECT p.owner_id FROM payment_links l JOIN projects p ON p.id = l.project_id
+			WHERE l.id = $1 FOR UPDATE OF l`, link.ID).Scan(&owner)
+		if noRows(err) {
+			return notFound(MsgLinkNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("lock payment link: %w", err)
+		}
+		if owner == nil {
+			return forbidden(MsgNotAccepting)
+		}
 		out, existing, err = s.createPayment(ctx, tx, np)
 		if err != nil || existing {
+			return err
+		}
+		var open int
+		if err := tx.QueryRow(ctx, `
+			SELECT count(*) FROM payments
+			WHERE payment_link_id = $1 AND status IN ('pending', 'confirming', 'partial')`, link.ID).Scan(&open); err != nil {
+			return fmt.Errorf("count open link payments: %w", err)
+		}
+		if open >= MaxOpenLinkPayments {
+			return paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+		}
+		if err := s.countLinkPayment(ctx, tx, *owner); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `
@@ -227,6 +269,25 @@ func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np New
 		return nil, false, err
 	}
 	return out, existing, nil
+}
+
+// countLinkPayment counts a new link payment as one API call of the owner
+// today and refuses it when that passes the owner's daily limit. It runs
+// last in the creation's transaction, which keeps the counter row locked
+// only briefly; a refusal rolls the count back with the payment.
+func (s *Store) countLinkPayment(ctx context.Context, tx pgx.Tx, ownerID int64) error {
+	owner, err := scanAccount(tx.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = $1`, ownerID))
+	if err != nil {
+		return fmt.Errorf("load owner: %w", err)
+	}
+	d, err := s.hitDaily(ctx, tx, ownerID, DailyAPICalls)
+	if err != nil {
+		return err
+	}
+	if limit := owner.Limits().APICallsPerDay; limit != Unlimited && d.Count > limit {
+		return paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+	}
+	return nil
 }
 
 // PaymentLinkToken returns the token a link payment is restricted to: the
@@ -249,10 +310,14 @@ func (s *Store) PaymentLinkToken(ctx context.Context, paymentID string) (paywatc
 	return paywatch.Token(deref(token)), nil
 }
 
-// HasControlChars reports whether s holds control characters; newlines and
-// tabs count only when multiline is false. Link titles and buyer fields are
-// shown on pages and in webhooks, so both the store and the link form use it.
+// HasControlChars reports whether s holds control characters or bytes that
+// are not UTF-8 (which PostgreSQL refuses); newlines and tabs count only
+// when multiline is false. Link titles and buyer fields are shown on pages
+// and in webhooks, so both the store and the link form use it.
 func HasControlChars(s string, multiline bool) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
 	for _, r := range s {
 		if multiline && (r == '\n' || r == '\r' || r == '\t') {
 			continue

@@ -208,6 +208,11 @@ func TestPerUserInProgressUnderConcurrency(t *testing.T) {
 	assert.Equal(t, 1, addrs)
 }
 
+// The rotation threshold is exclusive: an address that received exactly
+// rotation_threshold is kept, one that received a base unit more gives way
+// to a fresh one. The received total comes from the states the payment
+// workflows save, as in production: 100 on a paid payment, then 0.000001
+// on a payment that expired short.
 func TestPerUserRotationThreshold(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t)
@@ -216,23 +221,25 @@ func TestPerUserRotationThreshold(t *testing.T) {
 	ps.RotationThreshold = ptr(paywatch.MustParseAmount("100", 0))
 	p := project(t, s, "shop", ps, hdWallet())
 
-	first, _, err := s.CreatePayment(ctx, newPayment(p, "alice", "60"))
+	first, _, err := s.CreatePayment(ctx, newPayment(p, "alice", "100"))
 	require.NoError(t, err)
-	finish := func(id string, received string) {
-		_, err := s.Pool().Exec(ctx, `UPDATE payments SET status = 'paid' WHERE id = $1`, id)
-		require.NoError(t, err)
-		_, err = s.Pool().Exec(ctx, `UPDATE derived_addresses SET received = $1::numeric WHERE address = $2`, received, first.Address)
-		require.NoError(t, err)
-	}
-	finish(first.ID, "100000000") // 100 USDT: not above the threshold
+	_, err = s.SavePaymentState(ctx, paidState(first, 1, "aa"+zeros(62), "100"))
+	require.NoError(t, err)
+	require.Equal(t, "100000000", received(t, s, first.Address))
+
 	second, _, err := s.CreatePayment(ctx, newPayment(p, "alice", "60"))
 	require.NoError(t, err)
-	assert.Equal(t, first.Address, second.Address)
+	assert.Equal(t, first.Address, second.Address, "100 received is not above the threshold of 100")
 
-	finish(second.ID, "100000001") // 100.000001 USDT: above
+	short := paidState(second, 1, "bb"+zeros(62), "0.000001")
+	short.Status = paywatch.StatusExpired
+	_, err = s.SavePaymentState(ctx, short)
+	require.NoError(t, err)
+	require.Equal(t, "100000001", received(t, s, first.Address))
+
 	third, _, err := s.CreatePayment(ctx, newPayment(p, "alice", "60"))
 	require.NoError(t, err)
-	assert.NotEqual(t, first.Address, third.Address, "rotated to a fresh address")
+	assert.NotEqual(t, first.Address, third.Address, "100.000001 received is above: rotated to a fresh address")
 }
 
 func TestDedicatedAddresses(t *testing.T) {
@@ -307,8 +314,10 @@ func TestDedicatedAssignmentUnderConcurrency(t *testing.T) {
 	assert.Equal(t, int32(3), ok.Load())
 	assert.Equal(t, int32(2), none.Load())
 
-	// One customer, two tokens at once: one address.
-	q := project(t, s, "shop2", mode(paywatch.ModeDedicated), staticWallet("POLYGON", evmAddrs...))
+	// One customer, two tokens at once: one address. (Other addresses: an
+	// EVM address belongs to one project on every EVM network.)
+	q := project(t, s, "shop2", mode(paywatch.ModeDedicated), staticWallet("POLYGON",
+		derivedAt(t, testXPubEVM2, paywatch.FamilyEVM, 1), derivedAt(t, testXPubEVM2, paywatch.FamilyEVM, 2)))
 	addrs := make([]string, 2)
 	parallel(2, func(i int) {
 		np := newPayment(q, "zed", "10")

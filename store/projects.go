@@ -28,6 +28,10 @@ const (
 	MaxProjectNameLength = 255
 )
 
+// maxSettingAmount is the largest minAmount or rotation_threshold: their
+// NUMERIC(40, 18) columns hold 22 digits before the decimal point.
+var maxSettingAmount = paywatch.MustParseAmount(strings.Repeat("9", 22)+"."+strings.Repeat("9", 18), 18)
+
 var slugPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // ValidateSlug checks the slug rule: lowercase letters, digits and single
@@ -157,8 +161,14 @@ func (ps *ProjectSettings) validate() error {
 	if ps.MinAmount != nil && ps.MinAmount.FractionDigits() > 18 {
 		return invalid("minAmount has more than 18 decimal places")
 	}
+	if ps.MinAmount != nil && ps.MinAmount.Cmp(maxSettingAmount) > 0 {
+		return invalid("minAmount must be less than 10^22")
+	}
 	if ps.RotationThreshold != nil && (ps.RotationThreshold.Sign() <= 0 || ps.RotationThreshold.FractionDigits() > 18) {
 		return invalid("rotation_threshold must be positive with at most 18 decimal places")
+	}
+	if ps.RotationThreshold != nil && ps.RotationThreshold.Cmp(maxSettingAmount) > 0 {
+		return invalid("rotation_threshold must be less than 10^22")
 	}
 	if ps.MicroAmountDecimals != nil && (*ps.MicroAmountDecimals < paywatch.MinMicroDecimals || *ps.MicroAmountDecimals > paywatch.MaxMicroDecimals) {
 		return invalid("micro_amount_decimals must be 1-4")
@@ -260,6 +270,21 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 			}
 		}
 	}
+	if ps.MicroAmountDecimals != nil && current != nil && *ps.MicroAmountDecimals != current.MicroAmountDecimals {
+		// Open payments keep the amounts they were given, and a transfer
+		// goes to the nearest one anyway (ClaimOwner); refusing the change
+		// while any is open keeps every open amount on one precision, so a
+		// customer is never told one precision and matched on another.
+		var open bool
+		if err := tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM payments WHERE project_id = $1 AND status IN ('pending', 'confirming', 'partial'))`,
+			id).Scan(&open); err != nil {
+			return err
+		}
+		if open {
+			return conflict(MsgMicroDecimalsOpen)
+		}
+	}
 	var webhook *string
 	if ps.WebhookURL != nil && *ps.WebhookURL != "" {
 		webhook = ps.WebhookURL
@@ -345,8 +370,13 @@ func (s *Store) ListProjects(ctx context.Context) ([]*Project, error) {
 	return out, rows.Err()
 }
 
+// MsgMicroDecimalsOpen is the 409 of a micro_amount_decimals change while
+// payments are open.
+const MsgMicroDecimalsOpen = "micro_amount_decimals cannot be changed while payments are pending"
+
 // UpdateProject changes a project's settings. Changing the address mode or
-// pool matching while payments are pending gives ECONFLICT; the project row
+// pool matching while payments are pending, or micro_amount_decimals while
+// payments are pending, confirming or partial, gives ECONFLICT; the project row
 // is locked, and payment creation holds a share lock on it, so no payment
 // can slip in between the check and the change.
 func (s *Store) UpdateProject(ctx context.Context, slug string, ps ProjectSettings) (*Project, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -240,20 +241,20 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 				return err
 			}
 		}
+		// Every address is claimed in address_owners first, in one global
+		// order, so two registrations of overlapping lists wait for each
+		// other instead of deadlocking; the claim refuses an address
+		// another project registered or derived, also concurrently.
+		for _, c := range ownerClaims(v.addresses) {
+			if err := claimStaticAddress(ctx, tx, walletID, c.network, c.address); err != nil {
+				return err
+			}
+		}
 		for _, n := range sortedNetworks(v.addresses) {
 			for _, a := range v.addresses[n] {
-				// The read names the address in the common case; the unique
-				// index on (network, address) settles concurrent
-				// registrations, which the read cannot see.
-				var taken bool
-				if err := tx.QueryRow(ctx, `
-					SELECT EXISTS (SELECT 1 FROM static_addresses WHERE network = $1 AND address = $2 AND wallet_id <> $3)`,
-					n, a, walletID).Scan(&taken); err != nil {
-					return err
-				}
-				if taken {
-					return addressInUse(n, a)
-				}
+				// The index on (network, address) still refuses a row that
+				// another wallet holds without owning the address: a pair
+				// that predates address_owners (see migration 00010).
 				_, err := tx.Exec(ctx, `
 					INSERT INTO static_addresses (wallet_id, network, address) VALUES ($1, $2, $3)
 					ON CONFLICT (wallet_id, network, address) DO NOTHING`, walletID, n, a)
@@ -273,6 +274,40 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 	}
 	prj.HasWallet = true
 	return w, prj, nil
+}
+
+// ownerClaim is one address of a registration, with the first network (by
+// name) it is registered on, which a 409 names.
+type ownerClaim struct {
+	network paywatch.Network
+	address string
+}
+
+// ownerClaims lists the distinct (family, address) pairs of a registration
+// sorted by family and address: the order in which PutWallet claims them.
+func ownerClaims(addresses map[paywatch.Network][]string) []ownerClaim {
+	type key struct {
+		family  paywatch.Family
+		address string
+	}
+	seen := map[key]bool{}
+	var out []ownerClaim
+	for _, n := range sortedNetworks(addresses) {
+		for _, a := range addresses[n] {
+			k := key{n.Family(), a}
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, ownerClaim{network: n, address: a})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(x, y ownerClaim) int {
+		if c := strings.Compare(string(x.network.Family()), string(y.network.Family())); c != 0 {
+			return c
+		}
+		return strings.Compare(x.address, y.address)
+	})
+	return out
 }
 
 func sortedNetworks[V any](m map[paywatch.Network]V) []paywatch.Network {

@@ -32,7 +32,15 @@ const (
 	ActivityClaimTxHash = "payment.claim-tx-hash"
 	// ActivityQueueWebhook records a webhook event and applies the quota.
 	ActivityQueueWebhook = "webhook.queue"
-	// ActivityDeliverWebhook makes one signed delivery attempt.
+	// ActivitySendWebhook makes one signed delivery attempt and reports how
+	// it ended, without logging it.
+	ActivitySendWebhook = "webhook.send"
+	// ActivityRecordWebhookAttempt logs a delivery attempt and sets the
+	// event's state.
+	ActivityRecordWebhookAttempt = "webhook.record-attempt"
+	// ActivityDeliverWebhook is the delivery activity of payment workflows
+	// recorded before WebhookWorkflow existed (see webhookWorkflows): every
+	// activity attempt is a delivery attempt. Nothing new schedules it.
 	ActivityDeliverWebhook = "webhook.deliver"
 )
 
@@ -46,13 +54,14 @@ const (
 )
 
 // WebhookSchedule is when each delivery attempt starts, measured from the
-// start of the first one: 0 s, 10 s, 60 s, 5 min and 30 min. The delivery
-// activity asks Temporal for the gap to the next slot (minus the time the
-// failed attempt took) through ApplicationError's NextRetryDelay.
+// start of the first one: 0 s, 10 s, 60 s, 5 min and 30 min. WebhookWorkflow
+// waits for each slot with a timer, so an attempt delayed by a retried
+// activity does not shift the ones after it.
 var WebhookSchedule = [WebhookMaxAttempts]time.Duration{0, 10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute}
 
 // ErrTypeWebhookFailed is the type of a delivery failure that is not retried
-// (4xx answer, refused URL, missing secret, last attempt).
+// (4xx answer, refused URL, missing secret, last attempt) in
+// ActivityDeliverWebhook.
 const ErrTypeWebhookFailed = "WebhookFailed"
 
 // ReleaseAddressInput is the payload of ActivityReleaseAddress.
@@ -106,6 +115,10 @@ type CheckTransfersResult struct {
 
 // FinalCheckInput is the payload of ActivityFinalCheck.
 type FinalCheckInput struct {
+	// PaymentID is the payment checked: of the transfers found, only those
+	// that count for it (claimed for it, or claimable by it) come back.
+	// Empty in inputs recorded before claims existed: then all do.
+	PaymentID  string
 	Network    paywatch.Network
 	Token      paywatch.Token
 	Address    string
@@ -166,6 +179,74 @@ type DeliverWebhookInput struct {
 	EventID string
 }
 
+// SendWebhookInput is the payload of ActivitySendWebhook.
+type SendWebhookInput struct {
+	EventID string
+	// Attempt is the delivery attempt's number in the deliveries log. It
+	// comes from the workflow, not from Temporal's activity attempt, so an
+	// activity retried after a database error or a lost worker makes the
+	// same delivery attempt again instead of using up the next one.
+	Attempt int
+	// Force sends the event even if it reads as delivered or failed: a
+	// redelivery must not be stopped by the state an earlier run left.
+	Force bool
+}
+
+// WebhookOutcome is how one delivery attempt ended.
+type WebhookOutcome string
+
+// The outcomes of a delivery attempt.
+const (
+	// WebhookOutcomeDelivered is a 2xx answer.
+	WebhookOutcomeDelivered WebhookOutcome = "delivered"
+	// WebhookOutcomeRetry is a 5xx answer, a timeout or a network error:
+	// the next attempt follows at its slot of WebhookSchedule.
+	WebhookOutcomeRetry WebhookOutcome = "retry"
+	// WebhookOutcomeFailed is a permanent failure: a 4xx (or other non-2xx,
+	// non-5xx) answer, a refused URL or a missing secret.
+	WebhookOutcomeFailed WebhookOutcome = "failed"
+	// WebhookOutcomeNoURL means the project has no webhook URL: nothing was
+	// sent and the event stays pending until one is set.
+	WebhookOutcomeNoURL WebhookOutcome = "no-url"
+	// WebhookOutcomeDone means the event needs no delivery (already
+	// delivered, failed for good, or skipped by quota): nothing was sent.
+	WebhookOutcomeDone WebhookOutcome = "done"
+)
+
+// SendWebhookResult answers ActivitySendWebhook.
+type SendWebhookResult struct {
+	Outcome WebhookOutcome
+	// StatusCode is the receiver's HTTP status, 0 if there was no answer.
+	StatusCode int
+	// ResponseBody is the start of the receiver's answer (at most the 256
+	// characters the log keeps), or why there was none.
+	ResponseBody string
+}
+
+// WebhookAttemptState is the state a delivery attempt is logged with, as
+// the deliveries log shows it (operations.md §2).
+type WebhookAttemptState string
+
+// The logged states of a delivery attempt.
+const (
+	// WebhookAttemptDelivered is a successful attempt.
+	WebhookAttemptDelivered WebhookAttemptState = "delivered"
+	// WebhookAttemptRetrying is a failed attempt with another to come.
+	WebhookAttemptRetrying WebhookAttemptState = "retrying"
+	// WebhookAttemptFailed is the attempt after which no other follows.
+	WebhookAttemptFailed WebhookAttemptState = "failed"
+)
+
+// RecordWebhookAttemptInput is the payload of ActivityRecordWebhookAttempt:
+// one attempt of the deliveries log; the event takes its state.
+type RecordWebhookAttemptInput struct {
+	EventID      string
+	Attempt      int
+	StatusCode   int
+	ResponseBody string
+	State        WebhookAttemptState
+}
+
 // Activities is what the payment workflow needs from its activities;
 // *activities.Activities implements it. Register takes this interface
 // rather than the concrete type because package activities imports this
@@ -179,5 +260,7 @@ type Activities interface {
 	VerifyTxHash(ctx context.Context, in VerifyTxHashInput) (VerifyTxHashResult, error)
 	ClaimTxHash(ctx context.Context, in ClaimTxHashInput) error
 	QueueWebhook(ctx context.Context, in QueueWebhookInput) (QueueWebhookResult, error)
+	SendWebhook(ctx context.Context, in SendWebhookInput) (SendWebhookResult, error)
+	RecordWebhookAttempt(ctx context.Context, in RecordWebhookAttemptInput) error
 	DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error
 }

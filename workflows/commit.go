@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/paywatch/paywatch"
@@ -74,8 +75,12 @@ func (p *payment) pendingEvent() (paywatch.Event, bool) {
 	return paywatch.EventFor(s)
 }
 
-// sendWebhook queues and delivers one webhook in its own coroutine, so
-// retries (up to 30 minutes) never hold up the state machine.
+// sendWebhook queues one webhook and has it delivered, in its own coroutine
+// so that retries (up to 30 minutes) never hold up the state machine. The
+// delivery is the event's WebhookWorkflow, run as a child that this
+// coroutine waits for: the payment workflow still outlives its deliveries,
+// and the API can start the same workflow for the same event later (a URL
+// set, a redelivery) without two runs ever delivering it at once.
 func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap PaymentState) {
 	in := QueueWebhookInput{
 		EventID:  EventID(snap.PaymentID, snap.WebhookSequence),
@@ -99,11 +104,36 @@ func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap P
 			p.logger.Info("webhook skipped: daily quota exhausted", "paymentId", snap.PaymentID, "event", event)
 			return
 		}
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, WebhookActivityOptions),
+		if webhookWorkflows(ctx) {
+			p.deliverWebhook(ctx, event, in.EventID)
+			return
+		}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, legacyWebhookOptions),
 			ActivityDeliverWebhook, DeliverWebhookInput{EventID: in.EventID}).Get(ctx, nil); err != nil {
 			p.logger.Warn("webhook not delivered", "paymentId", snap.PaymentID, "event", event, "eventId", in.EventID, "error", err)
 		}
 	})
+}
+
+// deliverWebhook runs the event's WebhookWorkflow as a child and waits for
+// it. The child is abandoned, not cancelled, if this run is closed some
+// other way, so a terminated payment workflow never cuts a delivery short.
+// When a workflow of that ID already runs (the reconciler started it
+// first), that run delivers the event.
+func (p *payment) deliverWebhook(ctx workflow.Context, event paywatch.Event, eventID string) {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:        WebhookWorkflowID(eventID),
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+	})
+	f := workflow.ExecuteChildWorkflow(cctx, WebhookWorkflowName, WebhookInput{EventID: eventID, FirstAttempt: 1})
+	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		p.logger.Info("webhook workflow not started: another run delivers it", "paymentId", p.st.PaymentID, "event", event, "eventId", eventID, "error", err)
+		return
+	}
+	if err := f.Get(ctx, nil); err != nil {
+		// Terminated, most likely, by a redelivery that replaced it.
+		p.logger.Warn("webhook workflow did not complete", "paymentId", p.st.PaymentID, "event", event, "eventId", eventID, "error", err)
+	}
 }
 
 // publish upserts the search attributes and the memo, so the Temporal Web
@@ -139,5 +169,6 @@ func (p *payment) snapshot() PaymentState {
 	s := p.st
 	s.Transactions = slices.Clone(p.st.Transactions)
 	s.SubmittedHashes = slices.Clone(p.st.SubmittedHashes)
+	s.ClaimedHashes = slices.Clone(p.st.ClaimedHashes)
 	return s
 }

@@ -62,10 +62,13 @@ func updateError(err error) error {
 	return err
 }
 
-// validateCancel accepts a cancel only for a pending payment.
+// validateCancel accepts a cancel only for a payment that is pending and
+// shown as pending: from PendingShownExpiredAfter past expires_at, GET and
+// the hosted page show it expired (the final on-chain check may still be
+// running), and the cancel is refused with that status.
 func (p *payment) validateCancel(ctx workflow.Context, _ CancelRequest) error {
-	if p.st.Status != paywatch.StatusPending {
-		return reject(ErrTypeConflict, fmt.Sprintf("Cannot cancel payment with status %q. Only pending payments can be cancelled.", p.st.Status))
+	if st := paywatch.ShownStatus(p.st.Status, p.st.ExpiresAt, workflow.Now(ctx)); st != paywatch.StatusPending {
+		return reject(ErrTypeConflict, fmt.Sprintf("Cannot cancel payment with status %q. Only pending payments can be cancelled.", st))
 	}
 	return nil
 }
@@ -262,6 +265,10 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 		// resubmission of the same hash to another payment of the same pool
 		// address is refused because of it.
 		return amount, true, reject(ErrTypeConflict, msgFinalized)
+	}
+	if !slices.Contains(p.st.ClaimedHashes, h) {
+		p.st.ClaimedHashes = append(p.st.ClaimedHashes, h)
+		p.changed = true
 	}
 	for _, t := range valid {
 		if p.addTransfer(ctx, t, true) {

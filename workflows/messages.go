@@ -176,6 +176,10 @@ type PaymentState struct {
 	ExpiresAt      time.Time
 	// SubmittedHashes are pool + txid hashes submitted but not yet verified.
 	SubmittedHashes []string
+	// ClaimedHashes are the pool + txid hashes verified and claimed for this
+	// payment. A transfer of one of them that a scanner signals counts, so
+	// one that a reorg dropped and that was mined again still counts.
+	ClaimedHashes []string
 	// Version increases with every change; saves with an older version are ignored.
 	Version   int64
 	UpdatedAt time.Time

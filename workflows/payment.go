@@ -41,9 +41,9 @@ import (
 //     partial late funds update paid_amount and transactions but send no
 //     webhook; full ones turn the payment paid or overpaid with
 //     late_payment true.
-//   - Webhooks are delivered concurrently and never block the state
-//     machine; the workflow neither ends nor continues-as-new while one is
-//     outstanding.
+//   - Webhooks are delivered concurrently, each by its event's
+//     WebhookWorkflow child, and never block the state machine; the
+//     workflow neither ends nor continues-as-new while one is outstanding.
 func PaymentWorkflow(ctx workflow.Context, in PaymentInput) error {
 	p := newPayment(ctx, in)
 	if err := p.setup(ctx); err != nil {
@@ -99,6 +99,9 @@ type payment struct {
 	// checks again at once.
 	deadlineRetry time.Time
 
+	// oneOwner is set for runs that apply the rules of changeOneOwner.
+	oneOwner bool
+
 	seen    workflow.ReceiveChannel
 	removed workflow.ReceiveChannel
 	logger  log.Logger
@@ -135,6 +138,7 @@ func newPayment(ctx workflow.Context, in PaymentInput) *payment {
 // setup registers the handlers and publishes the search attributes and memo.
 func (p *payment) setup(ctx workflow.Context) error {
 	lifecycleV1(ctx)
+	p.oneOwner = oneOwnerRules(ctx)
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (PaymentState, error) {

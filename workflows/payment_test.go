@@ -56,6 +56,7 @@ type PaymentSuite struct {
 	claims     []workflows.ClaimTxHashInput
 	selects    int
 	selectErr  error
+	selectIn   time.Duration
 	deliverIn  time.Duration
 	finalIn    time.Duration
 	updates    int
@@ -90,7 +91,7 @@ func (s *PaymentSuite) SetupTest() {
 	s.finalFails, s.checkFails = 0, 0
 	s.verify, s.verifyIn = map[string]workflows.VerifyTxHashResult{}, 0
 	s.claimErr, s.claims = map[string]error{}, nil
-	s.selects, s.selectErr = 0, nil
+	s.selects, s.selectErr, s.selectIn = 0, nil, 0
 	s.deliverIn, s.finalIn = 0, 0
 	s.devnetBlock = 0
 
@@ -99,13 +100,8 @@ func (s *PaymentSuite) SetupTest() {
 	workflows.Register(env, activities.New(activities.Deps{}))
 	s.env = env
 
-	env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, st workflows.PaymentState) error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.saved = append(s.saved, st)
-			return nil
-		}).Maybe()
+	// Saving the state and releasing the address are not stubs but
+	// requirements of each run: expect registers them.
 	env.OnActivity(workflows.ActivityQueueWebhook, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in workflows.QueueWebhookInput) (workflows.QueueWebhookResult, error) {
 			s.mu.Lock()
@@ -113,20 +109,14 @@ func (s *PaymentSuite) SetupTest() {
 			s.hooks = append(s.hooks, hook{in: in, at: env.Now().UTC()})
 			return workflows.QueueWebhookResult{}, nil
 		}).Maybe()
-	env.OnActivity(workflows.ActivityDeliverWebhook, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.deliverIn }).Return(
-		func(_ context.Context, in workflows.DeliverWebhookInput) error {
+	env.OnActivity(workflows.ActivitySendWebhook, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.deliverIn }).Return(
+		func(_ context.Context, in workflows.SendWebhookInput) (workflows.SendWebhookResult, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.delivered = append(s.delivered, in.EventID)
-			return nil
+			return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeDelivered, StatusCode: 200}, nil
 		}).Maybe()
-	env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in workflows.ReleaseAddressInput) error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.released = append(s.released, in)
-			return nil
-		}).Maybe()
+	env.OnActivity(workflows.ActivityRecordWebhookAttempt, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(workflows.ActivityCheckTransfers, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in workflows.CheckTransfersInput) (workflows.CheckTransfersResult, error) {
 			s.mu.Lock()
@@ -170,7 +160,7 @@ func (s *PaymentSuite) SetupTest() {
 			s.claims = append(s.claims, in)
 			return s.claimErr[in.TxHash]
 		}).Maybe()
-	env.OnActivity(workflows.ActivitySelectNetwork, mock.Anything, mock.Anything).Return(
+	env.OnActivity(workflows.ActivitySelectNetwork, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.selectIn }).Return(
 		func(_ context.Context, in workflows.SelectNetworkInput) (workflows.Assignment, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -183,6 +173,51 @@ func (s *PaymentSuite) SetupTest() {
 				Amount: amt("50.00"), StartBlock: s.head(), AssignedAt: s.start,
 			}, nil
 		}).Maybe()
+}
+
+// TearDownTest asserts the run's required activity calls (see expect).
+func (s *PaymentSuite) TearDownTest() {
+	s.env.AssertExpectations(s.T())
+}
+
+// noRelease is the outcome of a run that must release nothing: the
+// payment never had an address, or the run continues as new.
+const noRelease paywatch.Status = ""
+
+// expect registers the save and release activities for a run of in that
+// ends with outcome, as requirements that TearDownTest asserts: the state
+// is saved (run checks that every version is, once and in order), and the
+// address is released exactly once with outcome, or never for noRelease.
+// Any other release is recorded too, for run to report.
+func (s *PaymentSuite) expect(in workflows.PaymentInput, outcome paywatch.Status) {
+	s.env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(s.save)
+	if outcome != noRelease {
+		s.env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything,
+			workflows.ReleaseAddressInput{PaymentID: in.PaymentID, Outcome: outcome}).Return(s.release).Once()
+	}
+	s.env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything, mock.Anything).Return(s.release).Maybe()
+}
+
+// observe registers the save and release activities for a test that stops
+// the workflow midway (env.CancelWorkflow): neither is required.
+func (s *PaymentSuite) observe(in workflows.PaymentInput) {
+	s.env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(s.save).Maybe()
+	s.env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything, mock.Anything).Return(s.release).Maybe()
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+}
+
+func (s *PaymentSuite) save(_ context.Context, st workflows.PaymentState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saved = append(s.saved, st)
+	return nil
+}
+
+func (s *PaymentSuite) release(_ context.Context, in workflows.ReleaseAddressInput) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.released = append(s.released, in)
+	return nil
 }
 
 // head is the simulated chain head: one block per blockTime since start.
@@ -255,10 +290,35 @@ func (s *PaymentSuite) update(name string, arg any, result *any, err *error) {
 	}, arg)
 }
 
-func (s *PaymentSuite) run(in workflows.PaymentInput) {
+// run runs the workflow to its end, which must release the payment's
+// address with outcome (or nothing, for noRelease), and checks that every
+// state version it committed was saved once, in order, up to the last.
+func (s *PaymentSuite) run(in workflows.PaymentInput, outcome paywatch.Status) {
+	s.expect(in, outcome)
 	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
+	if outcome == noRelease {
+		s.Empty(s.released, "nothing to release")
+	} else {
+		s.Equal([]workflows.ReleaseAddressInput{{PaymentID: in.PaymentID, Outcome: outcome}}, s.released, "released once, with the outcome")
+	}
+	s.assertSavedInOrder(in)
+	s.Equal(s.query().Version, s.last().Version, "the final state is saved")
+}
+
+// assertSavedInOrder checks that the saved versions follow each other
+// from the run's first commit on: none skipped, none saved twice.
+func (s *PaymentSuite) assertSavedInOrder(in workflows.PaymentInput) {
+	s.T().Helper()
+	next := int64(1)
+	if in.Carry != nil {
+		next = in.Carry.Version + 1
+	}
+	for _, st := range s.saved {
+		s.Equal(next, st.Version, "saved versions in order")
+		next = st.Version + 1
+	}
 }
 
 func (s *PaymentSuite) events() []paywatch.Event {
@@ -299,7 +359,7 @@ func (s *PaymentSuite) TestPendingToConfirmingSendsNoWebhook() {
 		s.Empty(s.events())
 		s.env.CancelWorkflow()
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.observe(s.input())
 	s.Empty(s.events())
 }
 
@@ -315,7 +375,7 @@ func (s *PaymentSuite) TestDustIsIgnored() {
 		s.Empty(s.events())
 		s.env.CancelWorkflow()
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.observe(s.input())
 }
 
 // A project minimum replaces the global dust threshold.
@@ -333,14 +393,14 @@ func (s *PaymentSuite) TestProjectMinimumIsTheDustThreshold() {
 		s.Equal(paywatch.StatusConfirming, s.query().Status)
 		s.env.CancelWorkflow()
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.observe(in)
 }
 
 // confirming → paid after the network's confirmations: one
 // payment.completed, and the wait is exactly BlockTime × blocks missing.
 func (s *PaymentSuite) TestConfirmedMatchingAmountIsPaid() {
 	s.at(time.Minute, func() { s.signal("0xa", "50.20") }) // within 1 %
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusPaid)
 	st := s.last()
 	s.Equal(paywatch.StatusPaid, st.Status)
 	s.Equal("50.20", st.PaidAmount.String())
@@ -352,7 +412,6 @@ func (s *PaymentSuite) TestConfirmedMatchingAmountIsPaid() {
 	s.Equal(s.start.Add(time.Minute+11*blockTime), st.PaidAt.UTC())
 	s.Equal(s.start.Add(time.Minute+11*blockTime), s.hooks[0].at)
 	s.False(s.hooks[0].in.State.LatePayment)
-	s.Equal([]workflows.ReleaseAddressInput{{PaymentID: st.PaymentID, Outcome: paywatch.StatusPaid}}, s.released)
 	s.Len(s.delivered, 1)
 	s.Equal(workflows.EventID(st.PaymentID, 1), s.hooks[0].in.EventID)
 }
@@ -363,7 +422,7 @@ func (s *PaymentSuite) TestConfirmedMatchingAmountIsPaid() {
 func (s *PaymentSuite) TestConfirmationWaitFollowsReportedBlockTime() {
 	s.devnetBlock = time.Second
 	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusPaid)
 	st := s.last()
 	s.Equal(paywatch.StatusPaid, st.Status)
 	s.Equal(s.start.Add(time.Minute+11*time.Second), st.PaidAt.UTC())
@@ -372,7 +431,7 @@ func (s *PaymentSuite) TestConfirmationWaitFollowsReportedBlockTime() {
 // confirming → overpaid above expected × 1.01.
 func (s *PaymentSuite) TestConfirmedAboveToleranceIsOverpaid() {
 	s.at(time.Minute, func() { s.signal("0xa", "50.51") })
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusOverpaid)
 	s.Equal(paywatch.StatusOverpaid, s.last().Status)
 	s.Equal([]paywatch.Event{paywatch.EventOverpaid}, s.events())
 }
@@ -392,7 +451,7 @@ func (s *PaymentSuite) TestPartialThenTopUpIsPaid() {
 		s.Equal(paywatch.StatusPartial, st.Status, "a partial payment stays partial while new funds confirm")
 		s.Equal("20.00", st.PaidAmount.String())
 	})
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusOverpaid)
 	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventOverpaid}, s.events())
 	s.Equal("20.00", s.hooks[0].in.State.PaidAmount.String(), "partial webhook counts confirmed funds only")
 	s.Equal("60.00", s.last().PaidAmount.String())
@@ -406,7 +465,7 @@ func (s *PaymentSuite) TestPartialSentAgainForLargerAmountThenExpires() {
 	in.Mode = paywatch.ModePerUser // no late window: the workflow ends at expiry
 	s.at(time.Minute, func() { s.signal("0xa", "10.00") })
 	s.at(10*time.Minute, func() { s.signal("0xb", "15.00") })
-	s.run(in)
+	s.run(in, paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventPartial, paywatch.EventExpired}, s.events())
 	s.Equal("10.00", s.hooks[0].in.State.PaidAmount.String())
 	s.Equal("25.00", s.hooks[1].in.State.PaidAmount.String())
@@ -417,7 +476,6 @@ func (s *PaymentSuite) TestPartialSentAgainForLargerAmountThenExpires() {
 	s.Equal(in.ExpiresAt, s.hooks[2].at)
 	s.Equal(1, s.finalRuns)
 	s.Equal(in.ExpiresAt, s.now())
-	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
 }
 
 // pending → cancelled: payment.cancelled, monitoring stops at once.
@@ -425,13 +483,12 @@ func (s *PaymentSuite) TestCancelPending() {
 	var res any
 	var err error
 	s.at(5*time.Minute, func() { s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err) })
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusCancelled)
 	s.Require().NoError(err)
 	s.Equal(paywatch.StatusCancelled, res.(workflows.PaymentState).Status)
 	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
 	s.Equal(paywatch.StatusCancelled, s.last().Status)
 	s.Equal(s.start.Add(5*time.Minute), s.now())
-	s.Equal(paywatch.StatusCancelled, s.released[0].Outcome)
 }
 
 // Only pending payments can be cancelled, with the exact 409 message.
@@ -440,7 +497,7 @@ func (s *PaymentSuite) TestCancelNonPendingIsRefused() {
 	var err error
 	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
 	s.at(2*time.Minute, func() { s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err) })
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusPaid)
 	s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
@@ -454,95 +511,50 @@ func (s *PaymentSuite) TestCancelAfterTransferIsRefused() {
 		s.signal("0xa", "50.00")
 		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
 	})
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusPaid)
 	s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
 	s.Equal(paywatch.StatusPaid, s.last().Status)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
 
-// Race: the cancel passed its validator while a transfer signal was still
-// buffered (the main loop was busy in the final on-chain check); the
-// handler handles the transfer first, the transfer wins and the cancel gets
-// the "changed" 409.
-func (s *PaymentSuite) TestCancelLosesRaceToTransfer() {
+// The boundary: a second before the payment is shown expired it can be
+// cancelled; at the moment it is shown expired it cannot, and it expires
+// after its final check with payment.expired alone.
+func (s *PaymentSuite) TestCancelJustBeforeShownExpiry() {
+	s.cancelAt(-time.Second, paywatch.StatusCancelled, paywatch.EventCancelled)
+}
+
+func (s *PaymentSuite) TestCancelAtShownExpiryIsRefused() {
+	s.cancelAt(0, paywatch.StatusExpired, paywatch.EventExpired)
+}
+
+// From 3 minutes past expires_at GET shows a pending payment as expired,
+// so a cancel is refused with that status even while the final on-chain
+// check still runs and the payment is pending inside the workflow.
+func (s *PaymentSuite) TestCancelDuringFinalCheckIsRefused() {
+	s.cancelAt(30*time.Second, paywatch.StatusExpired, paywatch.EventExpired)
+}
+
+// cancelAt cancels a per_user payment (no late window, so the run ends at
+// expiry) at offset from the moment it is shown expired, and checks where
+// it ends.
+func (s *PaymentSuite) cancelAt(offset time.Duration, status paywatch.Status, event paywatch.Event) {
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
-	s.finalIn = time.Minute // the main loop is busy from E+3m to E+4m
+	s.finalIn = time.Minute
 	var res any
 	var err error
-	s.at(time.Hour+3*time.Minute+30*time.Second, func() {
-		s.signal("0xa", "50.00")
+	s.at(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter).Sub(s.start)+offset, func() {
 		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
 	})
-	s.run(in)
-	s.assertRejected(err, workflows.ErrTypeConflict, "Payment status changed before cancellation could complete. Please refresh and try again.")
-	s.Equal(paywatch.StatusPaid, s.last().Status)
-	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
-}
-
-// Race: a cancel lands while the main loop awaits the final on-chain check
-// at the deadline (the payment is still pending, so the cancel passes its
-// validator). The check's answer must not expire the cancelled payment, and
-// the late window must not open for it: the payment stays cancelled, with
-// one payment.cancelled and nothing after it, and the workflow ends as soon
-// as the check returns.
-func (s *PaymentSuite) TestCancelDuringFinalCheckStaysCancelled() {
-	in := s.input() // per_payment: it would have a late window if expired
-	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
-	s.finalIn = time.Minute // the final check runs from E+3m to E+4m
-	var res any
-	var err error
-	s.at(deadline.Sub(s.start)+30*time.Second, func() {
-		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
-	})
-	// Full funds in the late window would turn an expired payment paid.
-	s.at(5*time.Hour, func() { s.signal("0xlate", "50.00") })
-	s.run(in)
-	s.Require().NoError(err)
-	s.Equal(paywatch.StatusCancelled, res.(workflows.PaymentState).Status)
-	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
-	s.Equal(1, s.finalRuns)
-	for _, st := range s.saved {
-		s.NotEqual(paywatch.StatusExpired, st.Status, "version %d", st.Version)
+	s.run(in, status)
+	if status == paywatch.StatusCancelled {
+		s.Require().NoError(err)
+	} else {
+		s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "expired". Only pending payments can be cancelled.`)
 	}
-	s.Equal(paywatch.StatusCancelled, s.last().Status)
-	s.Empty(s.last().Transactions)
-	s.Equal(deadline.Add(time.Minute), s.now(), "the workflow ends once the check returns")
-	s.Equal([]workflows.ReleaseAddressInput{{PaymentID: in.PaymentID, Outcome: paywatch.StatusCancelled}}, s.released)
-}
-
-// The same race in pool + txid mode, where the final check re-verifies the
-// submitted hashes: a hash found on chain after the cancel is not claimed,
-// and the payment stays cancelled.
-func (s *PaymentSuite) TestCancelDuringTxidFinalRecheckStaysCancelled() {
-	in := s.txidInput()
-	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
-	var r, res any
-	var e, err error
-	s.at(time.Minute, func() {
-		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xh"}, &r, &e)
-	})
-	// Re-checks back off to every 10 min (the last before the deadline at
-	// +56m30s, the next at +66m30s): only the final re-check sees it mined.
-	s.at(62*time.Minute, func() {
-		s.onChain("0xh", "50.00")
-		s.verifyIn = time.Minute
-	})
-	s.at(deadline.Sub(s.start)+30*time.Second, func() {
-		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
-	})
-	s.at(5*time.Hour, func() { s.signal("0xlate", "50.00") })
-	s.run(in)
-	s.Require().NoError(e)
-	s.Require().NoError(err)
-	s.Empty(s.claims, "no claim for a cancelled payment")
-	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
-	for _, st := range s.saved {
-		s.NotEqual(paywatch.StatusExpired, st.Status, "version %d", st.Version)
-	}
-	s.Equal(paywatch.StatusCancelled, s.last().Status)
-	s.Empty(s.last().Transactions)
-	s.Equal(deadline.Add(time.Minute), s.now())
+	s.Equal(status, s.last().Status)
+	s.Equal([]paywatch.Event{event}, s.events())
 }
 
 // After a cancel, transfers are ignored: monitoring stopped.
@@ -553,7 +565,7 @@ func (s *PaymentSuite) TestTransferAfterCancelIsIgnored() {
 		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
 		s.signal("0xa", "50.00")
 	})
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusCancelled)
 	s.Require().NoError(err)
 	s.Equal(paywatch.StatusCancelled, s.last().Status)
 	s.Empty(s.last().Transactions)
@@ -568,12 +580,11 @@ func (s *PaymentSuite) TestPendingExpiresThreeMinutesAfterDeadline() {
 	s.at(time.Hour+time.Minute, func() {
 		s.Equal(paywatch.StatusPending, s.query().Status, "still pending inside the display grace")
 	})
-	s.run(in)
+	s.run(in, paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.hooks[0].at)
 	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.now())
 	s.Equal(1, s.finalRuns)
-	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
 }
 
 // A transfer in flight at the deadline (inside the 3-minute grace) counts.
@@ -581,7 +592,7 @@ func (s *PaymentSuite) TestTransferInsideDisplayGraceCounts() {
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
 	s.at(time.Hour+time.Minute, func() { s.signal("0xa", "50.00") })
-	s.run(in)
+	s.run(in, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	s.Equal(s.start.Add(time.Hour+time.Minute+11*blockTime), s.now())
 }
@@ -594,7 +605,7 @@ func (s *PaymentSuite) TestFinalCheckFindsMissedTransfer() {
 	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
 	block := s.baseHead + uint64(deadline.Sub(s.start)/blockTime) - 2
 	s.final = []workflows.TransferSeen{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
-	s.run(in)
+	s.run(in, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	// 3 confirmations at the check, 9 blocks missing.
 	s.Equal(deadline.Add(9*blockTime), s.now())
@@ -612,7 +623,7 @@ func (s *PaymentSuite) TestFailedFinalCheckIsRetried() {
 	s.at(deadline.Sub(s.start)+30*time.Second, func() {
 		s.Equal(paywatch.StatusPending, s.query().Status, "not expired by a failed check")
 	})
-	s.run(in)
+	s.run(in, paywatch.StatusPaid)
 	s.Equal(9, s.finalRuns)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	st := s.last()
@@ -637,13 +648,12 @@ func (s *PaymentSuite) TestFinalCheckFailingForGoodExpiresAfterPatience() {
 	s.at(deadline.Sub(s.start)+29*time.Minute, func() {
 		s.Equal(paywatch.StatusPending, s.query().Status)
 	})
-	s.run(in)
+	s.run(in, paywatch.StatusExpired)
 	giveUp := deadline.Add(paywatch.ConfirmingGrace)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 	s.Equal(giveUp.Add(14*time.Second), s.hooks[0].at, "the last try starts at the limit and fails 14 s later")
 	s.Equal(paywatch.StatusExpired, s.last().Status)
 	s.False(s.last().DeadlineChecked)
-	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
 }
 
 // A payment without a network expires without a webhook and has no
@@ -651,10 +661,9 @@ func (s *PaymentSuite) TestFinalCheckFailingForGoodExpiresAfterPatience() {
 func (s *PaymentSuite) TestNetworklessPaymentExpiresSilently() {
 	in := s.input()
 	in.Network, in.Token, in.Address, in.StartBlock, in.AddressAssignedAt = "", "", "", 0, time.Time{}
-	s.run(in)
+	s.run(in, noRelease)
 	s.Equal(paywatch.StatusExpired, s.last().Status)
 	s.Empty(s.events())
-	s.Empty(s.released)
 	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.now())
 }
 
@@ -671,7 +680,7 @@ func (s *PaymentSuite) TestConfirmingPastGraceExpires() {
 	s.at(time.Hour+20*time.Minute, func() {
 		s.Equal(paywatch.StatusConfirming, s.query().Status)
 	})
-	s.run(in)
+	s.run(in, paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 	s.Equal(in.ExpiresAt.Add(paywatch.ConfirmingGrace), s.now())
 	s.Equal(in.ExpiresAt.Add(paywatch.ConfirmingGrace), s.hooks[0].at)
@@ -682,7 +691,7 @@ func (s *PaymentSuite) TestConfirmingInsideGraceIsPaid() {
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
 	s.at(59*time.Minute, func() { s.signal("0xa", "50.00") })
-	s.run(in)
+	s.run(in, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	s.Equal(s.start.Add(59*time.Minute+11*blockTime), s.now())
 }
@@ -710,7 +719,7 @@ func (s *PaymentSuite) TestFailedCheckAtEndOfConfirmingGraceIsRetried() {
 	s.at(grace.Sub(s.start)+30*time.Second, func() {
 		s.Equal(paywatch.StatusConfirming, s.query().Status)
 	})
-	s.run(in)
+	s.run(in, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	retry := grace.Add(14*time.Second + time.Minute)
 	s.Equal(retry, s.last().PaidAt.UTC())
@@ -723,7 +732,7 @@ func (s *PaymentSuite) TestShortTransferConfirmedPastDeadlineExpires() {
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
 	s.at(59*time.Minute, func() { s.signal("0xa", "20.00") })
-	s.run(in)
+	s.run(in, paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 	s.Equal("20.00", s.hooks[0].in.State.PaidAmount.String())
 }
@@ -734,32 +743,30 @@ func (s *PaymentSuite) TestLateFundsPerPaymentArePaidLate() {
 		s.Equal(paywatch.StatusExpired, s.query().Status)
 		s.signal("0xlate", "50.00")
 	})
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
 	late := s.hooks[1].in.State
 	s.True(late.LatePayment)
 	s.Equal(paywatch.StatusPaid, late.Status)
 	s.Equal(s.start.Add(5*time.Hour+11*blockTime), s.now())
-	s.Equal(paywatch.StatusPaid, s.released[0].Outcome)
 }
 
 // Partial late funds update paid_amount but send nothing; the workflow ends
 // when the late window closes, 24 h after expiry, and releases the address.
 func (s *PaymentSuite) TestLateWindowClosesAfter24Hours() {
 	s.at(5*time.Hour, func() { s.signal("0xlate", "10.00") })
-	s.run(s.input())
+	s.run(s.input(), paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 	s.Equal(s.start.Add(time.Hour+paywatch.LateWindow), s.now())
 	s.Equal("10.00", s.last().PaidAmount.String())
 	s.Equal(paywatch.StatusExpired, s.last().Status)
-	s.Equal(paywatch.StatusExpired, s.released[0].Outcome)
 }
 
 // Late funds after the window closed are not counted (the workflow ended).
 func (s *PaymentSuite) TestNoLateWindowForMicroAmountPool() {
 	in := s.input()
 	in.Mode, in.PoolMatching = paywatch.ModePool, paywatch.MatchMicroAmount
-	s.run(in)
+	s.run(in, paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.now())
 }
@@ -778,10 +785,25 @@ func (s *PaymentSuite) TestMicroAmountNeedsExactSingleTransfer() {
 		s.Equal(paywatch.StatusPending, s.query().Status)
 		s.signal("0xexact", "50.12305")
 	})
-	s.run(in)
+	s.run(in, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	s.Len(s.last().Transactions, 1)
 	s.Equal("0xexact", s.last().TxHash)
+}
+
+// pool + micro_amount: a transfer within 0.0001 below the adjusted amount
+// is a match, and a match pays the payment; paid_amount shows what arrived.
+// Under the plain amount rule it would stay partial, which exact-match mode
+// can never complete.
+func (s *PaymentSuite) TestMicroAmountMatchBelowAdjustedAmountIsPaid() {
+	in := s.input()
+	in.Mode, in.PoolMatching = paywatch.ModePool, paywatch.MatchMicroAmount
+	in.Amount = amt("10.6630")
+	s.at(time.Minute, func() { s.signal("0xnear", "10.662950") })
+	s.run(in, paywatch.StatusPaid)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	s.Equal(paywatch.StatusPaid, s.last().Status)
+	s.Equal("10.66295", s.last().PaidAmount.String())
 }
 
 // Repeated signals for the same (tx hash, log index) are no-ops.
@@ -798,7 +820,7 @@ func (s *PaymentSuite) TestRepeatedSignalsAreNoOps() {
 	})
 	s.at(time.Minute+time.Second, func() { s.Len(s.query().Transactions, 2) })
 	s.at(30*time.Minute, func() { s.env.CancelWorkflow() })
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.observe(in)
 	s.Equal([]paywatch.Event{paywatch.EventPartial}, s.events())
 	s.Equal("40.00", s.hooks[0].in.State.PaidAmount.String())
 }
@@ -817,7 +839,7 @@ func (s *PaymentSuite) TestReorgedTransferIsDropped() {
 		s.Equal(paywatch.StatusPending, st.Status)
 		s.Empty(st.Transactions)
 	})
-	s.run(in)
+	s.run(in, paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 }
 
@@ -833,7 +855,7 @@ func (s *PaymentSuite) TestTransferVanishingAtFinalCountLeavesPartial() {
 		s.Len(st.Transactions, 1)
 		s.env.CancelWorkflow()
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.observe(s.input())
 	s.Equal([]paywatch.Event{paywatch.EventPartial}, s.events())
 }
 
@@ -851,7 +873,7 @@ func (s *PaymentSuite) TestTransferRemovedSignal() {
 		s.Empty(st.Transactions)
 		s.env.CancelWorkflow()
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	s.observe(s.input())
 	s.Empty(s.events())
 }
 
@@ -880,7 +902,7 @@ func (s *PaymentSuite) TestSelectNetworkThenPaid() {
 		s.Equal(s.start.Add(time.Hour), st.ExpiresAt)
 		s.signal("0xa", "50.00")
 	})
-	s.run(s.networkless())
+	s.run(s.networkless(), paywatch.StatusPaid)
 	s.Require().NoError(err)
 	s.Equal(address, res.(workflows.Assignment).Address)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
@@ -899,7 +921,7 @@ func (s *PaymentSuite) TestTwoSelectNetworkCallsRace() {
 		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.BEP20, Token: paywatch.USDT}, &res3, &err3)
 	})
 	s.at(3*time.Minute, func() { s.env.CancelWorkflow() })
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.networkless())
+	s.observe(s.networkless())
 	s.Require().NoError(err1)
 	s.Equal(paywatch.ERC20, res1.(workflows.Assignment).Network)
 	s.assertRejected(err2, workflows.ErrTypeConflict, "Network already selected for this payment")
@@ -920,7 +942,7 @@ func (s *PaymentSuite) TestSelectNetworkRefusals() {
 	s.at(time.Hour, func() {
 		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &res, &errGone)
 	})
-	s.run(s.networkless())
+	s.run(s.networkless(), noRelease)
 	s.assertRejected(errPair, workflows.ErrTypeInvalid, "USDC is not supported on TRC20")
 	s.assertRejected(errNoAddr, workflows.ErrTypeInvalid, "No addresses available for this network")
 	s.assertRejected(errGone, workflows.ErrTypeGone, "Payment has expired")
@@ -934,9 +956,31 @@ func (s *PaymentSuite) TestSelectNetworkOnCancelledPayment() {
 		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &errCancel)
 		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &res, &errSel)
 	})
-	s.run(s.networkless())
+	s.run(s.networkless(), noRelease)
 	s.Require().NoError(errCancel)
 	s.assertRejected(errSel, workflows.ErrTypeConflict, "Payment is not in pending state")
+	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
+}
+
+// A cancel that lands while the selection's activity assigns the address
+// wins, and the address it assigned is released with the payment: the
+// selection is refused, and nothing stays reserved for a cancelled payment.
+func (s *PaymentSuite) TestCancelWhileSelectingReleasesTheAddress() {
+	var sel, res any
+	var errSel, errCancel error
+	s.selectIn = 30 * time.Second
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &sel, &errSel)
+	})
+	s.at(time.Minute+10*time.Second, func() {
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &errCancel)
+	})
+	s.run(s.networkless(), paywatch.StatusCancelled)
+	s.Require().NoError(errCancel)
+	s.assertRejected(errSel, workflows.ErrTypeConflict, "Payment is not in pending state")
+	st := s.last()
+	s.Equal(paywatch.StatusCancelled, st.Status)
+	s.Equal(address, st.Address, "the assigned address is recorded, so that it is released")
 	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
 }
 
@@ -966,7 +1010,7 @@ func (s *PaymentSuite) TestSubmitTxHashesAddUp() {
 		s.onChain("0xtwo", "25.00")
 		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xtwo"}, &r2, &e2)
 	})
-	s.run(s.txidInput())
+	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(e1)
 	s.Require().NoError(e2)
 	res := r1.(workflows.SubmitTxHashResult)
@@ -990,7 +1034,7 @@ func (s *PaymentSuite) TestSubmitTxHashNotYetOnChainIsRecheckedLater() {
 		s.Equal(paywatch.StatusPending, st.Status)
 		s.onChain("0xslow", "50.00")
 	})
-	s.run(s.txidInput())
+	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(e)
 	res := r.(workflows.SubmitTxHashResult)
 	s.False(res.Verified)
@@ -1012,7 +1056,7 @@ func (s *PaymentSuite) TestSameHashTwice() {
 		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xa"}, &r1, &e1)
 		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xa"}, &r2, &e2)
 	})
-	s.run(s.txidInput())
+	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(e1)
 	s.assertRejected(e2, workflows.ErrTypeConflict, "Transaction hash already submitted and pending confirmation")
 	var app *temporal.ApplicationError
@@ -1036,7 +1080,7 @@ func (s *PaymentSuite) TestHashClaimedByAnotherPayment() {
 		s.Equal(paywatch.StatusPending, s.query().Status)
 		s.env.CancelWorkflow()
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.txidInput())
+	s.observe(s.txidInput())
 	s.assertRejected(e, workflows.ErrTypeConflict, "This transaction hash is already submitted for another payment")
 }
 
@@ -1067,7 +1111,7 @@ func (s *PaymentSuite) TestRecheckKeepsHashOnTransientClaimFailure() {
 		delete(s.claimErr, "0xflaky")
 		s.mu.Unlock()
 	})
-	s.run(s.txidInput())
+	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(e1)
 	s.Require().NoError(e2)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
@@ -1096,7 +1140,7 @@ func (s *PaymentSuite) TestCancelWhileVerifyingTxHashSkipsClaim() {
 	s.at(time.Minute+30*time.Second, func() {
 		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
 	})
-	s.run(s.txidInput())
+	s.run(s.txidInput(), paywatch.StatusCancelled)
 	s.Require().NoError(err)
 	s.assertRejected(e, workflows.ErrTypeConflict, "Payment already finalized")
 	s.Empty(s.claims)
@@ -1131,12 +1175,48 @@ func (s *PaymentSuite) TestTxidOnlySubmittedHashesCount() {
 	s.at(2*time.Minute+11*blockTime+time.Second, func() {
 		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xmore"}, &r, &eFinal)
 	})
-	s.run(s.txidInput())
+	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(eGood)
 	s.True(rGood.(workflows.SubmitTxHashResult).Verified)
 	s.assertRejected(eWrong, workflows.ErrTypeInvalid, "Transaction does not transfer USDT to this payment's address on ERC20")
 	s.assertRejected(eFinal, workflows.ErrTypeConflict, "Payment already finalized")
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+}
+
+// pool + txid: a verified transfer that a reorg drops and that is mined
+// again with the same hash (still in the mempool) counts when the scanner
+// signals it in its new block: the hash stays claimed for the payment.
+func (s *PaymentSuite) TestTxidTransferMinedAgainAfterReorgCounts() {
+	var r any
+	var e error
+	s.stallAt = ptr(uint64(1000))
+	s.at(time.Minute, func() {
+		s.onChain("0xtx", "50.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xtx"}, &r, &e)
+	})
+	s.at(2*time.Minute, func() {
+		s.Equal(paywatch.StatusConfirming, s.query().Status)
+		s.env.SignalWorkflow(workflows.SignalTransferRemoved, workflows.TransferRemoved{TxHash: "0xtx"})
+	})
+	s.at(3*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusPending, st.Status)
+		s.Empty(st.Transactions)
+		s.Equal([]string{"0xtx"}, st.ClaimedHashes)
+		// Mined again, same hash, in the new branch's next block.
+		s.stallAt = ptr(uint64(1003))
+		t := s.transfer("0xtx", "50.00")
+		t.BlockHash = "0xnewbranch"
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t)
+	})
+	s.at(4*time.Minute, func() {
+		s.Equal(paywatch.StatusConfirming, s.query().Status)
+		s.stallAt = nil
+	})
+	s.run(s.txidInput(), paywatch.StatusPaid)
+	s.Require().NoError(e)
+	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
+	s.Equal("50.00", s.last().PaidAmount.String())
 }
 
 // pool + txid has a late window: a hash submitted after expiry with full
@@ -1148,7 +1228,7 @@ func (s *PaymentSuite) TestTxidLatePayment() {
 		s.onChain("0xlate", "50.00")
 		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xlate"}, &r, &e)
 	})
-	s.run(s.txidInput())
+	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(e)
 	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
 	s.True(s.hooks[1].in.State.LatePayment)
@@ -1164,7 +1244,7 @@ func (s *PaymentSuite) TestWebhookDeliveryDoesNotBlock() {
 	s.deliverIn = 20 * time.Minute
 	s.at(time.Minute, func() { s.signal("0xa", "20.00") })
 	s.at(10*time.Minute, func() { s.signal("0xb", "30.00") })
-	s.run(in)
+	s.run(in, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventCompleted}, s.events())
 	s.Equal(s.start.Add(10*time.Minute+11*blockTime), s.hooks[1].at, "completed is not held up by the partial delivery")
 	s.Equal(s.hooks[1].at.Add(20*time.Minute), s.now(), "the workflow waits for the last delivery")
@@ -1181,10 +1261,14 @@ func (s *PaymentSuite) TestContinueAsNewWithManySmallTransfers() {
 		s.env.SetContinueAsNewSuggested(true)
 		s.signal("0x20", "1.00") // history grows with every transfer
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.input())
+	first := s.input()
+	s.expect(first, noRelease) // the address stays with the payment
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, first)
 	s.Require().True(s.env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
 	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "got %v", s.env.GetWorkflowError())
+	s.Empty(s.released)
+	s.assertSavedInOrder(first)
 	var next workflows.PaymentInput
 	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	s.Require().NotNil(next.Carry)
@@ -1197,6 +1281,7 @@ func (s *PaymentSuite) TestContinueAsNewWithManySmallTransfers() {
 	s.Positive(seq)
 
 	// The next run continues where the last one stopped.
+	s.env.AssertExpectations(s.T())
 	s.SetupTest()
 	s.start, s.baseHead = s.start.Add(5*time.Minute), s.baseHead+uint64(5*time.Minute/blockTime)
 	s.env.SetStartTime(s.start)
@@ -1205,7 +1290,7 @@ func (s *PaymentSuite) TestContinueAsNewWithManySmallTransfers() {
 		s.signal("0x00", "1.00") // already counted
 		s.signal("0xrest", "29.00")
 	})
-	s.run(next)
+	s.run(next, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventPartial, paywatch.EventCompleted}, s.events())
 	s.Equal(workflows.EventID(next.PaymentID, seq+1), s.hooks[0].in.EventID)
 	s.Equal(workflows.EventID(next.PaymentID, seq+2), s.hooks[1].in.EventID)

@@ -63,8 +63,9 @@ func (p *payment) fullyPaid() bool {
 
 // addTransfer counts a transfer to the payment's address, if the rules let
 // it: keyed by (tx hash, log index), above the dust threshold, an exact
-// match in pool + micro_amount mode, and from a verified submitted hash in
-// pool + txid mode (submitted true). A repeated transfer is a no-op unless
+// match in pool + micro_amount mode, and in pool + txid mode from a
+// verified submitted hash (submitted true) or one claimed for this payment
+// before (ClaimedHashes). A repeated transfer is a no-op unless
 // it was re-mined in another block, which restarts its confirmations.
 func (p *payment) addTransfer(ctx workflow.Context, t TransferSeen, submitted bool) bool {
 	now := workflow.Now(ctx)
@@ -81,7 +82,7 @@ func (p *payment) addTransfer(ctx workflow.Context, t TransferSeen, submitted bo
 		p.changed = true
 		return true
 	}
-	if p.txidMode() && !submitted {
+	if p.txidMode() && !submitted && !(p.oneOwner && slices.Contains(p.st.ClaimedHashes, t.TxHash)) {
 		return false
 	}
 	if paywatch.IsDust(t.Amount, p.in.DustMinimum) {
@@ -121,7 +122,9 @@ func (p *payment) removeTransfer(ctx workflow.Context, r TransferRemoved) {
 }
 
 // settle derives paid_amount, tx_hash and the status from the counted
-// transfers (the amount rule over confirmed funds only). Final statuses
+// transfers (the amount rule over confirmed funds only; in pool +
+// micro_amount mode a match within 0.0001 of the adjusted amount is paid,
+// paywatch.ClassifyMicro). Final statuses
 // never move; an expired payment only moves to paid or overpaid (late).
 func (p *payment) settle(now time.Time) {
 	switch p.st.Status {
@@ -146,7 +149,11 @@ func (p *payment) settle(now time.Time) {
 		p.st.TxHash = firstUnconfirmed
 	}
 	class := paywatch.StatusPartial
-	if confirmed.Sign() > 0 {
+	switch {
+	case confirmed.Sign() == 0:
+	case p.microMode() && p.oneOwner:
+		class = paywatch.ClassifyMicro(confirmed, p.st.Amount)
+	default:
 		class = paywatch.Classify(confirmed, p.st.Amount)
 	}
 	full := class == paywatch.StatusPaid || class == paywatch.StatusOverpaid
@@ -249,7 +256,7 @@ func (p *payment) finalCheck(ctx workflow.Context) bool {
 	}
 	var res FinalCheckResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityFinalCheck, FinalCheckInput{
-		Network: p.st.Network, Token: p.st.Token, Address: p.st.Address, StartBlock: p.st.StartBlock,
+		PaymentID: p.st.PaymentID, Network: p.st.Network, Token: p.st.Token, Address: p.st.Address, StartBlock: p.st.StartBlock,
 	}).Get(ctx, &res)
 	if err != nil {
 		p.logger.Warn("final on-chain check failed", "paymentId", p.st.PaymentID, "error", err)

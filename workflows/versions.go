@@ -15,6 +15,15 @@ import "go.temporal.io/sdk/workflow"
 const (
 	// changeLifecycleV1 marks histories of the first released lifecycle.
 	changeLifecycleV1 = "payment-lifecycle-v1"
+	// changeOneOwner marks runs that take the money-safety rules of issue
+	// 10: a micro-amount match pays its payment even a hair below the
+	// adjusted amount, and a pool + txid payment counts a transfer of a
+	// claimed hash that a scanner signals (one a reorg dropped and that was
+	// mined again).
+	changeOneOwner = "payment-one-owner"
+	// changeWebhookWorkflow moves webhook delivery from an activity of the
+	// payment workflow into a WebhookWorkflow child per event.
+	changeWebhookWorkflow = "webhook-workflow"
 )
 
 // versionAtLeast reports whether this run recorded change id at version min
@@ -27,4 +36,18 @@ func versionAtLeast(ctx workflow.Context, changeID string, minVersion, maxSuppor
 // later change can tell runs of this code apart from its own.
 func lifecycleV1(ctx workflow.Context) bool {
 	return versionAtLeast(ctx, changeLifecycleV1, 1, 1)
+}
+
+// webhookWorkflows reports whether this run delivers its webhooks through a
+// WebhookWorkflow child; runs recorded before keep the delivery activity
+// they had already scheduled.
+func webhookWorkflows(ctx workflow.Context) bool {
+	return versionAtLeast(ctx, changeWebhookWorkflow, 1, 1)
+}
+
+// oneOwnerRules reports whether this run applies the rules of
+// changeOneOwner. It is asked once, in setup, so a run recorded before the
+// change keeps the old rules for its whole life.
+func oneOwnerRules(ctx workflow.Context) bool {
+	return versionAtLeast(ctx, changeOneOwner, 1, 1)
 }

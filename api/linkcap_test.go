@@ -1,0 +1,93 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/store"
+)
+
+const capacityFormError = `<p class="error" role="alert" id="form-error">Payment capacity exceeded. Please try again later.</p>`
+
+func TestPaymentLinkCapacityPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	e.merchant("shop", "pro", nil, hdWallet())
+	require.Equal(t, http.StatusCreated, e.createLink("shop", map[string]any{"slug": "hoodie", "title": "Hoodie", "amount": 25, "network": "TRC20"}).Code)
+
+	var ids []string
+	for i := range store.MaxOpenLinkPayments {
+		ids = append(ids, paymentIDOf(t, e.submitLink("hoodie", url.Values{"email": {"b" + strconv.Itoa(i) + "@example.com"}})))
+	}
+	// The next buyer is told to come back, on the form, and no payment or
+	// address is made.
+	r := e.submitLink("hoodie", url.Values{"email": {"late@example.com"}, "name": {"Late"}})
+	requireHTML(t, r, http.StatusTooManyRequests)
+	assert.Contains(t, r.Raw, capacityFormError)
+	assert.Contains(t, r.Raw, `value="late@example.com"`, "what the buyer typed is kept")
+	var n int
+	require.NoError(t, e.store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM payments`).Scan(&n))
+	assert.Equal(t, store.MaxOpenLinkPayments, n)
+	requireHTML(t, e.payGet("/l/hoodie"), http.StatusOK)
+
+	// A payment that ends frees a slot.
+	_, err := e.store.Pool().Exec(context.Background(), `UPDATE payments SET status = 'expired' WHERE id = $1`, ids[0])
+	require.NoError(t, err)
+	paymentIDOf(t, e.submitLink("hoodie", url.Values{"email": {"late@example.com"}}))
+}
+
+func TestPaymentLinkCountsAgainstTheDailyLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	key := e.merchant("shop", "pro", nil, hdWallet())
+	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/accounts/shop@example.com", map[string]any{"limits": map[string]any{"api_calls_per_day": 3}}).Code)
+	require.Equal(t, http.StatusCreated, e.createLink("shop", map[string]any{"slug": "tip", "title": "Tip jar", "network": "TRC20"}).Code)
+
+	require.Equal(t, http.StatusOK, e.call(key, "GET", "/v1/payments", nil).Code)
+	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
+	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
+	// The owner's three calls of the day are used: the link refuses, and
+	// so does the API.
+	r := e.submitLink("tip", url.Values{"amount": {"5"}})
+	requireHTML(t, r, http.StatusTooManyRequests)
+	assert.Contains(t, r.Raw, capacityFormError)
+	requireError(t, e.call(key, "GET", "/v1/payments", nil), http.StatusTooManyRequests,
+		"Daily API call limit exceeded. Upgrade your plan for unlimited access.")
+
+	// A higher limit lets the link create payments again.
+	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/accounts/shop@example.com", map[string]any{"limits": map[string]any{"api_calls_per_day": 10}}).Code)
+	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
+}
+
+func TestWalletUnusedTailAndDerivedAddresses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	key := e.merchant("shop", "pro", nil, nil)
+	r := e.op("PUT", "/v1/projects/shop/wallet", hdWallet())
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, map[string]any{"evm": jsonNumber("0"), "tron": jsonNumber("0")}, r.get("wallet.unused_tail"))
+
+	var addrs []string
+	for i := range 3 {
+		pr := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "u" + strconv.Itoa(i), "network": "TRC20"})
+		require.Equal(t, http.StatusCreated, pr.Code, pr.Raw)
+		addrs = append(addrs, pr.str("payment.address"))
+	}
+	require.Equal(t, testTronIndex1, addrs[0])
+	_, err := e.store.Pool().Exec(context.Background(), `UPDATE derived_addresses SET received = 10000000 WHERE address = $1`, addrs[0])
+	require.NoError(t, err)
+	r = e.op("PUT", "/v1/projects/shop/wallet", map[string]any{})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, map[string]any{"evm": jsonNumber("0"), "tron": jsonNumber("2")}, r.get("wallet.unused_tail"))
+
+	// Another project cannot register one of these deposit addresses.
+	e.merchant("other", "pro", map[string]any{"address_mode": "pool", "pool_matching": "txid"}, nil)
+	requireError(t, e.op("PUT", "/v1/projects/other/wallet", staticWallet("TRC20", addrs[1])), http.StatusConflict,
+		"addresses.TRC20: "+addrs[1]+" is already a deposit address derived by another project's xPub")
+}

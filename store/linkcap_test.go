@@ -1,0 +1,223 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// linkShop is a per_payment project with a fixed-amount TRC20 link.
+func linkShop(t *testing.T, s *store.Store, slug string) (*store.Project, *store.PaymentLink) {
+	t.Helper()
+	ctx := context.Background()
+	p := project(t, s, slug, store.ProjectSettings{}, hdWallet())
+	fixed := amount("25", paywatch.TRC20, paywatch.USDT)
+	_, err := s.CreatePaymentLink(ctx, store.NewPaymentLink{ProjectSlug: slug, Slug: slug + "-link", Title: "Hoodie", Amount: &fixed, Network: paywatch.TRC20})
+	require.NoError(t, err)
+	l, err := s.PaymentLinkBySlug(ctx, slug+"-link")
+	require.NoError(t, err)
+	return p, l
+}
+
+// linkPayment submits the link for buyer i.
+func linkPayment(s *store.Store, p *store.Project, l *store.PaymentLink, i int) (*store.Payment, error) {
+	pay, _, err := s.CreateLinkPayment(context.Background(), l, newPayment(p, "link:"+l.Slug+":b"+strconv.Itoa(i), "25"), store.Buyer{})
+	return pay, err
+}
+
+// rowCount runs a count query.
+func rowCount(t *testing.T, s *store.Store, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.Pool().QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+// dailyCalls is the owner's api_calls count of the store's day.
+func dailyCalls(t *testing.T, s *store.Store, email string, day time.Time) int {
+	t.Helper()
+	return rowCount(t, s, `
+		SELECT COALESCE(sum(u.count), 0)::int FROM daily_usage u JOIN accounts a ON a.id = u.account_id
+		WHERE a.email = $1 AND u.kind = 'api_calls' AND u.day = $2::date`, email, day.Format(time.DateOnly))
+}
+
+// finish saves a terminal state for a payment, as its workflow does.
+func finish(t *testing.T, s *store.Store, p *store.Payment, status paywatch.Status) {
+	t.Helper()
+	applied, err := s.SavePaymentState(context.Background(), workflows.PaymentState{
+		PaymentID: p.ID, Status: status, Network: p.Network, Token: p.Token, Address: p.Address,
+		Amount: p.Amount, PaidAmount: paywatch.NewAmount(nil, p.Amount.Decimals()), Version: 1,
+	})
+	require.NoError(t, err)
+	require.True(t, applied)
+}
+
+func TestLinkOpenPaymentCap(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t)
+	ctx := context.Background()
+	p, l := linkShop(t, s, "shop")
+
+	var made []*store.Payment
+	for i := range store.MaxOpenLinkPayments {
+		pay, err := linkPayment(s, p, l, i)
+		require.NoError(t, err)
+		made = append(made, pay)
+	}
+	counter := rowCount(t, s, `SELECT next_index FROM wallet_counters WHERE family = 'tron'`)
+
+	// One more would hold a 21st address for the link: refused, and
+	// nothing is taken (no payment, no derivation index, no API call).
+	_, err := linkPayment(s, p, l, 100)
+	requireCode(t, err, paywatch.ERATELIMIT, "Payment capacity exceeded. Please try again later.")
+	assert.Equal(t, store.MaxOpenLinkPayments, rowCount(t, s, `SELECT count(*) FROM payments`))
+	assert.Equal(t, counter, rowCount(t, s, `SELECT next_index FROM wallet_counters WHERE family = 'tron'`))
+	assert.Equal(t, store.MaxOpenLinkPayments, dailyCalls(t, s, "shop@example.com", clk.Now()))
+
+	// The cap is the link's: the API and the project's other links still
+	// create payments.
+	_, _, err = s.CreatePayment(ctx, newPayment(p, "api", "25"))
+	require.NoError(t, err)
+	fixed := amount("5", paywatch.TRC20, paywatch.USDT)
+	_, err = s.CreatePaymentLink(ctx, store.NewPaymentLink{ProjectSlug: "shop", Slug: "tip", Title: "Tip", Amount: &fixed, Network: paywatch.TRC20})
+	require.NoError(t, err)
+	tip, err := s.PaymentLinkBySlug(ctx, "tip")
+	require.NoError(t, err)
+	_, _, err = s.CreateLinkPayment(ctx, tip, newPayment(p, "link:tip:x", "5"), store.Buyer{})
+	require.NoError(t, err)
+
+	// A payment that resolves (here: expires) frees a slot, for one more.
+	finish(t, s, made[3], paywatch.StatusExpired)
+	_, err = linkPayment(s, p, l, 101)
+	require.NoError(t, err)
+	_, err = linkPayment(s, p, l, 102)
+	requireCode(t, err, paywatch.ERATELIMIT, "Payment capacity exceeded. Please try again later.")
+	// Confirming and partial payments still hold their slot; paid frees it.
+	finish(t, s, made[4], paywatch.StatusConfirming)
+	_, err = linkPayment(s, p, l, 103)
+	requireCode(t, err, paywatch.ERATELIMIT, "Payment capacity exceeded. Please try again later.")
+	finish(t, s, made[5], paywatch.StatusPaid)
+	_, err = linkPayment(s, p, l, 104)
+	require.NoError(t, err)
+}
+
+func TestConcurrentLinkPaymentsKeepTheCap(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	p, l := linkShop(t, s, "shop")
+	const before = store.MaxOpenLinkPayments - 5
+	for i := range before {
+		_, err := linkPayment(s, p, l, i)
+		require.NoError(t, err)
+	}
+	var mu sync.Mutex
+	won := 0
+	parallel(20, func(i int) {
+		_, err := linkPayment(s, p, l, 1000+i)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			won++
+			return
+		}
+		assert.Equal(t, paywatch.ERATELIMIT, paywatch.ErrorCode(err), "error %v", err)
+	})
+	assert.Equal(t, 5, won)
+	assert.Equal(t, store.MaxOpenLinkPayments, rowCount(t, s, `
+		SELECT count(*) FROM payments WHERE payment_link_id = $1 AND status IN ('pending', 'confirming', 'partial')`, l.ID))
+}
+
+func TestLinkPaymentsCountAsAPICalls(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t)
+	ctx := context.Background()
+	p, l := linkShop(t, s, "shop")
+	_, err := s.UpdateAccount(ctx, "shop@example.com", store.AccountUpdate{Limits: paywatch.LimitOverrides{APICallsPerDay: ptr[int64](5)}})
+	require.NoError(t, err)
+
+	// Two API calls, then link payments up to the owner's limit of 5.
+	for range 2 {
+		_, err := s.HitDaily(ctx, p.Owner.ID, store.DailyAPICalls)
+		require.NoError(t, err)
+	}
+	for i := range 3 {
+		_, err := linkPayment(s, p, l, i)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 5, dailyCalls(t, s, "shop@example.com", clk.Now()))
+	_, err = linkPayment(s, p, l, 3)
+	requireCode(t, err, paywatch.ERATELIMIT, "Payment capacity exceeded. Please try again later.")
+	assert.Equal(t, 5, dailyCalls(t, s, "shop@example.com", clk.Now()), "a refused payment is not counted")
+	assert.Equal(t, 3, rowCount(t, s, `SELECT count(*) FROM payments`))
+
+	// The counter resets at midnight UTC.
+	clk.Add(24 * time.Hour)
+	_, err = linkPayment(s, p, l, 4)
+	require.NoError(t, err)
+	assert.Equal(t, 1, dailyCalls(t, s, "shop@example.com", clk.Now()))
+
+	// Concurrent submissions never pass the limit either.
+	_, err = s.UpdateAccount(ctx, "shop@example.com", store.AccountUpdate{Limits: paywatch.LimitOverrides{APICallsPerDay: ptr[int64](4)}})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	won := 0
+	parallel(8, func(i int) {
+		_, err := linkPayment(s, p, l, 100+i)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			won++
+		}
+	})
+	assert.Equal(t, 3, won)
+	assert.Equal(t, 4, dailyCalls(t, s, "shop@example.com", clk.Now()))
+}
+
+func TestUnusedTail(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	p := project(t, s, "shop", store.ProjectSettings{}, hdWallet())
+	w, err := s.WalletOf(ctx, p.ID)
+	require.NoError(t, err)
+	tail, err := s.UnusedTail(ctx, w.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 0, paywatch.FamilyTron: 0}, tail)
+
+	var tron []*store.Payment
+	for i := range 5 {
+		pay, _, err := s.CreatePayment(ctx, newPayment(p, "t"+strconv.Itoa(i), "10"))
+		require.NoError(t, err)
+		tron = append(tron, pay)
+	}
+	for i := range 2 {
+		np := newPayment(p, "e"+strconv.Itoa(i), "10")
+		np.Network, np.Amount = paywatch.BEP20, amount("10", paywatch.BEP20, paywatch.USDT)
+		_, _, err := s.CreatePayment(ctx, np)
+		require.NoError(t, err)
+	}
+	tail, err = s.UnusedTail(ctx, w.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 2, paywatch.FamilyTron: 5}, tail, "nothing received yet")
+
+	// Funds on index 3 (as the scanners record them): two unused after it.
+	_, err = s.Pool().Exec(ctx, `UPDATE derived_addresses SET received = 1000000 WHERE address = $1`, tron[2].Address)
+	require.NoError(t, err)
+	tail, err = s.UnusedTail(ctx, w.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 2, paywatch.FamilyTron: 2}, tail)
+	_, err = s.Pool().Exec(ctx, `UPDATE derived_addresses SET received = 1 WHERE address = $1`, tron[4].Address)
+	require.NoError(t, err)
+	tail, err = s.UnusedTail(ctx, w.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 0, tail[paywatch.FamilyTron])
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// A deposit address has one owner wallet (migration 00010): the scanners
+// match transfers by network and address only, so an address in two
+// projects would make one transfer pay in both. Registrations and
+// derivations claim their addresses in address_owners, whose primary key
+// (family, address) decides every race; nothing here reads first and
+// inserts later.
+
+// claimDerivedAddress records wallet walletID as the owner of an address it
+// is about to derive, and reports false when the address already has an
+// owner. Any owner makes the index unusable: another wallet's address would
+// be shared across projects, and the wallet's own static address may still
+// carry pool or dedicated payments, whose late transfers must not pay a
+// per_payment or per_user payment. A concurrent claim that is not yet
+// committed makes the insert wait for its outcome.
+func claimDerivedAddress(ctx context.Context, tx pgx.Tx, walletID int64, f paywatch.Family, address string) (bool, error) {
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO address_owners (family, address, wallet_id) VALUES ($1, $2, $3)
+		ON CONFLICT (family, address) DO NOTHING`, f, address, walletID)
+	if err != nil {
+		return false, fmt.Errorf("claim derived address: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// claimStaticAddress records wallet walletID as the owner of a static
+// address it registers on network n, and returns the error to answer when
+// another wallet owns it. The wallet's own addresses pass: the same EVM
+// address on several networks, and an address the wallet's own xPub
+// derived (one project's payments cannot credit another's).
+func claimStaticAddress(ctx context.Context, tx pgx.Tx, walletID int64, n paywatch.Network, address string) error {
+	f := n.Family()
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO address_owners (family, address, wallet_id) VALUES ($1, $2, $3)
+		ON CONFLICT (family, address) DO NOTHING`, f, address, walletID)
+	if err != nil {
+		return fmt.Errorf("claim static address: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	// The conflicting row is committed (the insert waited for it) or this
+	// transaction's own, so a new statement sees it; owners are never
+	// deleted.
+	var owner int64
+	var static bool
+	err = tx.QueryRow(ctx, `
+		SELECT o.wallet_id, EXISTS (SELECT 1 FROM static_addresses s WHERE s.wallet_id = o.wallet_id AND s.address = o.address)
+		FROM address_owners o WHERE o.family = $1 AND o.address = $2`, f, address).Scan(&owner, &static)
+	if err != nil {
+		return fmt.Errorf("load address owner: %w", err)
+	}
+	switch {
+	case owner == walletID:
+		return nil
+	case static:
+		return addressInUse(n, address)
+	default:
+		return addressDerived(n, address)
+	}
+}
+
+// addressDerived is the 409 of a static address that another project's
+// xPub has derived as a deposit address.
+func addressDerived(n paywatch.Network, a string) error {
+	return conflict(fmt.Sprintf("addresses.%s: %s is already a deposit address derived by another project's xPub", n, a))
+}
+
+// UnusedTail returns, per address family, how many addresses at the end of
+// the wallet's derivation sequence never received funds (received = 0 on
+// every one after the last funded index). Wallet software stops scanning
+// after a gap of unused addresses (BIP44 suggests 20), so funds sent later
+// to an address beyond the gap stay invisible to it until the operator
+// raises its gap limit. Every family is present, 0 when none is derived.
+func (s *Store) UnusedTail(ctx context.Context, walletID int64) (map[paywatch.Family]int, error) {
+	out := map[paywatch.Family]int{}
+	for _, f := range paywatch.Families() {
+		var n int
+		err := s.pool.QueryRow(ctx, `
+			SELECT count(*) FROM derived_addresses
+			WHERE wallet_id = $1 AND family = $2
+			  AND derivation_index > COALESCE((
+			    SELECT derivation_index FROM derived_addresses
+			    WHERE wallet_id = $1 AND family = $2 AND received > 0
+			    ORDER BY derivation_index DESC LIMIT 1), 0)`, walletID, f).Scan(&n)
+		if err != nil {
+			return nil, fmt.Errorf("count unused derived addresses: %w", err)
+		}
+		out[f] = n
+	}
+	return out, nil
+}
