@@ -142,57 +142,50 @@ func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhook
 	return workflows.QueueWebhookResult{Skipped: state == store.WebhookSkipped}, nil
 }
 
-// DeliverWebhook makes one delivery attempt of a queued event; Temporal's
-// retry policy makes the others. Each attempt reads the project's current
-// URL and secret, checks the URL against private and reserved ranges (the
-// dialer checks again at connect time), signs timestamp + "." + body with
-// the secret and POSTs the payload. 2xx is success; a 4xx (or any non-5xx)
-// answer, a refused URL and a missing URL or secret fail for good; a 5xx,
-// a timeout or a network error is retried at the next slot of
-// workflows.WebhookSchedule. Every attempt is logged with its status code,
-// the first 256 characters of the answer and its state.
-func (a *Activities) DeliverWebhook(ctx context.Context, in workflows.DeliverWebhookInput) error {
-	started := a.now()
-	attempt := int(activity.GetInfo(ctx).Attempt)
+// SendWebhook makes one delivery attempt of a queued event and reports how
+// it ended; WebhookWorkflow numbers the attempts, keeps the schedule and
+// logs each one through RecordWebhookAttempt, so an error here (the event
+// could not be read) is retried as the same attempt. Each attempt reads the
+// project's current URL and secret, checks the URL against private and
+// reserved ranges (the dialer checks again at connect time), signs
+// timestamp + "." + body with the secret and POSTs the payload. 2xx is
+// delivered; a 4xx (or any non-5xx) answer, a refused URL and a missing
+// secret fail for good; a 5xx, a timeout or a network error is retried at
+// the next slot. Without a URL nothing is sent and the event stays pending.
+func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookInput) (workflows.SendWebhookResult, error) {
 	d, err := a.store.WebhookDelivery(ctx, in.EventID)
 	if err != nil {
-		return temporalError(err)
-	}
-	if d.State == store.WebhookDelivered || d.State == store.WebhookSkipped {
-		return nil
-	}
-	fail := func(code int, body string, permanent bool) error {
-		state := store.WebhookRetrying
-		if permanent || attempt >= workflows.WebhookMaxAttempts {
-			state = store.WebhookFailed
-		}
-		if err := a.store.RecordWebhookAttempt(ctx, store.WebhookAttempt{
-			EventID: in.EventID, Attempt: attempt, StatusCode: code, ResponseBody: body, State: state,
-		}); err != nil {
-			return err // retried as is; the attempt will be logged then
-		}
-		msg := fmt.Sprintf("webhook %s attempt %d: %s", in.EventID, attempt, failureText(code, body))
-		if state == store.WebhookFailed {
-			return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeWebhookFailed, nil)
-		}
-		return temporal.NewApplicationErrorWithOptions(msg, "WebhookRetry", temporal.ApplicationErrorOptions{
-			NextRetryDelay: nextWebhookDelay(attempt, a.now().Sub(started)),
-		})
+		return workflows.SendWebhookResult{}, temporalError(err)
 	}
 	switch {
+	case !in.Force && (d.State == store.WebhookDelivered || d.State == store.WebhookFailed || d.State == store.WebhookSkipped):
+		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeDone}, nil
 	case d.URL == "":
-		return fail(0, "project has no webhook URL", true)
-	case d.Secret == "":
-		return fail(0, "project has no webhook secret; webhooks are never sent unsigned", true)
+		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeNoURL}, nil
+	}
+	result := func(o workflows.WebhookOutcome, code int, body string) (workflows.SendWebhookResult, error) {
+		if o != workflows.WebhookOutcomeDelivered {
+			activity.GetLogger(ctx).Info("webhook attempt failed", "eventId", in.EventID, "attempt", in.Attempt,
+				"outcome", o, "answer", failureText(code, body))
+		}
+		return workflows.SendWebhookResult{Outcome: o, StatusCode: code, ResponseBody: store.CutResponseBody(body)}, nil
+	}
+	if d.Secret == "" {
+		return result(workflows.WebhookOutcomeFailed, 0, "project has no webhook secret; webhooks are never sent unsigned")
+	}
+	if err := CheckWebhookScheme(d.URL, !a.requireHTTPS); err != nil {
+		return result(workflows.WebhookOutcomeFailed, 0, err.Error())
 	}
 	if err := CheckWebhookURL(ctx, d.URL, a.allowPrivate); err != nil {
-		permanent := errors.Is(err, ErrPrivateAddress) || errors.Is(err, ErrBadWebhookURL)
-		return fail(0, err.Error(), permanent)
+		if errors.Is(err, ErrPrivateAddress) || errors.Is(err, ErrBadWebhookURL) {
+			return result(workflows.WebhookOutcomeFailed, 0, refusalText(ctx, in.EventID, err))
+		}
+		return result(workflows.WebhookOutcomeRetry, 0, err.Error())
 	}
 	ts := paywatch.WebhookTimestamp(a.now())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Payload))
 	if err != nil {
-		return fail(0, err.Error(), true)
+		return result(workflows.WebhookOutcomeFailed, 0, err.Error())
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "paywatch-webhooks/1")
@@ -200,25 +193,87 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in workflows.DeliverWeb
 	req.Header.Set(paywatch.HeaderSignature, paywatch.SignWebhook(d.Secret, ts, d.Payload))
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return fail(0, err.Error(), errors.Is(err, ErrPrivateAddress))
+		if errors.Is(err, ErrPrivateAddress) {
+			return result(workflows.WebhookOutcomeFailed, 0, refusalText(ctx, in.EventID, err))
+		}
+		return result(workflows.WebhookOutcomeRetry, 0, err.Error())
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4*store.MaxWebhookResponseBody))
-	body := store.CutResponseBody(string(raw))
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		if err := a.store.RecordWebhookAttempt(ctx, store.WebhookAttempt{
-			EventID: in.EventID, Attempt: attempt, StatusCode: resp.StatusCode, ResponseBody: body, State: store.WebhookDelivered,
-		}); err != nil {
-			// Delivered but not logged: do not send again for a log row.
-			activity.GetLogger(ctx).Error("log delivered webhook", "eventId", in.EventID, "error", err)
-		}
-		return nil
+		return result(workflows.WebhookOutcomeDelivered, resp.StatusCode, string(raw))
 	case resp.StatusCode >= 500:
-		return fail(resp.StatusCode, body, false)
+		return result(workflows.WebhookOutcomeRetry, resp.StatusCode, string(raw))
 	default:
-		return fail(resp.StatusCode, body, true)
+		return result(workflows.WebhookOutcomeFailed, resp.StatusCode, string(raw))
 	}
+}
+
+// refusalText is what the delivery log says of a refused URL: the reason
+// alone, such as "webhook URL points to a private or reserved address".
+// The log is the project's to read, so it never names the address a host
+// name resolved to, before the attempt or at dial time: a webhook URL must
+// not serve to map the network paywatch runs in. The service's own log
+// keeps the detail.
+func refusalText(ctx context.Context, eventID string, err error) string {
+	activity.GetLogger(ctx).Warn("webhook URL refused", "eventId", eventID, "error", err)
+	if errors.Is(err, ErrPrivateAddress) {
+		return ErrPrivateAddress.Error()
+	}
+	return ErrBadWebhookURL.Error()
+}
+
+// RecordWebhookAttempt logs one delivery attempt and gives the event its
+// state. Logging the same attempt again (a retry after the commit's answer
+// was lost) overwrites it.
+func (a *Activities) RecordWebhookAttempt(ctx context.Context, in workflows.RecordWebhookAttemptInput) error {
+	return temporalError(a.store.RecordWebhookAttempt(ctx, store.WebhookAttempt{
+		EventID: in.EventID, Attempt: in.Attempt, StatusCode: in.StatusCode,
+		ResponseBody: in.ResponseBody, State: store.WebhookState(in.State),
+	}))
+}
+
+// DeliverWebhook finishes the deliveries of payment workflows recorded
+// before WebhookWorkflow existed, whose history already holds this activity
+// (workflows.ActivityDeliverWebhook): there each activity attempt is a
+// delivery attempt, numbered by Temporal and spaced by NextRetryDelay. It
+// makes the attempt with SendWebhook and logs it itself.
+func (a *Activities) DeliverWebhook(ctx context.Context, in workflows.DeliverWebhookInput) error {
+	started := a.now()
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	res, err := a.SendWebhook(ctx, workflows.SendWebhookInput{EventID: in.EventID, Attempt: attempt})
+	if err != nil {
+		return err
+	}
+	state := store.WebhookRetrying
+	switch res.Outcome {
+	case workflows.WebhookOutcomeDone, workflows.WebhookOutcomeNoURL:
+		return nil // a pending event is delivered once a URL is saved
+	case workflows.WebhookOutcomeDelivered:
+		state = store.WebhookDelivered
+	case workflows.WebhookOutcomeFailed:
+		state = store.WebhookFailed
+	default:
+		if attempt >= workflows.WebhookMaxAttempts {
+			state = store.WebhookFailed
+		}
+	}
+	if err := a.store.RecordWebhookAttempt(ctx, store.WebhookAttempt{
+		EventID: in.EventID, Attempt: attempt, StatusCode: res.StatusCode, ResponseBody: res.ResponseBody, State: state,
+	}); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("webhook %s attempt %d: %s", in.EventID, attempt, failureText(res.StatusCode, res.ResponseBody))
+	switch state {
+	case store.WebhookDelivered:
+		return nil
+	case store.WebhookFailed:
+		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeWebhookFailed, nil)
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, "WebhookRetry", temporal.ApplicationErrorOptions{
+		NextRetryDelay: nextWebhookDelay(attempt, a.now().Sub(started)),
+	})
 }
 
 // failureText describes a failed attempt for the activity error.
@@ -229,8 +284,8 @@ func failureText(code int, body string) string {
 	return fmt.Sprintf("HTTP %d: %s", code, body)
 }
 
-// nextWebhookDelay is the wait after failed attempt n (from 1) so that
-// attempt n+1 starts at its slot of WebhookSchedule: the gap between the two
+// nextWebhookDelay is the wait after failed legacy attempt n (from 1) so
+// that attempt n+1 starts at its slot of WebhookSchedule: the gap between the two
 // slots minus the time attempt n took, and at least a second (Temporal
 // cannot express "now").
 func nextWebhookDelay(attempt int, took time.Duration) time.Duration {

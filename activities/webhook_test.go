@@ -3,11 +3,10 @@ package activities_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"sort"
 	"strconv"
 	"sync"
@@ -17,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
@@ -114,13 +113,6 @@ func (f *fixture) state() workflows.PaymentState {
 	}
 }
 
-// deliverWorkflow runs the delivery activity with the payment workflow's
-// own options and retry policy.
-func deliverWorkflow(ctx workflow.Context, eventID string) error {
-	ctx = workflow.WithActivityOptions(ctx, workflows.WebhookActivityOptions)
-	return workflow.ExecuteActivity(ctx, workflows.ActivityDeliverWebhook, workflows.DeliverWebhookInput{EventID: eventID}).Get(ctx, nil)
-}
-
 type deliverRun struct {
 	err     error
 	elapsed time.Duration // on the test environment's clock
@@ -134,14 +126,23 @@ func queueAndDeliver(t *testing.T, f *fixture, acts *activities.Activities, ev p
 	res, err := acts.QueueWebhook(context.Background(), workflows.QueueWebhookInput{EventID: eventID, Sequence: seq, Event: ev, State: f.state()})
 	require.NoError(t, err)
 	require.False(t, res.Skipped)
+	return eventID, deliver(t, acts, eventID, nil)
+}
+
+// deliver runs the real WebhookWorkflow of a queued event in the SDK's test
+// environment; prepare, if set, may install listeners first.
+func deliver(t *testing.T, acts *activities.Activities, eventID string, prepare func(env *testsuite.TestWorkflowEnvironment)) deliverRun {
+	t.Helper()
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	workflows.Register(env, acts)
-	env.RegisterWorkflowWithOptions(deliverWorkflow, workflow.RegisterOptions{Name: "deliver-test"})
+	if prepare != nil {
+		prepare(env)
+	}
 	start := env.Now()
-	env.ExecuteWorkflow("deliver-test", eventID)
+	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{EventID: eventID, FirstAttempt: 1})
 	require.True(t, env.IsWorkflowCompleted())
-	return eventID, deliverRun{err: env.GetWorkflowError(), elapsed: env.Now().Sub(start)}
+	return deliverRun{err: env.GetWorkflowError(), elapsed: env.Now().Sub(start)}
 }
 
 func newActivities(f *fixture, allowPrivate bool, timeout time.Duration) *activities.Activities {
@@ -230,8 +231,7 @@ func TestWebhookGivesUpAfterFiveAttempts(t *testing.T) {
 	r := newReceiver(t, func(int) int { return http.StatusInternalServerError })
 	f := newFixture(t, r.srv.URL, `{}`)
 	eventID, run := queueAndDeliver(t, f, newActivities(f, true, time.Second), paywatch.EventCompleted, 1)
-	var app *temporal.ApplicationError
-	require.True(t, errors.As(run.err, &app))
+	require.NoError(t, run.err, "a delivery that fails is an outcome, not a workflow failure")
 	assert.Equal(t, 5, r.count())
 	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookFailed},
 		states(attempts(t, f, eventID)))
@@ -243,7 +243,7 @@ func TestWebhook4xxNotRetried(t *testing.T) {
 	r := newReceiver(t, func(int) int { return http.StatusGone })
 	f := newFixture(t, r.srv.URL, `{}`)
 	eventID, run := queueAndDeliver(t, f, newActivities(f, true, time.Second), paywatch.EventCompleted, 1)
-	require.Error(t, run.err)
+	require.NoError(t, run.err)
 	assert.Equal(t, 1, r.count())
 	as := attempts(t, f, eventID)
 	require.Len(t, as, 1)
@@ -275,12 +275,32 @@ func TestWebhookPrivateAddressRefused(t *testing.T) {
 	r := newReceiver(t, func(int) int { return http.StatusOK })
 	f := newFixture(t, r.srv.URL, `{}`)
 	eventID, run := queueAndDeliver(t, f, newActivities(f, false, time.Second), paywatch.EventCompleted, 1)
-	require.Error(t, run.err)
+	require.NoError(t, run.err)
 	assert.Equal(t, 0, r.count())
 	as := attempts(t, f, eventID)
 	require.Len(t, as, 1)
 	assert.Equal(t, store.WebhookFailed, as[0].State)
 	assert.Contains(t, as[0].ResponseBody, "private or reserved")
+}
+
+// Outside paywatch dev an http:// URL is refused before the attempt, as
+// when it is saved, and nothing is sent in clear text; it is not retried.
+func TestWebhookPlainHTTPRefusedWhenHTTPSIsRequired(t *testing.T) {
+	r := newReceiver(t, func(int) int { return http.StatusOK })
+	f := newFixture(t, r.srv.URL+"/hooks", `{}`)
+	acts := activities.New(activities.Deps{
+		Store:        f.store,
+		HTTPClient:   activities.NewWebhookClient(time.Second, true),
+		AllowPrivate: true,
+		RequireHTTPS: true,
+	})
+	eventID, run := queueAndDeliver(t, f, acts, paywatch.EventCompleted, 1)
+	require.NoError(t, run.err)
+	assert.Equal(t, 0, r.count())
+	as := attempts(t, f, eventID)
+	require.Len(t, as, 1)
+	assert.Equal(t, store.WebhookFailed, as[0].State)
+	assert.Contains(t, as[0].ResponseBody, "must use https")
 }
 
 // The secret is read at every attempt: after a regeneration the next
@@ -312,7 +332,7 @@ func TestWebhookWithoutSecretIsNotSent(t *testing.T) {
 	_, err := f.pool.Exec(context.Background(), `UPDATE projects SET webhook_secret = NULL`)
 	require.NoError(t, err)
 	eventID, run := queueAndDeliver(t, f, newActivities(f, true, time.Second), paywatch.EventCompleted, 1)
-	require.Error(t, run.err)
+	require.NoError(t, run.err)
 	assert.Equal(t, 0, r.count())
 	assert.Equal(t, []store.WebhookState{store.WebhookFailed}, states(attempts(t, f, eventID)))
 }
@@ -334,12 +354,7 @@ func TestWebhookQuotaSkipping(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Skipped)
 	// Even if asked, a skipped event is not sent.
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestWorkflowEnvironment()
-	workflows.Register(env, acts)
-	env.RegisterWorkflowWithOptions(deliverWorkflow, workflow.RegisterOptions{Name: "deliver-test"})
-	env.ExecuteWorkflow("deliver-test", skippedID)
-	require.NoError(t, env.GetWorkflowError())
+	require.NoError(t, deliver(t, acts, skippedID, nil).err)
 	assert.Equal(t, 1, r.count())
 	assert.Equal(t, []store.WebhookState{store.WebhookSkipped}, states(attempts(t, f, skippedID)))
 
@@ -348,13 +363,176 @@ func TestWebhookQuotaSkipping(t *testing.T) {
 	assert.Equal(t, 2, r.count(), "completed is exempt")
 }
 
-// The delivery URL check happens before every attempt: a URL changed to a
-// private address after queueing is refused.
+// The delivery URL check happens before every attempt, not only when the
+// URL is saved or the event queued. The event is queued while the
+// project's URL is a public address and its first attempt gets a 503;
+// then the URL changes to the receiver's own loopback address (the API
+// refuses that at save time; a hand-edited row or a setting changed later
+// gets here all the same). The second attempt is refused before any
+// request, and the event fails for good. The test's HTTP client delivers
+// every request to the receiver whatever the URL, with no guard at dial
+// time, so only the check before the attempt stands between the payload
+// and the private address.
 func TestWebhookURLCheckedBeforeEveryAttempt(t *testing.T) {
+	const publicURL = "http://93.184.215.14/hooks" // public; the client below delivers it to the receiver
+	var f *fixture
+	var private string // the receiver's loopback URL
+	r := newReceiver(t, func(n int) int {
+		if n == 1 {
+			_, err := f.store.UpdateProject(context.Background(), "shop", store.ProjectSettings{WebhookURL: &private})
+			assert.NoError(t, err)
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	f = newFixture(t, publicURL, `{}`)
+	private = r.srv.URL + "/hooks"
+	client := activities.NewWebhookClient(time.Second, true)
+	receiverAddr := r.srv.Listener.Addr().String()
+	dialer := &net.Dialer{Timeout: time.Second}
+	client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, receiverAddr)
+	}
+	acts := activities.New(activities.Deps{Store: f.store, HTTPClient: client, AllowPrivate: false})
+
+	eventID, run := queueAndDeliver(t, f, acts, paywatch.EventCompleted, 1)
+	require.NoError(t, run.err)
+	assert.Equal(t, 1, r.count(), "the attempt to the private URL never reached the receiver")
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookFailed}, states(as))
+	require.Len(t, as, 2)
+	assert.Equal(t, 503, as[0].StatusCode)
+	assert.Equal(t, 0, as[1].StatusCode)
+	assert.Contains(t, as[1].ResponseBody, "private or reserved")
+	assert.Equal(t, store.WebhookFailed, f.eventState(t, eventID))
+}
+
+// startCounter counts the activity starts of a delivery by activity name
+// and runs a step at a given start, for breaking and mending the database
+// at exact points of a delivery.
+type startCounter struct {
+	n     map[string]int
+	steps map[string]map[int]func()
+}
+
+func (c *startCounter) at(activityName string, start int, step func()) {
+	if c.steps[activityName] == nil {
+		c.steps[activityName] = map[int]func(){}
+	}
+	c.steps[activityName][start] = step
+}
+
+func (c *startCounter) install(env *testsuite.TestWorkflowEnvironment) {
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		name := info.ActivityType.Name
+		c.n[name]++
+		if step := c.steps[name][c.n[name]]; step != nil {
+			step()
+		}
+	})
+}
+
+func newStartCounter() *startCounter {
+	return &startCounter{n: map[string]int{}, steps: map[string]map[int]func(){}}
+}
+
+// rename renames a table: the store's queries on it then fail for real
+// (relation does not exist) until it is renamed back.
+func (f *fixture) rename(t *testing.T, from, to string) {
+	_, err := f.pool.Exec(context.Background(), `ALTER TABLE `+from+` RENAME TO `+to)
+	assert.NoError(t, err)
+}
+
+func (f *fixture) eventState(t *testing.T, eventID string) store.WebhookState {
+	var st store.WebhookState
+	require.NoError(t, f.pool.QueryRow(context.Background(), `SELECT state FROM webhook_events WHERE event_id = $1`, eventID).Scan(&st))
+	return st
+}
+
+// A database error, reading the event before an attempt or logging it
+// after, never uses up one of the receiver's attempts: the receiver still
+// gets five, on the schedule measured from the first, and each is logged
+// once under its own number. The database really fails: the table is
+// renamed away and back.
+func TestWebhookDatabaseErrorsDoNotUseAttempts(t *testing.T) {
+	var f *fixture
+	r := newReceiver(t, func(n int) int {
+		if n == 1 {
+			f.rename(t, "webhook_attempts", "webhook_attempts_away") // the first attempt cannot be logged
+		}
+		return http.StatusInternalServerError
+	})
+	f = newFixture(t, r.srv.URL, `{}`)
+	acts := newActivities(f, true, time.Second)
+	eventID := workflows.EventID(f.paymentID, 1)
+	_, err := acts.QueueWebhook(context.Background(), workflows.QueueWebhookInput{EventID: eventID, Sequence: 1, Event: paywatch.EventCompleted, State: f.state()})
+	require.NoError(t, err)
+
+	f.rename(t, "webhook_events", "webhook_events_away") // the first read of the event fails
+	c := newStartCounter()
+	c.at(workflows.ActivitySendWebhook, 2, func() { f.rename(t, "webhook_events_away", "webhook_events") })
+	c.at(workflows.ActivityRecordWebhookAttempt, 2, func() { f.rename(t, "webhook_attempts_away", "webhook_attempts") })
+	run := deliver(t, acts, eventID, c.install)
+	require.NoError(t, run.err)
+
+	assert.Equal(t, 6, c.n[workflows.ActivitySendWebhook], "one read failed")
+	assert.Equal(t, 6, c.n[workflows.ActivityRecordWebhookAttempt], "one log write failed")
+	assert.Equal(t, 5, r.count(), "the receiver got all five attempts, none twice")
+	as := attempts(t, f, eventID)
+	var nums []int
+	for _, a := range as {
+		nums = append(nums, a.Attempt)
+		assert.Equal(t, 500, a.StatusCode)
+	}
+	assert.Equal(t, []int{1, 2, 3, 4, 5}, nums)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookFailed}, states(as))
+	assert.Equal(t, store.WebhookFailed, f.eventState(t, eventID))
+	assert.InDelta(t, (30 * time.Minute).Seconds(), run.elapsed.Seconds(), 1, "the fifth attempt 30 min after the first")
+}
+
+// When the last attempt cannot complete at all (here the database is down
+// through all its retries), the event still ends failed, with the attempt
+// logged: it never stays retrying.
+func TestWebhookFinalAttemptThatCannotCompleteIsFailed(t *testing.T) {
+	r := newReceiver(t, func(int) int { return http.StatusBadGateway })
+	f := newFixture(t, r.srv.URL, `{}`)
+	acts := newActivities(f, true, time.Second)
+	eventID := workflows.EventID(f.paymentID, 1)
+	_, err := acts.QueueWebhook(context.Background(), workflows.QueueWebhookInput{EventID: eventID, Sequence: 1, Event: paywatch.EventCompleted, State: f.state()})
+	require.NoError(t, err)
+
+	c := newStartCounter()
+	c.at(workflows.ActivitySendWebhook, 5, func() { f.rename(t, "webhook_events", "webhook_events_away") })
+	c.at(workflows.ActivityRecordWebhookAttempt, 5, func() { f.rename(t, "webhook_events_away", "webhook_events") })
+	run := deliver(t, acts, eventID, c.install)
+	require.NoError(t, run.err)
+
+	assert.Equal(t, 4, r.count())
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookFailed}, states(as))
+	assert.Equal(t, 5, as[4].Attempt)
+	assert.Contains(t, as[4].ResponseBody, "did not complete")
+	assert.Equal(t, store.WebhookFailed, f.eventState(t, eventID))
+}
+
+// An event raised while the project has no webhook URL is kept pending,
+// with nothing sent or logged, and is delivered by the next run once a URL
+// is set.
+func TestWebhookWithoutURLStaysPending(t *testing.T) {
 	r := newReceiver(t, func(int) int { return http.StatusOK })
-	u, _ := url.Parse(r.srv.URL)
-	f := newFixture(t, "http://192.168.1.10:"+u.Port()+"/x", `{}`)
-	eventID, run := queueAndDeliver(t, f, newActivities(f, false, time.Second), paywatch.EventCompleted, 1)
-	require.Error(t, run.err)
-	assert.Equal(t, []store.WebhookState{store.WebhookFailed}, states(attempts(t, f, eventID)))
+	f := newFixture(t, r.srv.URL, `{}`)
+	_, err := f.pool.Exec(context.Background(), `UPDATE projects SET webhook_url = NULL`)
+	require.NoError(t, err)
+	acts := newActivities(f, true, time.Second)
+	eventID, run := queueAndDeliver(t, f, acts, paywatch.EventCompleted, 1)
+	require.NoError(t, run.err)
+	assert.Equal(t, 0, r.count())
+	assert.Empty(t, attempts(t, f, eventID))
+	assert.Equal(t, store.WebhookPending, f.eventState(t, eventID))
+
+	_, err = f.pool.Exec(context.Background(), `UPDATE projects SET webhook_url = $1`, r.srv.URL)
+	require.NoError(t, err)
+	require.NoError(t, deliver(t, acts, eventID, nil).err)
+	assert.Equal(t, 1, r.count())
+	assert.Equal(t, store.WebhookDelivered, f.eventState(t, eventID))
 }

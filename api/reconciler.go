@@ -27,8 +27,8 @@ const (
 // written before its workflow starts, so a process that dies in between
 // leaves a row whose workflow_started is false. The reconciler starts the
 // workflow of every such row (the stable workflow ID makes a duplicate start
-// harmless, so several replicas may run it) and prunes old rate-limit
-// windows on the side.
+// harmless, so several replicas may run it), does the same for pending
+// webhook events (Webhooks) and prunes old rate-limit windows on the side.
 type Reconciler struct {
 	Store     *store.Store
 	Workflows PaymentWorkflows
@@ -56,6 +56,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	for pass := 0; ; pass++ {
 		if _, err := r.Once(ctx); err != nil && ctx.Err() == nil {
 			r.logger().Warn("reconcile payments", "err", err)
+		}
+		if _, err := r.Webhooks(ctx); err != nil && ctx.Err() == nil {
+			r.logger().Warn("reconcile webhooks", "err", err)
 		}
 		if pass%pruneEvery == 0 {
 			if err := r.Store.PruneRateLimits(ctx); err != nil && ctx.Err() == nil {
@@ -99,6 +102,25 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 		r.logger().Info("started missing payment workflows", "count", started)
 	}
 	return started, nil
+}
+
+// Webhooks starts the deliveries of pending events older than MinAge whose
+// project has a webhook URL, and returns how many it started. Such events
+// were raised while the project had no URL, or are redeliveries, or were
+// queued by a payment workflow that has not yet started their delivery;
+// the API starts them when a URL is saved or a redelivery is asked for,
+// and this pass covers a process that died or a Temporal that did not
+// answer in between. A delivery already running is left as it is.
+func (r *Reconciler) Webhooks(ctx context.Context) (int, error) {
+	minAge := r.MinAge
+	if minAge <= 0 {
+		minAge = DefaultReconcileMinAge
+	}
+	n, err := startPendingWebhooks(ctx, r.Store, r.Workflows, 0, minAge)
+	if n > 0 {
+		r.logger().Info("started pending webhook deliveries", "count", n)
+	}
+	return n, err
 }
 
 func (r *Reconciler) logger() *slog.Logger {

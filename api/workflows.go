@@ -28,6 +28,10 @@ type PaymentWorkflows interface {
 	SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (workflows.Assignment, error)
 	// State queries the workflow's current state.
 	State(ctx context.Context, paymentID string) (workflows.PaymentState, error)
+	// DeliverWebhook starts the delivery workflow of a webhook event. A
+	// delivery already running is kept, unless in.Redeliver asks for a
+	// fresh one, which replaces it.
+	DeliverWebhook(ctx context.Context, in workflows.WebhookInput) error
 }
 
 // TemporalWorkflows implements PaymentWorkflows over a Temporal client.
@@ -58,6 +62,29 @@ func (t *TemporalWorkflows) Start(ctx context.Context, in workflows.PaymentInput
 	}
 	if err != nil {
 		return fmt.Errorf("start payment workflow %s: %w", in.PaymentID, err)
+	}
+	return nil
+}
+
+// DeliverWebhook starts the event's WebhookWorkflow (ID
+// WebhookWorkflowID). An ID whose earlier runs have closed is started
+// again, since an event left pending or sent again needs a new run; a
+// running one is kept (the same delivery, asked for twice) or, for a
+// redelivery, terminated and replaced, so that one run at a time delivers
+// an event and the new run's attempts start now.
+func (t *TemporalWorkflows) DeliverWebhook(ctx context.Context, in workflows.WebhookInput) error {
+	conflict := enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	if in.Redeliver {
+		conflict = enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING
+	}
+	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.WebhookWorkflowID(in.EventID),
+		TaskQueue:                t.taskQueue,
+		WorkflowIDConflictPolicy: conflict,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.WebhookWorkflowName, in)
+	if err != nil {
+		return fmt.Errorf("start webhook workflow %s: %w", in.EventID, err)
 	}
 	return nil
 }

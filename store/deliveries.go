@@ -11,6 +11,7 @@ import (
 // or was skipped without one, appears once with Attempt 0.
 type Delivery struct {
 	ID           string
+	EventID      string // the handle of a redelivery
 	Event        string
 	PaymentID    string
 	Attempt      int
@@ -38,7 +39,7 @@ func (s *Store) ListDeliveries(ctx context.Context, projectID int64, f DeliveryF
 		paymentID = &f.PaymentID
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT COALESCE(a.id::text, e.event_id::text), e.event, e.payment_id::text, COALESCE(a.attempt, 0),
+		SELECT COALESCE(a.id::text, e.event_id::text), e.event_id::text, e.event, e.payment_id::text, COALESCE(a.attempt, 0),
 		       a.status_code, a.response_body,
 		       COALESCE(a.state, CASE WHEN e.state = 'pending' THEN 'retrying' ELSE e.state END),
 		       COALESCE(a.created_at, e.created_at)
@@ -53,7 +54,7 @@ func (s *Store) ListDeliveries(ctx context.Context, projectID int64, f DeliveryF
 	out := []Delivery{}
 	for rows.Next() {
 		var d Delivery
-		if err := rows.Scan(&d.ID, &d.Event, &d.PaymentID, &d.Attempt, &d.StatusCode, &d.ResponseBody, &d.State, &d.CreatedAt); err != nil {
+		if err := rows.Scan(&d.ID, &d.EventID, &d.Event, &d.PaymentID, &d.Attempt, &d.StatusCode, &d.ResponseBody, &d.State, &d.CreatedAt); err != nil {
 			return nil, err
 		}
 		d.CreatedAt = d.CreatedAt.UTC()

@@ -193,3 +193,84 @@ func TestWebhookPaymentInfo(t *testing.T) {
 	assert.False(t, info.CreatedAt.IsZero())
 	assert.Nil(t, info.Link)
 }
+
+// A redelivery makes the event pending again and numbers its attempts
+// after the earlier ones; a skipped event counts toward the quota then,
+// even past the limit, and only once it is redelivered.
+func TestPrepareRedelivery(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "free", `{"webhooks_per_day": 1}`)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := store.New(f.pool, store.WithClock(func() time.Time { return now }))
+	pay := f.payment(t)
+
+	sent := whEvent(pay, 1, paywatch.EventPartial)
+	_, err := s.QueueWebhookEvent(ctx, sent)
+	require.NoError(t, err)
+	for n := 1; n <= 2; n++ {
+		require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: sent.EventID, Attempt: n, StatusCode: 500, State: store.WebhookRetrying}))
+	}
+	require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: sent.EventID, Attempt: 3, StatusCode: 200, State: store.WebhookDelivered}))
+	p, err := s.PrepareRedelivery(ctx, f.projectID, strings.ToUpper(sent.EventID))
+	require.NoError(t, err)
+	assert.Equal(t, store.PendingWebhook{EventID: sent.EventID, NextAttempt: 4}, p, "canonical id, numbering continues")
+	d, err := s.WebhookDelivery(ctx, sent.EventID)
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, d.State)
+	assert.EqualValues(t, 1, f.usage(t, "2025-03-01"), "a sent event does not count again")
+
+	skipped := whEvent(pay, 2, paywatch.EventExpired)
+	st, err := s.QueueWebhookEvent(ctx, skipped)
+	require.NoError(t, err)
+	require.Equal(t, store.WebhookSkipped, st)
+	p, err = s.PrepareRedelivery(ctx, f.projectID, skipped.EventID)
+	require.NoError(t, err)
+	assert.Equal(t, 2, p.NextAttempt, "after the logged skip")
+	assert.EqualValues(t, 2, f.usage(t, "2025-03-01"), "the skipped event counts now, past the limit")
+	_, err = s.PrepareRedelivery(ctx, f.projectID, skipped.EventID)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, f.usage(t, "2025-03-01"), "once: it is no longer skipped")
+
+	other := whSeed(t, "pro", `{}`)
+	for _, id := range []string{"00000000-0000-4000-8000-000000000099", "not-a-uuid", "", sent.EventID + "x"} {
+		_, err := s.PrepareRedelivery(ctx, f.projectID, id)
+		requireCode(t, err, paywatch.ENOTFOUND, store.MsgEventNotFound)
+	}
+	_, err = store.New(other.pool).PrepareRedelivery(ctx, other.projectID, sent.EventID)
+	requireCode(t, err, paywatch.ENOTFOUND, store.MsgEventNotFound)
+	_, err = s.PrepareRedelivery(ctx, f.projectID+1, sent.EventID)
+	requireCode(t, err, paywatch.ENOTFOUND, store.MsgEventNotFound)
+}
+
+// Pending events are listed for delivery only while their project has a
+// webhook URL, oldest first, leaving out those changed within minAge.
+func TestPendingWebhooks(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "pro", `{}`)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := store.New(f.pool, store.WithClock(func() time.Time { return now }))
+	pay := f.payment(t)
+	a, b, c := whEvent(pay, 1, paywatch.EventPartial), whEvent(pay, 2, paywatch.EventPartial), whEvent(pay, 3, paywatch.EventCompleted)
+	for _, ev := range []store.WebhookEvent{a, b, c} {
+		_, err := s.QueueWebhookEvent(ctx, ev)
+		require.NoError(t, err)
+		now = now.Add(time.Second)
+	}
+	require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: b.EventID, Attempt: 1, StatusCode: 200, State: store.WebhookDelivered}))
+
+	list, err := s.PendingWebhooks(ctx, f.projectID, 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []store.PendingWebhook{{EventID: a.EventID, NextAttempt: 1}, {EventID: c.EventID, NextAttempt: 1}}, list)
+	list, err = s.PendingWebhooks(ctx, 0, 2*time.Second, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []store.PendingWebhook{{EventID: a.EventID, NextAttempt: 1}}, list, "c changed a second ago")
+	list, err = s.PendingWebhooks(ctx, f.projectID+1, 0, 10)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+
+	_, err = f.pool.Exec(ctx, `UPDATE projects SET webhook_url = NULL`)
+	require.NoError(t, err)
+	list, err = s.PendingWebhooks(ctx, 0, 0, 10)
+	require.NoError(t, err)
+	assert.Empty(t, list, "no URL: nothing to deliver yet")
+}

@@ -46,13 +46,29 @@ var chainOptions = workflow.ActivityOptions{
 	},
 }
 
-// WebhookActivityOptions are the options of ActivityDeliverWebhook: one
-// delivery attempt per activity attempt, 5 in all. The
-// activity sets NextRetryDelay to follow WebhookSchedule exactly; the
-// policy's own intervals (10 s × 5^n, capped at 25 min) only apply when an
-// attempt dies without answering (worker crash, StartToClose timeout) and
-// approximate the same schedule.
-var WebhookActivityOptions = workflow.ActivityOptions{
+// webhookSendOptions are the options of one delivery attempt
+// (ActivitySendWebhook). Its retries repeat the same attempt: they cover a
+// database error before the request, and a worker lost or timed out
+// mid-attempt (the receiver may then see the attempt twice, with the same
+// event_id, which at-least-once delivery allows). After the last retry the
+// attempt counts as made and WebhookWorkflow moves on, so a dead worker can
+// never keep an event retrying for ever.
+var webhookSendOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: WebhookTimeout + 20*time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    time.Minute,
+		MaximumAttempts:    8,
+	},
+}
+
+// legacyWebhookOptions are the options of ActivityDeliverWebhook in
+// payment workflows recorded before WebhookWorkflow: one delivery attempt
+// per activity attempt, 5 in all. The activity sets NextRetryDelay to
+// follow WebhookSchedule; the policy's own intervals (10 s × 5^n, capped at
+// 25 min) only apply when an attempt dies without answering.
+var legacyWebhookOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: WebhookTimeout + 20*time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        10 * time.Second,

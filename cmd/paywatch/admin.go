@@ -42,6 +42,10 @@ Commands:
   projects regenerate-keys SLUG
   wallet set SLUG [--name NAME] [--xpub-evm XPUB] [--xpub-tron XPUB] [--address NETWORK=ADDRESS]...
   deliveries SLUG [--payment-id ID] [--limit N] [--offset N]
+  webhooks redeliver SLUG EVENT_ID
+      sends a webhook event of project SLUG again now: same event_id and
+      payload, the current secret, up to 5 new attempts (event_id is in the
+      deliveries listing)
   links create SLUG --slug LINK --title TITLE [--amount X] [--token USDT|USDC] [--network NETWORK]
       a payment link of project SLUG at {pay_url}/l/LINK; without --amount
       the buyer enters the amount, without --network the buyer picks it
@@ -299,6 +303,15 @@ func adminRequest(args []string) (method, path string, body map[string]any, err 
 			body["network"] = network.value
 		}
 		return "POST", "/v1/projects/" + url.PathEscape(pos) + "/payment-links", body, nil
+
+	case "webhooks redeliver":
+		if err := fs.Parse(rest); err != nil {
+			return "", "", nil, usageError{err.Error()}
+		}
+		if pos == "" || fs.NArg() != 1 {
+			return "", "", nil, usageError{"the project's slug and the event_id are required"}
+		}
+		return "POST", "/v1/projects/" + url.PathEscape(pos) + "/webhook-events/" + url.PathEscape(fs.Arg(0)) + "/redeliver", nil, nil
 
 	case "deliveries " + cmd:
 		// "deliveries SLUG": the slug is the second word.

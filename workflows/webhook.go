@@ -1,0 +1,103 @@
+package workflows
+
+import (
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// WebhookWorkflowName is the registered name of WebhookWorkflow.
+const WebhookWorkflowName = "webhook"
+
+// WebhookWorkflowID is the workflow ID of an event's delivery: one ID per
+// event, so the payment workflow, a saved webhook URL and a redelivery all
+// reach the same run and never deliver one event twice at once.
+func WebhookWorkflowID(eventID string) string { return "webhook/" + eventID }
+
+// WebhookInput starts a WebhookWorkflow.
+type WebhookInput struct {
+	EventID string
+	// FirstAttempt is the number the run's first attempt is logged under:
+	// 1 for an event's first delivery, one more than the last logged
+	// attempt for a redelivery, so the deliveries log keeps every attempt.
+	// 0 means 1.
+	FirstAttempt int
+	// Redeliver marks a "send again": the event is sent even if it reads
+	// as delivered or failed.
+	Redeliver bool
+}
+
+// msgAttemptIncomplete is the logged "response" of an attempt whose
+// activity gave up without an answer (worker lost, timed out, or the
+// database unreachable through all its retries).
+const msgAttemptIncomplete = "no answer: the delivery attempt did not complete"
+
+// WebhookWorkflow delivers one queued webhook event (workflow ID
+// WebhookWorkflowID): up to 5 signed attempts at 0 s, 10 s, 60 s, 5 min and
+// 30 min after the first (WebhookSchedule), each logged with its outcome.
+//
+// The workflow, not Temporal's activity retries, counts attempts and keeps
+// the schedule: each attempt is one ActivitySendWebhook whose retries repeat
+// that same attempt, and the log entry is written by a separate activity
+// retried until it succeeds, so a database error never uses up one of the
+// receiver's attempts and never leaves an attempt unlogged. It ends:
+//   - at the first 2xx answer (delivered) or permanent failure (failed);
+//   - after the fifth failed attempt, which is logged as failed even when
+//     it ended without an answer, so an event never stays retrying;
+//   - at once, sending nothing, when the project has no webhook URL (the
+//     event stays pending; the API starts a new run when a URL is saved)
+//     or the event needs no delivery (already delivered, failed or skipped,
+//     unless Redeliver).
+func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
+	logger := workflow.GetLogger(ctx)
+	first := max(in.FirstAttempt, 1)
+	start := workflow.Now(ctx)
+	for i := range WebhookMaxAttempts {
+		if wait := start.Add(WebhookSchedule[i]).Sub(workflow.Now(ctx)); wait > 0 {
+			if err := workflow.Sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+		n := first + i
+		var res SendWebhookResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, webhookSendOptions), ActivitySendWebhook,
+			SendWebhookInput{EventID: in.EventID, Attempt: n, Force: in.Redeliver}).Get(ctx, &res)
+		if err != nil {
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) && app.Type() == ErrTypeNotFound {
+				logger.Error("webhook event not found", "eventId", in.EventID)
+				return nil
+			}
+			// The attempt may have reached the receiver before its worker
+			// was lost: it counts as made.
+			logger.Warn("webhook attempt did not complete", "eventId", in.EventID, "attempt", n, "error", err)
+			res = SendWebhookResult{Outcome: WebhookOutcomeRetry, ResponseBody: msgAttemptIncomplete}
+		}
+		var state WebhookAttemptState
+		switch res.Outcome {
+		case WebhookOutcomeNoURL, WebhookOutcomeDone:
+			return nil
+		case WebhookOutcomeDelivered:
+			state = WebhookAttemptDelivered
+		case WebhookOutcomeFailed:
+			state = WebhookAttemptFailed
+		default:
+			state = WebhookAttemptRetrying
+			if i == WebhookMaxAttempts-1 {
+				state = WebhookAttemptFailed
+			}
+		}
+		rec := RecordWebhookAttemptInput{
+			EventID: in.EventID, Attempt: n, StatusCode: res.StatusCode, ResponseBody: res.ResponseBody, State: state,
+		}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
+			ActivityRecordWebhookAttempt, rec).Get(ctx, nil); err != nil {
+			return err // only a non-retryable error ends the unlimited retries
+		}
+		if state != WebhookAttemptRetrying {
+			return nil
+		}
+	}
+	return nil
+}
