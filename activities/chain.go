@@ -1,9 +1,11 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/paywatch/paywatch"
@@ -66,12 +68,17 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 // FinalCheck lists the token's transfers to the payment's address since
 // its StartBlock, for the one last on-chain look before a payment expires.
 //
-// The blocks the network's scanner has already read come from PostgreSQL:
-// it recorded every transfer there that concerns a watched payment. Only the
-// blocks after its cursor are read from the chain, so the check costs a few
-// RPC calls however long the payment's window was (Tron cannot filter by
-// address: reading the whole window was about one call per block). Without
-// a cursor, or with one below StartBlock, the chain is read from StartBlock.
+// It asks the chain itself, not only the scanner's records: on EVM
+// networks one eth_getLogs per MaxBlockRange blocks filtered by recipient
+// covers the whole window [StartBlock, head], so a transfer the records lack
+// (a block whose logs a lagging provider left out, a record lost) is still
+// found; the recorded transfers of the window are added to what the chain
+// returned, the chain's version winning for a transfer in both. Tron cannot
+// filter by address (reading a window costs about one call per block), so
+// there the blocks the network's scanner has read come from PostgreSQL,
+// where it recorded every transfer that concerns a watched payment, and
+// only the blocks after its cursor are read from the chain. Without a
+// cursor, or with one below StartBlock, the chain is read from StartBlock.
 func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInput) (workflows.FinalCheckResult, error) {
 	c, err := a.client(in.Network)
 	if err != nil {
@@ -89,25 +96,43 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
-	res := workflows.FinalCheckResult{Head: head}
+	var found []chains.Transfer
 	for _, t := range rec.Transfers {
-		res.Transfers = append(res.Transfers, transferSeen(in.Network, chainTransfer(in.Network, t)))
+		found = append(found, chainTransfer(in.Network, t))
 	}
 	from := in.StartBlock
-	if rec.Scanned {
+	if rec.Scanned && in.Network.Family() != paywatch.FamilyEVM {
 		from = max(from, rec.Height+1)
 	}
-	if from > head { // the scanner has read up to this node's head, or past it
-		return res, nil
-	}
-	ts, err := c.AddressTransfers(ctx, addr, from)
-	if err != nil {
-		return workflows.FinalCheckResult{}, temporalError(err)
-	}
-	for _, t := range ts {
-		if t.Token == in.Token && sameAddress(in.Network, t.To, addr) && t.BlockNumber >= from {
-			res.Transfers = append(res.Transfers, transferSeen(in.Network, t))
+	if from <= head { // else the scanner has read up to this node's head, or past it
+		ts, err := c.AddressTransfers(ctx, addr, from)
+		if err != nil {
+			return workflows.FinalCheckResult{}, temporalError(err)
 		}
+		var onChain []chains.Transfer
+		for _, t := range ts {
+			if t.Token == in.Token && sameAddress(in.Network, t.To, addr) && t.BlockNumber >= from {
+				onChain = append(onChain, t)
+			}
+		}
+		found = mergeTransfers(found, onChain)
+	}
+	return a.finalCheckResult(ctx, in, head, found)
+}
+
+// finalCheckResult keeps the transfers found that count for the payment
+// (ownTransfers): on a shared pool address a transfer another payment
+// claimed, or one nearer another payment's amount, is not this payment's.
+func (a *Activities) finalCheckResult(ctx context.Context, in workflows.FinalCheckInput, head uint64, found []chains.Transfer) (workflows.FinalCheckResult, error) {
+	if in.PaymentID != "" {
+		var err error
+		if found, err = a.ownTransfers(ctx, in.Network, in.PaymentID, found); err != nil {
+			return workflows.FinalCheckResult{}, temporalError(err)
+		}
+	}
+	res := workflows.FinalCheckResult{Head: head}
+	for _, t := range found {
+		res.Transfers = append(res.Transfers, transferSeen(in.Network, t))
 	}
 	return res, nil
 }
@@ -160,6 +185,33 @@ func transferSeen(n paywatch.Network, t chains.Transfer) workflows.TransferSeen 
 		From:        t.From,
 		Amount:      paywatch.NewAmount(t.Amount, paywatch.Decimals(n, t.Token)),
 	}
+}
+
+// mergeTransfers adds the transfers read from the chain to the recorded
+// ones: a transfer in both (same transaction and log index) takes the
+// chain's block, which is the canonical one now. The result is in chain
+// order.
+func mergeTransfers(recorded, onChain []chains.Transfer) []chains.Transfer {
+	type key struct {
+		tx  string
+		log uint32
+	}
+	at := make(map[key]int, len(recorded))
+	out := slices.Clone(recorded)
+	for i, t := range out {
+		at[key{strings.ToLower(t.TxHash), t.LogIndex}] = i
+	}
+	for _, t := range onChain {
+		if i, ok := at[key{strings.ToLower(t.TxHash), t.LogIndex}]; ok {
+			out[i] = t
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.SortStableFunc(out, func(a, b chains.Transfer) int {
+		return cmp.Or(cmp.Compare(a.BlockNumber, b.BlockNumber), cmp.Compare(a.LogIndex, b.LogIndex))
+	})
+	return out
 }
 
 // chainTransfer converts a recorded transfer back to the chain's form.

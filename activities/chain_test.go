@@ -125,15 +125,17 @@ func recorded(hash string, block uint64, tok paywatch.Token, to string) store.Ch
 		Token: tok, From: "0xf", To: to, Amount: units}
 }
 
-// The final check reads the blocks the scanner has read from PostgreSQL
-// and asks the chain only for the blocks after the scanner's cursor; on
-// Tron every block of a range is an RPC call, so a 24-hour window would be
-// ~28,800 calls.
-func TestFinalCheckReadsScannedBlocksFromTheStore(t *testing.T) {
+// On EVM networks the final check asks the chain about the payment's
+// address over its whole window (one eth_getLogs per MaxBlockRange blocks,
+// filtered by recipient), whatever the scanner's cursor, and adds what the
+// scanner recorded there: the records may lack a transfer (a provider whose
+// log index lagged), and the chain's answer is the canonical one for a
+// transfer in both.
+func TestFinalCheckOnEVMAsksTheChainOverTheWholeWindow(t *testing.T) {
 	ctx := context.Background()
 	n := paywatch.BEP20
 	db := newScanDB(t)
-	c, _ := chainFixture() // head 120: 0xt1 at 100 (not recorded), USDC and other-address transfers
+	c, _ := chainFixture() // head 120: 0xt1 at 100, USDC and other-address transfers
 	units, _ := new(big.Int).SetString("4000000000000000000", 10)
 	c.transfers = append(c.transfers,
 		chains.Transfer{Network: n, Token: paywatch.USDT, TxHash: "0xtail", LogIndex: 1, BlockNumber: 115, BlockHash: "0xee", From: "0xf", To: payTo, Amount: units},
@@ -165,33 +167,36 @@ func TestFinalCheckReadsScannedBlocksFromTheStore(t *testing.T) {
 	assert.Equal(t, []string{"0xt1", "0xtail"}, check())
 	assert.Equal(t, []uint64{60}, c.addressFroms)
 
-	// The scanner has read up to 110: what it recorded there, and the chain
-	// for 111 on. 0xt1 is on chain but was not recorded: blocks up to the
-	// cursor are not read again.
+	// The scanner has read up to 110. 0xt1 is on chain but was not recorded
+	// in its block: the chain still has it. 0xr1 was recorded only: it stays.
 	removed := recorded("0xgone", 105, paywatch.USDT, payTo)
+	stale := recorded("0xt1", 99, paywatch.USDT, payTo) // recorded in a block a reorg replaced
+	stale.LogIndex = 3
 	cursor(110,
 		recorded("0xr1", 100, paywatch.USDT, payTo),
 		recorded("0xusdc", 102, paywatch.USDC, payTo),
 		recorded("0xother", 103, paywatch.USDT, "0x2222222222222222222222222222222222222222"),
 		recorded("0xearly", 50, paywatch.USDT, payTo),
-		recorded("0xabove", 111, paywatch.USDT, payTo), // above the cursor: the chain's part
-		removed)
+		recorded("0xabove", 111, paywatch.USDT, payTo), // above the cursor: not the records' part
+		stale, removed)
 	require.NoError(t, db.store.MarkTransfersRemoved(ctx, n, []store.TransferKey{removed.Key()}))
-	assert.Equal(t, []string{"0xr1", "0xtail"}, check())
-	assert.Equal(t, []uint64{111}, c.addressFroms, "only the blocks after the cursor")
+	assert.Equal(t, []string{"0xr1", "0xt1", "0xtail"}, check())
+	assert.Equal(t, []uint64{60}, c.addressFroms, "the whole window, not only the blocks after the cursor")
 	res, err := acts.FinalCheck(ctx, in)
 	require.NoError(t, err)
-	r1 := res.Transfers[0]
+	require.Len(t, res.Transfers, 3)
 	assert.Equal(t, workflows.TransferSeen{TxHash: "0xr1", LogIndex: 2, BlockNumber: 100, BlockHash: "0xh100", From: "0xf",
-		Amount: paywatch.MustParseAmount("25", 18)}, r1, "as the scanner signals it: the amount at the token's decimals")
-	assert.Equal(t, "4.00", res.Transfers[1].Amount.String())
+		Amount: paywatch.MustParseAmount("25", 18)}, res.Transfers[0], "as the scanner signals it: the amount at the token's decimals")
+	assert.Equal(t, uint64(100), res.Transfers[1].BlockNumber, "the chain's block for a transfer in both")
+	assert.Equal(t, "0xaa", res.Transfers[1].BlockHash)
+	assert.Equal(t, "4.00", res.Transfers[2].Amount.String())
 
-	// The scanner is at or past this node's head: no chain read at all.
+	// The scanner is at this node's head: the chain is asked all the same.
 	cursor(125)
-	assert.Equal(t, []string{"0xr1", "0xabove"}, check())
-	assert.Empty(t, c.addressFroms)
+	assert.Equal(t, []string{"0xr1", "0xt1", "0xabove", "0xtail"}, check())
+	assert.Equal(t, []uint64{60}, c.addressFroms)
 
-	// Another network's cursor is not this one's.
+	// Another network's records are not this one's.
 	in.Network = paywatch.ERC20
 	c.network = paywatch.ERC20
 	acts = activities.New(activities.Deps{Store: db.store, Chains: fakeChains{paywatch.ERC20: c}})

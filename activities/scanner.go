@@ -32,9 +32,12 @@ type ScannerStore interface {
 	// WatchedAddresses matches a batch's recipients (and, for pool + txid,
 	// its transaction hashes) against watched payments in one query.
 	WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]store.WatchedPayment, error)
-	// RecordScan records a batch's transfers and moves the cursor in one
-	// transaction, running beforeCommit inside it.
-	RecordScan(ctx context.Context, b store.ScanBatch, beforeCommit func(ctx context.Context) error) (store.RecordResult, error)
+	// RecordScan records a batch's transfers and their claims and moves the
+	// cursor in one transaction, running beforeCommit inside it with the
+	// payment each claimed transfer counts for.
+	RecordScan(ctx context.Context, b store.ScanBatch, beforeCommit func(ctx context.Context, owners map[store.TransferKey]string) error) (store.RecordResult, error)
+	// TransferOwners returns the payments that claimed transfers.
+	TransferOwners(ctx context.Context, n paywatch.Network, keys []store.TransferKey) (map[store.TransferKey]string, error)
 	// RecentTransfers lists recorded, still canonical transfers from a block on.
 	RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]store.ChainTransfer, error)
 	// MarkTransfersRemoved flags transfers a reorg dropped.
@@ -150,6 +153,12 @@ const (
 //     transfer re-mined in the new branch is recorded and signalled with its
 //     new block. The payment workflow checks canonicity before counting
 //     anyway; this tells it sooner.
+//   - A batch is recorded only if it was read fully: on EVM networks a
+//     recent block whose logsBloom says it holds a Transfer of a token
+//     contract, but for which eth_getLogs returned nothing, is asked for
+//     again by block hash, and a provider whose log index lags its head
+//     (chains.ErrIncompleteRead) leaves the cursor where it is until the
+//     next poll.
 //   - A failed poll (RPC error, rate limit, database) is retried inside the
 //     activity with backoff, heartbeating meanwhile; it never fails the
 //     activity, and each network has its own activity, so one network's
@@ -397,32 +406,30 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 		return true, nil
 	}
 	to := min(st.next+batch-1, st.head)
-	// The hash of the batch's last block is read before its transfers: if
-	// a reorg replaces it after this read, the next batch sees the new hash
-	// at this height and goes back.
-	hashTo, err := st.client.BlockHash(ctx, to)
-	if errors.Is(err, chains.ErrBlockNotFound) {
-		return true, nil // a node behind its own head (load-balanced providers): wait
-	}
-	if err != nil {
-		return false, err
-	}
-	ts, err := st.client.Transfers(ctx, st.next, to)
-	if err != nil {
-		return false, err
-	}
+	// One read gives the hash of the batch's last block, then its
+	// transfers, then the hash of the cursor's block (chains.ReadBatch): if
+	// a reorg replaces the last block after its hash was read, the next
+	// batch sees the new hash at this height and goes back. A batch the
+	// client cannot vouch was read fully (chains.ErrIncompleteRead: a log
+	// index lagging behind the head) fails like an inconsistent one: the
+	// cursor stays, and the next poll reads it again.
+	q := chains.BatchQuery{From: st.next, To: to, Head: st.head}
 	if st.hash != "" && st.height > 0 {
-		h, err := st.client.BlockHash(ctx, st.height)
-		if errors.Is(err, chains.ErrBlockNotFound) {
-			return true, nil // a lagging node, or a shorter branch that will grow: wait
-		}
-		if err != nil {
-			return false, err
-		}
-		if !sameHash(h, st.hash) {
-			return false, s.reorg(ctx, st)
-		}
+		q.Cursor = st.height
 	}
+	b, err := chains.ReadBatch(ctx, st.client, q)
+	if errors.Is(err, chains.ErrBlockNotFound) {
+		// A node behind its own head (load-balanced providers), or a
+		// shorter branch that will grow: wait.
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if q.Cursor > 0 && !sameHash(b.CursorHash, st.hash) {
+		return false, s.reorg(ctx, st)
+	}
+	ts, hashTo := b.Transfers, b.Hash
 	for _, t := range ts {
 		if t.BlockNumber == to && !sameHash(t.BlockHash, hashTo) {
 			return false, fmt.Errorf("block %d: %w", to, errInconsistent)
@@ -499,11 +506,12 @@ type signal struct {
 
 // recordBatch is the batch path: one query matches the batch's distinct
 // recipients against watched payments, then one transaction records the
-// matching transfers and moves the cursor, signalling every watching
-// payment before it commits.
+// matching transfers with the payment each counts for (store.ClaimOwner:
+// one payment per transfer, even on a shared pool address) and moves the
+// cursor, signalling each transfer to that payment before it commits.
 func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (ScanStats, error) {
 	out := ScanStats{Transfers: len(ts)}
-	var signals []signal
+	seen := map[store.TransferKey]workflows.TransferSeen{}
 	if len(ts) > 0 {
 		recipients := make([]string, 0, len(ts))
 		hashes := make([]string, 0, len(ts))
@@ -518,22 +526,25 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 			return out, err
 		}
 		for _, t := range ts {
-			matched := false
-			for _, w := range watched[t.To] {
-				if !w.Accepts(t.Token, t.TxHash, t.BlockNumber) {
-					continue
-				}
-				matched = true
-				signals = append(signals, signal{w.PaymentID, workflows.SignalTransferSeen, transferSeen(n, t)})
+			st := storeTransfer(t)
+			owner, ok := store.ClaimOwner(watched[t.To], st)
+			if !ok {
+				continue
 			}
-			if matched {
-				out.Matched++
-				b.Transfers = append(b.Transfers, storeTransfer(t))
-			}
+			out.Matched++
+			b.Transfers = append(b.Transfers, st)
+			b.Claims = append(b.Claims, store.TransferClaim{Transfer: st, PaymentID: owner})
+			seen[st.Key()] = transferSeen(n, t)
 		}
 	}
-	out.Signals = len(signals)
-	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context) error {
+	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context, owners map[store.TransferKey]string) error {
+		signals := make([]signal, 0, len(b.Claims))
+		for _, c := range b.Claims {
+			if owner, ok := owners[c.Transfer.Key()]; ok {
+				signals = append(signals, signal{owner, workflows.SignalTransferSeen, seen[c.Transfer.Key()]})
+			}
+		}
+		out.Signals = len(signals)
 		return s.send(ctx, signals)
 	})
 	return out, err
@@ -670,33 +681,27 @@ func (s *Scanner) reorg(ctx context.Context, st *scan) error {
 	return nil
 }
 
-// remove signals TransferRemoved for transfers that left the chain to every
-// payment that would have been signalled for them, then marks them removed.
-// Signals go first: if marking fails, the next reorg check finds them again.
+// remove signals TransferRemoved for transfers that left the chain to the
+// payment each was claimed for, then marks them removed. Signals go first:
+// if marking fails, the next reorg check finds them again. The claims stay:
+// a transfer mined again with the same key counts for the same payment.
 func (s *Scanner) remove(ctx context.Context, n paywatch.Network, gone []store.ChainTransfer) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	var recipients, hashes []string
+	keys := make([]store.TransferKey, 0, len(gone))
 	for _, t := range gone {
-		recipients = append(recipients, t.To)
-		hashes = append(hashes, t.TxHash)
+		keys = append(keys, t.Key())
 	}
-	slices.Sort(recipients)
-	slices.Sort(hashes)
-	watched, err := s.store.WatchedAddresses(ctx, n, slices.Compact(recipients), slices.Compact(hashes))
+	owners, err := s.store.TransferOwners(ctx, n, keys)
 	if err != nil {
 		return err
 	}
 	var signals []signal
-	keys := make([]store.TransferKey, 0, len(gone))
 	for _, t := range gone {
-		keys = append(keys, t.Key())
-		for _, w := range watched[t.To] {
-			if w.Accepts(t.Token, t.TxHash, t.BlockNumber) {
-				signals = append(signals, signal{w.PaymentID, workflows.SignalTransferRemoved,
-					workflows.TransferRemoved{TxHash: t.TxHash, LogIndex: t.LogIndex}})
-			}
+		if owner, ok := owners[t.Key()]; ok {
+			signals = append(signals, signal{owner, workflows.SignalTransferRemoved,
+				workflows.TransferRemoved{TxHash: t.TxHash, LogIndex: t.LogIndex}})
 		}
 	}
 	if err := s.send(ctx, signals); err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/chains/devnet/faultproxy"
+	"github.com/paywatch/paywatch/workflows"
 )
 
 // BenchmarkScanCatchUp measures the scanner catching up after an outage
@@ -103,6 +105,82 @@ func BenchmarkScanCatchUp(b *testing.B) {
 					b.ReportMetric(float64(last.Matched), "matched/op")
 				})
 			}
+		})
+	}
+}
+
+// BenchmarkScanFollow measures the scanner at the head, where it spends its
+// life: each iteration mines one block and runs one poll of the scan
+// (Scanner.Run's step, with its head, hash, transfer and reorg reads), and
+// it reports the RPC calls (HTTP requests; a JSON-RPC batch is one) per
+// block. "transfers" blocks hold 5 token transfers each, "empty" blocks
+// none, and "saturated" blocks none behind a proxy that sets every bit of
+// their logsBloom, as on busy chains: the worst case of bloom false
+// positives.
+func BenchmarkScanFollow(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		perBlock  int
+		saturated bool
+	}{
+		{"transfers", 5, false},
+		{"empty", 0, false},
+		{"saturated", 0, true},
+	} {
+		b.Run("POLYGON/"+tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			n := paywatch.POLYGON
+			d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+			require.NoError(b, err)
+			b.Cleanup(func() { _ = d.Close() })
+			st, _ := d.Network(n)
+			url := st.RPCURL
+			if tc.saturated {
+				p := faultproxy.Start(faultproxy.Config{Upstream: url, SaturateBlooms: true})
+				b.Cleanup(p.Close)
+				url = p.URL
+			}
+			set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{url}, Contracts: st.Tokens})
+			require.NoError(b, err)
+			b.Cleanup(set.Close)
+			client, _ := set.Client(n)
+			db := newScanDB(b)
+			recipients := make([]string, 10)
+			for i := range recipients {
+				recipients[i] = randomAddress(b, n)
+				db.watch(b, n, paywatch.USDT, recipients[i], 0)
+			}
+			s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: &signalLog{}})
+			_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 10 * time.Millisecond}, nil)
+			require.NoError(b, err)
+
+			var calls uint64
+			blocks := 0
+			for b.Loop() {
+				b.StopTimer()
+				if tc.perBlock > 0 {
+					reqs := make([]devnet.TransferRequest, tc.perBlock)
+					for j := range reqs {
+						reqs[j] = devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: recipients[(blocks+j)%len(recipients)], Amount: "1"}
+					}
+					_, err = d.TransferBatch(ctx, reqs)
+				} else {
+					_, err = d.Mine(ctx, n, 1)
+				}
+				require.NoError(b, err)
+				before := chains.Calls(client)
+				b.StartTimer()
+				// One poll: the run ends at its deadline right after it.
+				p, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: time.Millisecond}, nil)
+				b.StopTimer()
+				require.NoError(b, err)
+				calls += chains.Calls(client) - before
+				blocks++
+				head, _ := d.Network(n)
+				require.Equal(b, head.Head, p.Height, "the poll read the new block")
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(calls)/float64(blocks), "calls/block")
 		})
 	}
 }

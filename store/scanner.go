@@ -115,6 +115,11 @@ type WatchedPayment struct {
 	// ClaimedTxHashes are the hashes, among those WatchedAddresses was
 	// asked about, that this payment has claimed.
 	ClaimedTxHashes []string
+	// Amount is the payment's expected amount, with its micro offset.
+	Amount paywatch.Amount
+	// Micro marks a pool + micro_amount payment: only a single transfer
+	// within the match window of Amount can be its (ClaimOwner).
+	Micro bool
 }
 
 // Accepts reports whether a transfer of token in transaction txHash at
@@ -137,6 +142,17 @@ func (w WatchedPayment) Accepts(token paywatch.Token, txHash string, block uint6
 // primary key, whatever the number of watched addresses: the scanners call
 // it once per batch with the batch's distinct recipients.
 func (s *Store) WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]WatchedPayment, error) {
+	return s.watchedAddresses(ctx, s.pool, n, addresses, txHashes)
+}
+
+// rowsQuerier is what pgxpool.Pool and pgx.Tx share for multi-row reads.
+type rowsQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// watchedAddresses is WatchedAddresses on q (the pool, or a transaction
+// that claims transfers).
+func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.Network, addresses, txHashes []string) (map[string][]WatchedPayment, error) {
 	out := map[string][]WatchedPayment{}
 	if len(addresses) == 0 {
 		return out, nil
@@ -144,7 +160,7 @@ func (s *Store) WatchedAddresses(ctx context.Context, n paywatch.Network, addres
 	if txHashes == nil {
 		txHashes = []string{}
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		WITH claims AS (
 			SELECT c.payment_id, array_agg(c.tx_hash ORDER BY c.tx_hash) AS hashes
 			FROM tx_claims c
@@ -153,7 +169,8 @@ func (s *Store) WatchedAddresses(ctx context.Context, n paywatch.Network, addres
 		)
 		SELECT p.address, p.id::text, p.token, COALESCE(p.start_block, 0),
 		       (p.address_mode = 'pool' AND p.pool_matching = 'txid') AS txid_only,
-		       COALESCE(c.hashes, '{}')
+		       COALESCE(c.hashes, '{}'), p.amount::text, p.decimals,
+		       (p.address_mode = 'pool' AND p.pool_matching = 'micro_amount') AS micro
 		FROM payments p
 		LEFT JOIN claims c ON c.payment_id = p.id
 		WHERE `+watchedCondition("$3")+` AND p.address = ANY($2::text[])
@@ -165,13 +182,17 @@ func (s *Store) WatchedAddresses(ctx context.Context, n paywatch.Network, addres
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var addr, token string
+		var addr, token, amount string
 		var start int64
+		var decimals int
 		var w WatchedPayment
-		if err := rows.Scan(&addr, &w.PaymentID, &token, &start, &w.TxidOnly, &w.ClaimedTxHashes); err != nil {
+		if err := rows.Scan(&addr, &w.PaymentID, &token, &start, &w.TxidOnly, &w.ClaimedTxHashes, &amount, &decimals, &w.Micro); err != nil {
 			return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
 		}
 		w.Token, w.StartBlock = paywatch.Token(token), uint64(start)
+		if w.Amount, err = amountOf(amount, decimals); err != nil {
+			return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
+		}
 		if !w.TxidOnly {
 			w.ClaimedTxHashes = nil
 		}
@@ -218,6 +239,9 @@ type ScanBatch struct {
 	Head uint64
 	// Transfers are the matching transfers of the range.
 	Transfers []ChainTransfer
+	// Claims propose the payment each matching transfer counts for
+	// (ClaimOwner); a transfer claimed before keeps its payment.
+	Claims []TransferClaim
 }
 
 // RecordResult says what RecordScan changed.
@@ -234,17 +258,26 @@ type RecordResult struct {
 // block), and moves the network's cursor to the batch's height, in one
 // transaction: the cursor never passes a transfer that is not recorded.
 //
-// beforeCommit, if set, runs inside the transaction after both writes and
-// before the commit; the scanners signal the payment workflows there. If it
-// fails, nothing is recorded and the cursor stays, so the batch is scanned
-// and signalled again; if the process dies after it but before the commit,
-// the same happens. Either way every recorded transfer has been signalled,
-// and the workflows ignore repeats.
-func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context) error) (RecordResult, error) {
+// The batch's claims are recorded in the same transaction (ClaimTransfers
+// explains them); owners maps every claimed transfer to the payment it
+// counts for, which is the proposed one unless an earlier claim gave the
+// transfer to another.
+//
+// beforeCommit, if set, runs inside the transaction after the writes and
+// before the commit, with the owners; the scanners signal the payment
+// workflows there. If it fails, nothing is recorded and the cursor stays,
+// so the batch is scanned and signalled again; if the process dies after it
+// but before the commit, the same happens. Either way every recorded
+// transfer has been signalled, and the workflows ignore repeats.
+func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, owners map[TransferKey]string) error) (RecordResult, error) {
 	var res RecordResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = recordTransfers(ctx, tx, b.Network, b.Transfers, s.clock())
+		if err != nil {
+			return err
+		}
+		owners, err := claimTransfers(ctx, tx, b.Network, b.Claims, nil, s.clock())
 		if err != nil {
 			return err
 		}
@@ -258,7 +291,7 @@ func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(c
 			return fmt.Errorf("advance %s cursor to %d: %w", b.Network, b.Height, err)
 		}
 		if beforeCommit != nil {
-			return beforeCommit(ctx)
+			return beforeCommit(ctx, owners)
 		}
 		return nil
 	})

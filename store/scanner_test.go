@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -150,18 +152,66 @@ func TestStartBlockComesFromTheCursorAndBoundsMatching(t *testing.T) {
 	require.NoError(t, err)
 	late, _, err := s.CreatePayment(ctx, newPayment(hd, "late", "10"))
 	require.NoError(t, err)
-	assert.Equal(t, uint64(500), late.StartBlock, "a payment starts at the scanned height")
+	assert.Equal(t, uint64(510), late.StartBlock, "without a chain to ask, a payment starts at the newest block a scanner saw")
 	first, ok, err := s.EarliestWatchedBlock(ctx, paywatch.TRC20)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, uint64(500), first)
+	assert.Equal(t, uint64(510), first)
 
 	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{early.Address, late.Address}, nil)
 	require.NoError(t, err)
 	lw := w[late.Address][0]
-	assert.Equal(t, uint64(500), lw.StartBlock)
-	assert.False(t, lw.Accepts(paywatch.USDT, "x", 499), "a transfer before the address was assigned")
-	assert.True(t, lw.Accepts(paywatch.USDT, "x", 501))
+	assert.Equal(t, uint64(510), lw.StartBlock)
+	assert.False(t, lw.Accepts(paywatch.USDT, "x", 509), "a transfer before the address was assigned")
+	assert.True(t, lw.Accepts(paywatch.USDT, "x", 511))
+}
+
+// A start block is the chain's head when the address is assigned, not the
+// scanner's cursor: a scanner lagging far behind must not let an older
+// transfer to a shared pool address count for a new payment.
+func TestStartBlockIsTheChainHeadAtAssignment(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.TRC20
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	dn, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{dn.RPCURL}, Contracts: dn.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	heads := chains.NewHeads(set, func(paywatch.Network) time.Duration { return time.Nanosecond })
+	s, _ := newStore(t, store.WithChainHeads(heads))
+
+	// The scanner read up to block 2 and stopped there.
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 2, BlockHash: "h2", Head: 2}, nil)
+	require.NoError(t, err)
+	addr := paywatch.TronAddressFromEVMBytes(bytes.Repeat([]byte{7}, 20))
+	prj := project(t, s, "pool", pool(paywatch.MatchMicroAmount, 3), staticWallet("TRC20", addr))
+	old, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "10"})
+	require.NoError(t, err)
+	_, err = d.Mine(ctx, n, 5)
+	require.NoError(t, err)
+	dn, _ = d.Network(n)
+
+	p, _, err := s.CreatePayment(ctx, newPayment(prj, "c1", "10"))
+	require.NoError(t, err)
+	assert.Equal(t, dn.Head, p.StartBlock)
+	w, err := s.WatchedAddresses(ctx, n, []string{addr}, nil)
+	require.NoError(t, err)
+	require.Len(t, w[addr], 1)
+	assert.False(t, w[addr][0].Accepts(paywatch.USDT, old.TxHash, old.BlockNumber), "mined before the address was assigned")
+
+	// A chain that cannot be asked does not stop creation: the newest block
+	// a scanner saw stands in.
+	dead, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{"127.0.0.1:1"}, Contracts: dn.Tokens})
+	require.NoError(t, err)
+	defer dead.Close()
+	s = store.New(s.Pool(), store.WithChainHeads(chains.NewHeads(dead, func(paywatch.Network) time.Duration { return 0 })))
+	p, _, err = s.CreatePayment(ctx, newPayment(prj, "c2", "10"))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), p.StartBlock)
 }
 
 // transfer is a recorded transfer fixture.
@@ -186,7 +236,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	b := transfer("bb", 3, 102, "h102", 7_000_000)
 	var inside bool
 	res, err := s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 150,
-		Transfers: []store.ChainTransfer{a, b, a}}, func(ctx context.Context) error {
+		Transfers: []store.ChainTransfer{a, b, a}}, func(ctx context.Context, _ map[store.TransferKey]string) error {
 		// The batch is visible inside the transaction only.
 		_, ok, err := s.ChainTransferByKey(context.Background(), n, a.Key())
 		require.NoError(t, err)
@@ -213,7 +263,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	c := transfer("cc", 0, 120, "h120", 1)
 	boom := errors.New("signal failed")
 	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 130, BlockHash: "h130", Head: 150,
-		Transfers: []store.ChainTransfer{c}}, func(context.Context) error { return boom })
+		Transfers: []store.ChainTransfer{c}}, func(context.Context, map[store.TransferKey]string) error { return boom })
 	require.ErrorIs(t, err, boom)
 	_, ok, err = s.ChainTransferByKey(ctx, n, c.Key())
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,6 +16,23 @@ type Store struct {
 	now  func() time.Time
 	// offered lists the networks the service offers; nil means all.
 	offered []paywatch.Network
+	// heads reads a network's chain head for address assignments; nil
+	// means the scanners' cursors only.
+	heads HeadReader
+}
+
+// HeadReader reads a network's current chain head; *chains.Heads
+// implements it.
+type HeadReader interface {
+	Head(ctx context.Context, n paywatch.Network) (uint64, error)
+}
+
+// WithChainHeads makes address assignment read the chain head for a
+// payment's start block. Without it (or when the read fails) the start
+// block is the newest block a scanner has seen (its cursor, or the head it
+// saw with its last batch).
+func WithChainHeads(h HeadReader) Option {
+	return func(s *Store) { s.heads = h }
 }
 
 // Option configures a Store.

@@ -100,7 +100,9 @@ type chain interface {
 	// fail on chain (TransferFailed).
 	transfer(ctx context.Context, reqs []TransferRequest, failed bool) ([]TransferResult, error)
 	mine(ctx context.Context, count int) (uint64, error)
-	reorg(ctx context.Context, depth int) (uint64, []string, error)
+	// reorg replaces the newest depth blocks; reinclude mines their
+	// transactions again in one block after the new branch.
+	reorg(ctx context.Context, depth int, reinclude bool) (uint64, []string, error)
 	close() error
 }
 
@@ -335,9 +337,26 @@ func (d *Devnet) Mine(ctx context.Context, n paywatch.Network, count int) (uint6
 // of depth+1 empty blocks, as a real reorg does, and returns the new head
 // and the hashes of the transactions that were in the replaced blocks (all
 // of them token transfers). Those transactions are gone for good: they are
-// not mined again. The blocks made at start (token deployment and funding on
-// EVM chains, genesis everywhere) cannot be replaced.
+// not mined again (ReorgReinclude mines them again). The blocks made at
+// start (token deployment and funding on EVM chains, genesis everywhere)
+// cannot be replaced.
 func (d *Devnet) Reorg(ctx context.Context, n paywatch.Network, depth int) (uint64, []string, error) {
+	return d.reorg(ctx, n, depth, false)
+}
+
+// ReorgReinclude is Reorg followed by what happens when the replaced
+// blocks' transactions are still in the mempool: they are mined again, the
+// same signed transactions with the same hashes and in the same order, in
+// one block right after the new branch's tip, which is the head it
+// returns (the old head + 2). dropped lists them, as Reorg's does. That
+// block is mined even when there is nothing to mine again, so the head
+// moves the same way every time.
+func (d *Devnet) ReorgReinclude(ctx context.Context, n paywatch.Network, depth int) (uint64, []string, error) {
+	return d.reorg(ctx, n, depth, true)
+}
+
+// reorg checks a reorg's arguments and hands it to the chain.
+func (d *Devnet) reorg(ctx context.Context, n paywatch.Network, depth int, reinclude bool) (uint64, []string, error) {
 	c, err := d.chain(n)
 	if err != nil {
 		return 0, nil, err
@@ -345,7 +364,7 @@ func (d *Devnet) Reorg(ctx context.Context, n paywatch.Network, depth int) (uint
 	if depth < 1 || depth > MaxReorgDepth {
 		return 0, nil, paywatch.Errorf(paywatch.EINVALID, "depth must be between 1 and %d", MaxReorgDepth)
 	}
-	return c.reorg(ctx, depth)
+	return c.reorg(ctx, depth, reinclude)
 }
 
 // parseRequest validates the parts of a transfer request every chain

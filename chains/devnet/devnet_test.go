@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/chains/devnet"
 )
 
@@ -251,4 +252,81 @@ func TestHandler(t *testing.T) {
 	code, body = do(t, h, "GET", "/devnet/nothing", "")
 	assert.Equal(t, http.StatusNotFound, code)
 	assert.Equal(t, "Not found", body["error"])
+}
+
+// POST /devnet/reorg with reinclude: the dropped transactions are mined
+// again, the same signed transactions with the same hashes, in the block
+// after the new branch's tip, as when a reorged transaction is still in the
+// mempool. A transfer that failed fails again.
+func TestReorgReincludeMinesTheDroppedTransfersAgain(t *testing.T) {
+	d := start(t, devnet.Config{Networks: []paywatch.Network{paywatch.TRC20, paywatch.POLYGON}})
+	h := d.Handler()
+	for _, n := range []paywatch.Network{paywatch.TRC20, paywatch.POLYGON} {
+		t.Run(string(n), func(t *testing.T) {
+			ctx := context.Background()
+			st, _ := d.Network(n)
+			c, err := chains.Dial(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+			require.NoError(t, err)
+			defer c.Close()
+			to := devnet.Accounts()[2].EVM
+			if n == paywatch.TRC20 {
+				to = devnet.Accounts()[2].Tron
+			}
+			req := devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "5"}
+			a, err := d.Transfer(ctx, req)
+			require.NoError(t, err)
+			failed, err := d.TransferFailed(ctx, req)
+			require.NoError(t, err)
+			batch, err := d.TransferBatch(ctx, []devnet.TransferRequest{req, req})
+			require.NoError(t, err)
+			before, err := d.Mine(ctx, n, 1)
+			require.NoError(t, err)
+			sent := []string{a.TxHash, failed.TxHash, batch[0].TxHash, batch[1].TxHash}
+
+			code, body := do(t, h, "POST", "/devnet/reorg", `{"network":"`+string(n)+`","depth":4,"reinclude":true}`)
+			require.Equal(t, http.StatusOK, code, "%v", body)
+			head := uint64(body["head"].(float64))
+			assert.Equal(t, before+2, head, "the new branch (one block longer), then the block that mines them again")
+			var dropped []string
+			for _, h := range body["dropped"].([]any) {
+				dropped = append(dropped, h.(string))
+			}
+			assert.Equal(t, sent, dropped, "dropped still lists them")
+
+			ts, err := c.Transfers(ctx, before-3, head)
+			require.NoError(t, err)
+			require.Len(t, ts, 3, "the successful transfers, once each")
+			for i, h := range []string{a.TxHash, batch[0].TxHash, batch[1].TxHash} {
+				assert.Equal(t, h, ts[i].TxHash, "the same hash")
+				assert.Equal(t, head, ts[i].BlockNumber, "in the block after the new branch's tip")
+				got, found, err := c.TransactionTransfers(ctx, h)
+				require.NoError(t, err)
+				require.True(t, found, "its receipt is in the new block")
+				require.Len(t, got, 1)
+				assert.Equal(t, head, got[0].BlockNumber)
+				hash, err := c.BlockHash(ctx, head)
+				require.NoError(t, err)
+				assert.Equal(t, hash, got[0].BlockHash)
+			}
+			_, found, err := c.TransactionTransfers(ctx, failed.TxHash)
+			require.NoError(t, err)
+			assert.False(t, found, "the failed transfer failed again")
+
+			// From Go, and once more: the block of the mined-again transfers
+			// is replaced too, and they come back after the new tip.
+			again, dropped, err := d.ReorgReinclude(ctx, n, 1)
+			require.NoError(t, err)
+			assert.Equal(t, head+2, again)
+			assert.Equal(t, sent, dropped)
+			got, found, err := c.TransactionTransfers(ctx, a.TxHash)
+			require.NoError(t, err)
+			require.True(t, found)
+			assert.Equal(t, again, got[0].BlockNumber)
+
+			// The chain goes on as usual.
+			next, err := d.Transfer(ctx, req)
+			require.NoError(t, err)
+			assert.Equal(t, again+1, next.BlockNumber)
+		})
+	}
 }

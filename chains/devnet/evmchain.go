@@ -392,7 +392,10 @@ func (c *evmChain) mine(ctx context.Context, count int) (uint64, error) {
 // the newest depth blocks with the simulated beacon's Fork, empties the
 // transaction pool (which the rewind refills with the replaced blocks'
 // transactions, as a real node would), and seals depth+1 empty blocks.
-func (c *evmChain) reorg(ctx context.Context, depth int) (uint64, []string, error) {
+// With reinclude it then puts the replaced blocks' signed transactions back
+// into the pool and seals one more block with them: the same hashes, each
+// with the receipt status it had.
+func (c *evmChain) reorg(ctx context.Context, depth int, reinclude bool) (uint64, []string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	head := c.head()
@@ -405,6 +408,7 @@ func (c *evmChain) reorg(ctx context.Context, depth int) (uint64, []string, erro
 	fork := head - uint64(depth)
 	var dropped []string
 	var oldHashes []common.Hash
+	var txs []*types.Transaction
 	for n := fork + 1; n <= head; n++ {
 		b := bc.GetBlockByNumber(n)
 		if b == nil {
@@ -413,6 +417,19 @@ func (c *evmChain) reorg(ctx context.Context, depth int) (uint64, []string, erro
 		oldHashes = append(oldHashes, b.Hash())
 		for _, tx := range b.Transactions() {
 			dropped = append(dropped, tx.Hash().Hex())
+			txs = append(txs, tx)
+		}
+	}
+	// The receipt statuses, for checking that the transactions mined again
+	// do what they did (a TransferFailed transaction fails again).
+	statuses := make([]uint64, len(txs))
+	if reinclude {
+		for i, tx := range txs {
+			r, err := c.client.TransactionReceipt(ctx, tx.Hash())
+			if err != nil {
+				return head, nil, fmt.Errorf("%s: receipt of %s: %w", c.info.Network, tx.Hash().Hex(), err)
+			}
+			statuses[i] = r.Status
 		}
 	}
 	if err := c.beacon.Fork(bc.GetCanonicalHash(fork)); err != nil {
@@ -439,10 +456,47 @@ func (c *evmChain) reorg(ctx context.Context, depth int) (uint64, []string, erro
 			return c.head(), nil, fmt.Errorf("%s: reorg: transaction %s is still on chain (%v)", c.info.Network, h, err)
 		}
 	}
+	if reinclude {
+		if err := c.reinclude(ctx, txs, statuses); err != nil {
+			return c.head(), nil, fmt.Errorf("%s: reorg: %w", c.info.Network, err)
+		}
+	}
 	if dropped == nil {
 		dropped = []string{}
 	}
 	return c.head(), dropped, nil
+}
+
+// reinclude seals one block with txs, signed transactions a reorg dropped,
+// and checks that each is in it with the receipt status it had before.
+// Callers hold mu.
+func (c *evmChain) reinclude(ctx context.Context, txs []*types.Transaction, statuses []uint64) error {
+	pool := c.eth.TxPool()
+	for i, err := range pool.Add(txs, true) {
+		if err != nil {
+			pool.Clear()
+			return fmt.Errorf("transaction %s back into the pool: %w", txs[i].Hash().Hex(), err)
+		}
+	}
+	if err := c.commit(); err != nil {
+		pool.Clear()
+		return err
+	}
+	head := c.head()
+	for i, tx := range txs {
+		r, err := c.client.TransactionReceipt(ctx, tx.Hash())
+		if err != nil {
+			pool.Clear()
+			return fmt.Errorf("transaction %s was not mined again: %w", tx.Hash().Hex(), err)
+		}
+		if r.BlockNumber.Uint64() != head {
+			return fmt.Errorf("transaction %s mined again in block %d, want %d", tx.Hash().Hex(), r.BlockNumber, head)
+		}
+		if r.Status != statuses[i] {
+			return fmt.Errorf("transaction %s mined again with receipt status %d, had %d", tx.Hash().Hex(), r.Status, statuses[i])
+		}
+	}
+	return nil
 }
 
 // close implements chain.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 
 	"github.com/paywatch/paywatch"
@@ -49,7 +50,16 @@ type transferResultJSON struct {
 //	GET  /devnet            200 {networks: [{network, chain_id, head, rpc_url, tokens: {USDT, USDC}}]}
 //	POST /devnet/transfers  {network, token, to, amount, from?} → 201 {tx_hash, block_number, network, token, from, to, amount}
 //	POST /devnet/blocks     {network, count} → 200 {network, head}
-//	POST /devnet/reorg      {network, depth} → 200 {network, head, dropped: [tx_hash, ...]}
+//	POST /devnet/reorg      {network, depth, reinclude?} → 200 {network, head, dropped: [tx_hash, ...]}
+//
+// With reinclude true, the reorg's dropped transactions are mined again,
+// with the same hashes, in the block after the new branch's tip
+// (Devnet.ReorgReinclude).
+//
+// The POST endpoints take only Content-Type application/json (415
+// otherwise): a form or text/plain POST is what a web page can send across
+// origins without a preflight, and a page a developer visits must not mine
+// or reorg the dev chains. The API listener adds its Host rule in front.
 //
 // amount is a decimal string (a JSON number is accepted too). Errors are
 // {"error": "..."}: 400 for bad input (including From not a devnet account
@@ -58,9 +68,9 @@ type transferResultJSON struct {
 func (d *Devnet) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /devnet", d.handleStatus)
-	mux.HandleFunc("POST /devnet/transfers", d.handleTransfer)
-	mux.HandleFunc("POST /devnet/blocks", d.handleBlocks)
-	mux.HandleFunc("POST /devnet/reorg", d.handleReorg)
+	mux.HandleFunc("POST /devnet/transfers", jsonOnly(d.handleTransfer))
+	mux.HandleFunc("POST /devnet/blocks", jsonOnly(d.handleBlocks))
+	mux.HandleFunc("POST /devnet/reorg", jsonOnly(d.handleReorg))
 	mux.HandleFunc("/devnet/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not found"})
 	})
@@ -140,8 +150,9 @@ func (d *Devnet) handleBlocks(w http.ResponseWriter, r *http.Request) {
 
 func (d *Devnet) handleReorg(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Network string `json:"network"`
-		Depth   *int   `json:"depth"`
+		Network   string `json:"network"`
+		Depth     *int   `json:"depth"`
+		Reinclude bool   `json:"reinclude"`
 	}
 	if !readJSON(w, r, &in) {
 		return
@@ -154,7 +165,11 @@ func (d *Devnet) handleReorg(w http.ResponseWriter, r *http.Request) {
 		writeError(w, paywatch.Errorf(paywatch.EINVALID, "depth is required"))
 		return
 	}
-	head, dropped, err := d.Reorg(r.Context(), paywatch.Network(in.Network), *in.Depth)
+	reorg := d.Reorg
+	if in.Reinclude {
+		reorg = d.ReorgReinclude
+	}
+	head, dropped, err := reorg(r.Context(), paywatch.Network(in.Network), *in.Depth)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -219,8 +234,25 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 // writeJSON answers v as JSON with the given status.
+// msgJSONOnly is the 415 of a control request that is not JSON.
+const msgJSONOnly = "Content-Type must be application/json"
+
+// jsonOnly refuses a request whose Content-Type is not application/json.
+func jsonOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": msgJSONOnly})
+			return
+		}
+		h(w, r)
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }

@@ -332,8 +332,12 @@ func (c *tronChain) mine(ctx context.Context, count int) (uint64, error) {
 }
 
 // reorg implements chain: it drops the newest depth blocks, undoing their
-// transfers, and appends depth+1 empty blocks.
-func (c *tronChain) reorg(_ context.Context, depth int) (uint64, []string, error) {
+// transfers, and appends depth+1 empty blocks. With reinclude it then
+// appends one block with the dropped transactions, the same signed
+// transactions (same ids) in the same order, redoing their transfers.
+// Unlike java-tron, the devnet checks neither a transaction's reference
+// block (which the reorg may have replaced) nor its expiration.
+func (c *tronChain) reorg(_ context.Context, depth int, reinclude bool) (uint64, []string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	head := c.head().num
@@ -354,15 +358,27 @@ func (c *tronChain) reorg(_ context.Context, depth int) (uint64, []string, error
 			delete(c.txBlock, tx.id)
 		}
 	}
+	var txs []*tronTx
 	for _, b := range c.blocks[keep:] {
 		for _, tx := range b.txs {
 			dropped = append(dropped, hex.EncodeToString(tx.id[:]))
+			txs = append(txs, tx)
 		}
 	}
 	clear(c.blocks[keep:])
 	c.blocks = c.blocks[:keep]
 	for range depth + 1 {
 		c.appendBlock(nil)
+	}
+	if reinclude {
+		// The balances are back to what they were before the dropped
+		// blocks, so the transfers go through again in their order.
+		for _, tx := range txs {
+			if !tx.failed {
+				c.move(tx.from, tx.to, tx.amount)
+			}
+		}
+		c.appendBlock(txs)
 	}
 	return c.head().num, dropped, nil
 }

@@ -7,6 +7,11 @@
 // watched. Block hashes are taken as the node reports them, never recomputed
 // from decoded headers, so they match the blockHash of logs on chains whose
 // headers go-ethereum does not know field for field.
+//
+// The scanner reads its batches with ReadBatch (batch.go): JSON-RPC batches
+// that also check the blocks near the head against their logsBloom, so that
+// a provider whose log index lags behind its head cannot make it pass a
+// block as one without transfers.
 package evm
 
 import (
@@ -184,7 +189,28 @@ func (c *Client) AddressTransfers(ctx context.Context, addr string, from uint64)
 // logs runs eth_getLogs over [from, to] in chunks for the token contracts
 // and the given topics, and decodes the transfers.
 func (c *Client) logs(ctx context.Context, from, to uint64, topics [][]common.Hash) ([]chainapi.Transfer, error) {
+	logs, err := c.rawLogs(ctx, from, to, topics)
+	if err != nil {
+		return nil, err
+	}
+	return c.decodeAll(logs), nil
+}
+
+// decodeAll decodes the transfers among logs.
+func (c *Client) decodeAll(logs []types.Log) []chainapi.Transfer {
 	var out []chainapi.Transfer
+	for i := range logs {
+		if t, ok := c.decode(&logs[i]); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// rawLogs runs eth_getLogs over [from, to] in chunks for the token
+// contracts and the given topics.
+func (c *Client) rawLogs(ctx context.Context, from, to uint64, topics [][]common.Hash) ([]types.Log, error) {
+	var out []types.Log
 	for start := from; start <= to; {
 		size := c.rangeLimit.Load()
 		end := to
@@ -210,11 +236,7 @@ func (c *Client) logs(ctx context.Context, from, to uint64, topics [][]common.Ha
 			return nil, fmt.Errorf("evm: %s logs of blocks %d-%d: %w", c.network, start, end, err)
 		}
 		c.maybeGrow(size)
-		for i := range logs {
-			if t, ok := c.decode(&logs[i]); ok {
-				out = append(out, t)
-			}
-		}
+		out = append(out, logs...)
 		if end == to {
 			break
 		}

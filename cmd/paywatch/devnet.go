@@ -24,8 +24,10 @@ Commands:
       --from must be a devnet account (default: the faucet)
   blocks --network N [--count K]
       mine K blocks at once (default 1)
-  reorg --network N --depth D
-      replace the newest D blocks with a longer branch without their transfers
+  reorg --network N --depth D [--reinclude]
+      replace the newest D blocks with a longer branch without their transfers;
+      --reinclude mines those transfers again, with the same hashes, in the
+      block after the new branch's tip (as when they are still in the mempool)
   status
       the devnet chains: network, chain id, head, RPC URL, token contracts
 `
@@ -105,6 +107,7 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 		return http.MethodPost, "/devnet/blocks", map[string]any{"network": upper(*network), "count": k}, nil
 	case "reorg":
 		depth := fs.String("depth", "", "number of blocks to replace")
+		reinclude := fs.Bool("reinclude", false, "mine the dropped transfers again after the new branch")
 		if err := parse("network", "depth"); err != nil {
 			return "", "", nil, err
 		}
@@ -112,7 +115,11 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 		if err != nil {
 			return "", "", nil, fmt.Errorf("--depth %q is not a number", *depth)
 		}
-		return http.MethodPost, "/devnet/reorg", map[string]any{"network": upper(*network), "depth": d}, nil
+		body = map[string]any{"network": upper(*network), "depth": d}
+		if *reinclude {
+			body["reinclude"] = true
+		}
+		return http.MethodPost, "/devnet/reorg", body, nil
 	case "status":
 		if err := parse(); err != nil {
 			return "", "", nil, err

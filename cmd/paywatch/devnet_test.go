@@ -99,6 +99,23 @@ func TestDevnetCommands(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, sent.TxHash, "the transfer was in the replaced blocks")
 
+	// --reinclude: the dropped transfer is mined again, with its hash, in
+	// the block after the new branch's tip.
+	code, out, errOut = cli("send", "--network", "ARBITRUM", "--to", to, "--amount", "2")
+	require.Equal(t, 0, code, errOut)
+	var again struct {
+		TxHash      string `json:"tx_hash"`
+		BlockNumber uint64 `json:"block_number"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &again))
+	code, out, errOut = cli("reorg", "--network", "ARBITRUM", "--depth", "1", "--reinclude")
+	require.Equal(t, 0, code, errOut)
+	assert.JSONEq(t, `{"network": "ARBITRUM", "head": `+itoa(again.BlockNumber+2)+`, "dropped": ["`+again.TxHash+`"]}`, out)
+	ts, found, err := c.TransactionTransfers(ctx, again.TxHash)
+	require.NoError(t, err)
+	require.True(t, found, "mined again")
+	assert.Equal(t, again.BlockNumber+2, ts[0].BlockNumber)
+
 	// Refusals of the devnet: exit 1 with its message.
 	code, _, errOut = cli("send", "--network", "ERC20", "--to", to, "--amount", "1")
 	assert.Equal(t, 1, code)

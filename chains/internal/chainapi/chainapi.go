@@ -91,7 +91,52 @@ var (
 	// ErrBlockNotFound means the node has no block at the asked height
 	// (above its head).
 	ErrBlockNotFound = errors.New("block not found")
+	// ErrIncompleteRead means a batch was not read fully: the node's answers
+	// disagree about a recent block (its header says it may hold token
+	// transfers, the logs answer has none, and the node cannot confirm that
+	// for the block alone), as when a load-balanced provider's log index
+	// lags behind the backend that served the head. Read the batch again
+	// later; never take the block as one without transfers.
+	ErrIncompleteRead = errors.New("batch not read fully")
 )
+
+// BatchQuery asks a BatchReader for one scanner batch.
+type BatchQuery struct {
+	// From and To are the batch's blocks, inclusive; To must not exceed
+	// the head.
+	From, To uint64
+	// Head is the newest block the caller knows of. EVM clients check the
+	// blocks within RecentBlocks of it for logs the node left out.
+	Head uint64
+	// Cursor, when above 0, is the block the caller's cursor is at (below
+	// From); its hash is read after To's, so that a reorg that replaced it
+	// before the transfers were read shows up.
+	Cursor uint64
+}
+
+// BatchRead is one scanner batch as read.
+type BatchRead struct {
+	// Hash is the hash of block To, read before the transfers: a reorg
+	// after that read changes it, and the next batch sees it.
+	Hash string
+	// CursorHash is the hash of block Cursor ("" when Cursor is 0).
+	CursorHash string
+	// Transfers are the batch's transfers, as Transfers returns them.
+	Transfers []Transfer
+}
+
+// BatchReader is implemented by clients that read a scanner batch in fewer
+// calls than BlockHash, Transfers and BlockHash in turn, or that check it
+// for completeness (the EVM clients). chains.ReadBatch uses it when a
+// client has it.
+type BatchReader interface {
+	// ReadBatch reads the hash of block q.To, then the transfers of blocks
+	// [q.From, q.To], then the hash of block q.Cursor (when above 0). It
+	// returns ErrBlockNotFound when the node has no block To or Cursor,
+	// and ErrIncompleteRead when it cannot vouch that the transfers are
+	// all there.
+	ReadBatch(ctx context.Context, q BatchQuery) (BatchRead, error)
+}
 
 // Defaults of Config.MaxBlockRange and Config.Concurrency.
 const (

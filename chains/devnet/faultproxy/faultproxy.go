@@ -1,0 +1,301 @@
+// Package faultproxy puts a devnet EVM chain behind a misbehaving JSON-RPC
+// "load balancer", for tests of what the chain clients and the scanner do
+// when a provider's answers disagree with each other.
+//
+// The proxy forwards every JSON-RPC call (single or batched) to the real
+// node, so eth_blockNumber and eth_getBlockByNumber come from the node, and
+// then damages the answers it is told to:
+//
+//   - LogLag: the log index lags behind the head. eth_getLogs leaves out the
+//     logs of the newest LogLag blocks (a range made only of such blocks
+//     answers []), and eth_getLogs by blockHash (EIP-234) for one of them
+//     fails with "unknown block", as a backend that has not seen the block
+//     answers.
+//   - SaturateBlooms: every block's logsBloom has all bits set, as on busy
+//     chains whose blooms match everything, so every block without matching
+//     logs is a bloom false positive.
+//
+// It is a test helper: it reads the node over plain HTTP on loopback and
+// is not meant for anything else.
+package faultproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Config configures Start.
+type Config struct {
+	// Upstream is the node's JSON-RPC URL (devnet.NetworkStatus.RPCURL).
+	Upstream string
+	// LogLag is how many of the newest blocks eth_getLogs does not know
+	// yet; 0 hides nothing. SetLogLag changes it while the proxy runs.
+	LogLag uint64
+	// SaturateBlooms answers every block's logsBloom with all bits set.
+	SaturateBlooms bool
+}
+
+// Proxy is a running fault-injecting JSON-RPC proxy.
+type Proxy struct {
+	// URL is the proxy's JSON-RPC URL, for chains.Config.URLs.
+	URL string
+
+	upstream string
+	saturate bool
+	lag      atomic.Uint64
+	byHashOK atomic.Bool
+	srv      *httptest.Server
+	hc       *http.Client
+
+	mu       sync.Mutex
+	requests int
+	methods  map[string]int
+	hidden   int
+}
+
+// Start starts a proxy in front of cfg.Upstream on a loopback port.
+func Start(cfg Config) *Proxy {
+	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, methods: map[string]int{}, hc: &http.Client{}}
+	p.lag.Store(cfg.LogLag)
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	p.URL = p.srv.URL
+	return p
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() { p.srv.Close() }
+
+// SetLogLag changes how many of the newest blocks eth_getLogs hides; 0
+// makes the log index catch up.
+func (p *Proxy) SetLogLag(n uint64) { p.lag.Store(n) }
+
+// HideRangesOnly makes the lag apply to eth_getLogs over block ranges
+// only: asked by its hash, a lagging block's logs come back in full, as
+// from a provider whose backends lag unevenly.
+func (p *Proxy) HideRangesOnly(on bool) { p.byHashOK.Store(on) }
+
+// Requests returns the HTTP requests served so far: a JSON-RPC batch is one.
+func (p *Proxy) Requests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests
+}
+
+// Calls returns how many JSON-RPC calls of method were served, batched or
+// not.
+func (p *Proxy) Calls(method string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.methods[method]
+}
+
+// Hidden returns how many eth_getLogs answers the proxy damaged: logs left
+// out, or an "unknown block" error.
+func (p *Proxy) Hidden() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hidden
+}
+
+// message is a JSON-RPC request or response, as far as the proxy reads it.
+type message struct {
+	JSONRPC string            `json:"jsonrpc"`
+	ID      json.RawMessage   `json:"id,omitempty"`
+	Method  string            `json:"method,omitempty"`
+	Params  []json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage   `json:"result,omitempty"`
+	Error   json.RawMessage   `json:"error,omitempty"`
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	p.requests++
+	p.mu.Unlock()
+	body = bytes.TrimSpace(body)
+	var out any
+	if len(body) > 0 && body[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(body, &batch); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answers := make([]json.RawMessage, len(batch))
+		for i, m := range batch {
+			if answers[i], err = p.handle(m); err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+		}
+		out = answers
+	} else {
+		if out, err = p.handle(body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// handle answers one JSON-RPC call.
+func (p *Proxy) handle(raw json.RawMessage) (json.RawMessage, error) {
+	var req message
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.methods[req.Method]++
+	p.mu.Unlock()
+	resp, err := p.forward(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch req.Method {
+	case "eth_getLogs":
+		if lag := p.lag.Load(); lag > 0 && len(req.Params) == 1 {
+			return p.lagLogs(req, resp, lag)
+		}
+	case "eth_getBlockByNumber", "eth_getBlockByHash":
+		if p.saturate {
+			return saturate(resp)
+		}
+	}
+	return resp, nil
+}
+
+// forward sends one JSON-RPC message to the node and returns its answer.
+func (p *Proxy) forward(raw json.RawMessage) (json.RawMessage, error) {
+	resp, err := p.hc.Post(p.upstream, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("upstream: HTTP %d: %s", resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+// call makes a JSON-RPC call of the proxy's own to the node.
+func (p *Proxy) call(result any, method string, params ...any) error {
+	raw, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	b, err := p.forward(raw)
+	if err != nil {
+		return err
+	}
+	var m message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if len(m.Error) > 0 {
+		return fmt.Errorf("upstream %s: %s", method, m.Error)
+	}
+	return json.Unmarshal(m.Result, result)
+}
+
+// lagLogs damages an eth_getLogs answer as a log index lag blocks behind
+// the head would give it.
+func (p *Proxy) lagLogs(req message, resp json.RawMessage, lag uint64) (json.RawMessage, error) {
+	var r message
+	if err := json.Unmarshal(resp, &r); err != nil || len(r.Error) > 0 {
+		return resp, err
+	}
+	var head string
+	if err := p.call(&head, "eth_blockNumber"); err != nil {
+		return nil, err
+	}
+	h, err := parseHex(head)
+	if err != nil {
+		return nil, err
+	}
+	known := h - min(h, lag) // the newest block the index has
+	var filter struct {
+		BlockHash string `json:"blockHash"`
+	}
+	_ = json.Unmarshal(req.Params[0], &filter)
+	if filter.BlockHash != "" {
+		if p.byHashOK.Load() {
+			return resp, nil
+		}
+		var b struct {
+			Number string `json:"number"`
+		}
+		if err := p.call(&b, "eth_getBlockByHash", filter.BlockHash, false); err != nil {
+			return nil, err
+		}
+		if n, err := parseHex(b.Number); err == nil && n > known {
+			p.mu.Lock()
+			p.hidden++
+			p.mu.Unlock()
+			return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+				"error": map[string]any{"code": -32000, "message": "unknown block"}})
+		}
+		return resp, nil
+	}
+	var logs []map[string]any
+	if err := json.Unmarshal(r.Result, &logs); err != nil {
+		return resp, nil //nolint:nilerr // not a list of logs: leave it
+	}
+	kept := make([]map[string]any, 0, len(logs))
+	for _, l := range logs {
+		s, _ := l["blockNumber"].(string)
+		if n, err := parseHex(s); err == nil && n > known {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if len(kept) == len(logs) {
+		return resp, nil
+	}
+	p.mu.Lock()
+	p.hidden++
+	p.mu.Unlock()
+	return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": kept})
+}
+
+// fullBloom is a logsBloom with every bit set.
+var fullBloom = "0x" + strings.Repeat("ff", 256)
+
+// saturate sets every bit of a block answer's logsBloom.
+func saturate(resp json.RawMessage) (json.RawMessage, error) {
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(resp, &r); err != nil {
+		return nil, err
+	}
+	var block map[string]any
+	if err := json.Unmarshal(r["result"], &block); err != nil || block == nil {
+		return resp, nil //nolint:nilerr // null (unknown block) or an error: leave it
+	}
+	block["logsBloom"] = fullBloom
+	b, err := json.Marshal(block)
+	if err != nil {
+		return nil, err
+	}
+	r["result"] = b
+	return json.Marshal(r)
+}
+
+// parseHex parses a JSON-RPC quantity such as "0x1a".
+func parseHex(s string) (uint64, error) {
+	return strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+}
