@@ -1,0 +1,125 @@
+package workflows_test
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// replayHistoryDir holds the recorded histories of deployed workflows, in
+// Temporal's JSON history format (what `temporal workflow show --output
+// json` prints). TestRecordReplayHistories writes them.
+const replayHistoryDir = "testdata/replay"
+
+// replayLifecyclePaths are the payment lifecycle paths whose recorded
+// histories must be present: the replay test fails without any of them, so
+// it can never pass by replaying nothing.
+var replayLifecyclePaths = []string{
+	"paid",
+	"partial-topped-up",
+	"overpaid",
+	"expired",
+	"late-paid",
+	"cancelled",
+	"pool-txid",
+	"reorg",
+	"select-network",
+	"continue-as-new",
+}
+
+// Every recorded history must replay with today's workflow code: a
+// non-determinism error means a change reordered the commands of a
+// deployed workflow, which must go behind workflow.GetVersion (a named
+// helper in versions.go) rather than a re-recording.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(replayHistoryDir, "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no recorded histories in %s; record them with "+
+		"PAYWATCH_RECORD_HISTORIES=1 go test ./workflows -run TestRecordReplayHistories", replayHistoryDir)
+	have := map[string]bool{}
+	for _, f := range files {
+		have[strings.TrimSuffix(filepath.Base(f), ".json")] = true
+	}
+	for _, name := range replayLifecyclePaths {
+		require.True(t, have[name], "the recorded history of the %q path is missing from %s", name, replayHistoryDir)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			// A history cut short would replay, but prove less: each ends
+			// its run, and the continue-as-new path by continuing.
+			end := enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+			if name == "continue-as-new" {
+				end = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+			}
+			require.Equal(t, end, lastHistoryEvent(t, f), "last event of %s", f)
+			replayHistoryFile(t, f)
+		})
+	}
+}
+
+// lastHistoryEvent returns the type of the last event of a JSON history.
+func lastHistoryEvent(t *testing.T, path string) enumspb.EventType {
+	t.Helper()
+	r, err := os.Open(path)
+	require.NoError(t, err)
+	defer r.Close()
+	h, err := client.HistoryFromJSON(r, client.HistoryJSONOptions{})
+	require.NoError(t, err, "read %s", path)
+	require.NotEmpty(t, h.GetEvents(), "%s has no events", path)
+	return h.GetEvents()[len(h.GetEvents())-1].GetEventType()
+}
+
+// replayHistoryFile replays one JSON history with the workflows registered
+// exactly as the worker registers them, and fails on any error, such as
+// non-determinism.
+func replayHistoryFile(t *testing.T, path string) {
+	t.Helper()
+	r := worker.NewWorkflowReplayer()
+	workflows.Register(replayRegistry{replayer: r}, &activities.Activities{})
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(logger, path), "replay of %s", path)
+}
+
+// replayRegistry lets workflows.Register register on a WorkflowReplayer:
+// workflows go to the replayer, activities are dropped (a replay runs
+// none). The embedded nil Registry is never called.
+type replayRegistry struct {
+	worker.Registry
+	replayer worker.WorkflowReplayer
+}
+
+func (r replayRegistry) RegisterWorkflow(w any) { r.replayer.RegisterWorkflow(w) }
+func (r replayRegistry) RegisterWorkflowWithOptions(w any, o workflow.RegisterOptions) {
+	r.replayer.RegisterWorkflowWithOptions(w, o)
+}
+func (r replayRegistry) RegisterDynamicWorkflow(w any, o workflow.DynamicRegisterOptions) {
+	r.replayer.RegisterDynamicWorkflow(w, o)
+}
+func (replayRegistry) RegisterActivity(any)                                         {}
+func (replayRegistry) RegisterActivityWithOptions(any, activity.RegisterOptions)    {}
+func (replayRegistry) RegisterDynamicActivity(any, activity.DynamicRegisterOptions) {}
+
+// testLogWriter writes log lines to the test's log.
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var _ io.Writer = testLogWriter{}
