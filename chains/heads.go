@@ -29,9 +29,12 @@ type Heads struct {
 	last  map[paywatch.Network]cachedHead
 }
 
-// cachedHead is a head and when it was read.
+// cachedHead is a head, or the error of reading it, and when it was read.
+// An error is kept as long as a head, so that while a chain cannot be read
+// one creation per interval waits for the timeout, not every creation.
 type cachedHead struct {
 	head uint64
+	err  error
 	at   time.Time
 }
 
@@ -42,8 +45,9 @@ func NewHeads(set *Set, maxAge func(paywatch.Network) time.Duration) *Heads {
 		locks: map[paywatch.Network]*sync.Mutex{}, last: map[paywatch.Network]cachedHead{}}
 }
 
-// Head returns network n's current head, read from its client or reused
-// from a read less than the network's max age ago.
+// Head returns network n's current head, read from its client or reused,
+// like the error of a failed read, from a read less than the network's max
+// age ago.
 func (h *Heads) Head(ctx context.Context, n paywatch.Network) (uint64, error) {
 	h.mu.Lock()
 	l, ok := h.locks[n]
@@ -59,7 +63,7 @@ func (h *Heads) Head(ctx context.Context, n paywatch.Network) (uint64, error) {
 	c, ok := h.last[n]
 	h.mu.Unlock()
 	if ok && h.now().Sub(c.at) < h.maxAge(n) {
-		return c.head, nil
+		return c.head, c.err
 	}
 	client, err := h.set.Client(n)
 	if err != nil {
@@ -69,11 +73,8 @@ func (h *Heads) Head(ctx context.Context, n paywatch.Network) (uint64, error) {
 	defer cancel()
 	at := h.now()
 	head, err := client.Head(ctx)
-	if err != nil {
-		return 0, err
-	}
 	h.mu.Lock()
-	h.last[n] = cachedHead{head: head, at: at}
+	h.last[n] = cachedHead{head: head, err: err, at: at}
 	h.mu.Unlock()
-	return head, nil
+	return head, err
 }

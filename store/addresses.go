@@ -124,28 +124,35 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 }
 
 // startBlock is the start block of an address assigned on network n now:
-// the chain head (WithChainHeads), so a transfer mined before the
-// assignment never counts for the payment, even when a scanner lags far
-// behind. If the head cannot be read, the newest block a scanner has seen
-// stands in (its cursor, or the head it saw with its last batch), and the
-// assignment goes ahead: a chain that cannot be read right now must not
-// stop payments from being created.
+// the block after the chain head (WithChainHeads), so a transfer mined
+// before the assignment, in the head block itself included, never counts
+// for the payment, even when a scanner lags far behind. If the head cannot
+// be read, the newest block a scanner has seen stands in (its cursor, or
+// the head it saw with its last batch), and the assignment goes ahead: a
+// chain that cannot be read right now must not stop payments from being
+// created. A head is reused for up to one block interval (chains.Heads),
+// so a transfer in the one block mined in that interval may still count.
+// With neither a head nor a scanned block the start block is 0, unknown.
 func (s *Store) startBlock(ctx context.Context, tx pgx.Tx, n paywatch.Network) (int64, error) {
 	var seen int64
 	err := tx.QueryRow(ctx, `SELECT GREATEST(height, head) FROM chain_cursors WHERE network = $1`, n).Scan(&seen)
 	if err != nil && !noRows(err) {
 		return 0, fmt.Errorf("read chain cursor: %w", err)
 	}
-	if s.heads == nil {
-		return seen, nil
+	newest := seen
+	if s.heads != nil {
+		head, err := s.heads.Head(ctx, n)
+		if err != nil {
+			slog.WarnContext(ctx, "chain head unavailable; the start block of the new address follows the scanner's newest block",
+				"network", n, "newestBlock", seen, "error", err)
+		} else {
+			newest = max(seen, int64(head))
+		}
 	}
-	head, err := s.heads.Head(ctx, n)
-	if err != nil {
-		slog.WarnContext(ctx, "chain head unavailable; the start block of the new address is the scanner's newest block",
-			"network", n, "startBlock", seen, "error", err)
-		return seen, nil
+	if newest == 0 {
+		return 0, nil // nothing known yet: the scanner's own start rule applies
 	}
-	return max(seen, int64(head)), nil
+	return newest + 1, nil
 }
 
 // derive takes the next derivation index of (wallet, family) and records the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,17 +153,17 @@ func TestStartBlockComesFromTheCursorAndBoundsMatching(t *testing.T) {
 	require.NoError(t, err)
 	late, _, err := s.CreatePayment(ctx, newPayment(hd, "late", "10"))
 	require.NoError(t, err)
-	assert.Equal(t, uint64(510), late.StartBlock, "without a chain to ask, a payment starts at the newest block a scanner saw")
+	assert.Equal(t, uint64(511), late.StartBlock, "without a chain to ask, a payment starts after the newest block a scanner saw")
 	first, ok, err := s.EarliestWatchedBlock(ctx, paywatch.TRC20)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, uint64(510), first)
+	assert.Equal(t, uint64(511), first)
 
 	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{early.Address, late.Address}, nil)
 	require.NoError(t, err)
 	lw := w[late.Address][0]
-	assert.Equal(t, uint64(510), lw.StartBlock)
-	assert.False(t, lw.Accepts(paywatch.USDT, "x", 509), "a transfer before the address was assigned")
+	assert.Equal(t, uint64(511), lw.StartBlock)
+	assert.False(t, lw.Accepts(paywatch.USDT, "x", 510), "a transfer before the address was assigned")
 	assert.True(t, lw.Accepts(paywatch.USDT, "x", 511))
 }
 
@@ -193,15 +194,21 @@ func TestStartBlockIsTheChainHeadAtAssignment(t *testing.T) {
 	require.NoError(t, err)
 	_, err = d.Mine(ctx, n, 5)
 	require.NoError(t, err)
+	// The newest block, the head at assignment, holds a transfer too.
+	last, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "10"})
+	require.NoError(t, err)
 	dn, _ = d.Network(n)
+	require.Equal(t, dn.Head, last.BlockNumber)
 
 	p, _, err := s.CreatePayment(ctx, newPayment(prj, "c1", "10"))
 	require.NoError(t, err)
-	assert.Equal(t, dn.Head, p.StartBlock)
+	assert.Equal(t, dn.Head+1, p.StartBlock, "the first block after the head")
 	w, err := s.WatchedAddresses(ctx, n, []string{addr}, nil)
 	require.NoError(t, err)
 	require.Len(t, w[addr], 1)
 	assert.False(t, w[addr][0].Accepts(paywatch.USDT, old.TxHash, old.BlockNumber), "mined before the address was assigned")
+	assert.False(t, w[addr][0].Accepts(paywatch.USDT, last.TxHash, last.BlockNumber), "mined in the head block, before the assignment")
+	assert.True(t, w[addr][0].Accepts(paywatch.USDT, "0x"+strings.Repeat("ab", 32), dn.Head+1), "mined after the assignment")
 
 	// A chain that cannot be asked does not stop creation: the newest block
 	// a scanner saw stands in.
@@ -211,7 +218,7 @@ func TestStartBlockIsTheChainHeadAtAssignment(t *testing.T) {
 	s = store.New(s.Pool(), store.WithChainHeads(chains.NewHeads(dead, func(paywatch.Network) time.Duration { return 0 })))
 	p, _, err = s.CreatePayment(ctx, newPayment(prj, "c2", "10"))
 	require.NoError(t, err)
-	assert.Equal(t, uint64(2), p.StartBlock)
+	assert.Equal(t, uint64(3), p.StartBlock, "after the scanner's newest block")
 }
 
 // transfer is a recorded transfer fixture.
