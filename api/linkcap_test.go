@@ -65,13 +65,13 @@ func TestPaymentLinkCountsAgainstTheDailyLimit(t *testing.T) {
 	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
 }
 
-func TestWalletUnusedTailAndDerivedAddresses(t *testing.T) {
+func TestWalletUnusedRunAndDerivedAddresses(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})
 	key := e.merchant("shop", "pro", nil, nil)
 	r := e.op("PUT", "/v1/projects/shop/wallet", hdWallet())
 	require.Equal(t, http.StatusOK, r.Code, r.Raw)
-	assert.Equal(t, map[string]any{"evm": jsonNumber("0"), "tron": jsonNumber("0")}, r.get("wallet.unused_tail"))
+	assert.Equal(t, map[string]any{"evm": jsonNumber("0"), "tron": jsonNumber("0")}, r.get("wallet.unused_run"))
 
 	var addrs []string
 	for i := range 3 {
@@ -84,7 +84,7 @@ func TestWalletUnusedTailAndDerivedAddresses(t *testing.T) {
 	require.NoError(t, err)
 	r = e.op("PUT", "/v1/projects/shop/wallet", map[string]any{})
 	require.Equal(t, http.StatusOK, r.Code, r.Raw)
-	assert.Equal(t, map[string]any{"evm": jsonNumber("0"), "tron": jsonNumber("2")}, r.get("wallet.unused_tail"))
+	assert.Equal(t, map[string]any{"evm": jsonNumber("0"), "tron": jsonNumber("2")}, r.get("wallet.unused_run"))
 
 	// Another project cannot register one of these deposit addresses.
 	e.merchant("other", "pro", map[string]any{"address_mode": "pool", "pool_matching": "txid"}, nil)

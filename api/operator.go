@@ -430,8 +430,8 @@ type walletRequest struct {
 // putWallet is PUT /v1/projects/{slug}/wallet: sets xPubs and adds static
 // addresses; a malformed or private key is refused with a message naming
 // what is wrong, and an address another project registered or derived
-// with a 409. The answer includes unused_tail: per family, how many derived
-// addresses at the end of the sequence never received funds.
+// with a 409. The answer includes unused_run: per family, the longest run
+// of consecutive derivation indices that never received funds.
 func (s *Server) putWallet(c echo.Context) error {
 	var req walletRequest
 	if err := decodeBody(c, &req); err != nil {
@@ -464,13 +464,13 @@ func (s *Server) putWallet(c echo.Context) error {
 	for _, n := range paywatch.Networks() {
 		addresses[string(n.Network)] = w.Addresses[n.Network]
 	}
-	tail, err := s.deps.Store.UnusedTail(c.Request().Context(), w.ID)
+	runs, err := s.deps.Store.UnusedRun(c.Request().Context(), w)
 	if err != nil {
 		return err
 	}
-	unusedTail := map[string]int{}
-	for f, n := range tail {
-		unusedTail[string(f)] = n
+	unusedRun := map[string]int{}
+	for f, n := range runs {
+		unusedRun[string(f)] = n
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "wallet": map[string]any{
 		"name":               w.Name,
@@ -480,7 +480,7 @@ func (s *Server) putWallet(c echo.Context) error {
 		// The operator watches it against the wallet software's gap
 		// limit: per_payment derives an address per payment, and
 		// abandoned payments leave unused ones behind.
-		"unused_tail": unusedTail,
+		"unused_run": unusedRun,
 	}})
 }
 

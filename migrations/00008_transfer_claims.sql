@@ -23,5 +23,30 @@ CREATE TABLE transfer_claims (
 );
 CREATE INDEX transfer_claims_payment_idx ON transfer_claims (payment_id);
 
+-- The transfers that payments already counted are claimed for them, the
+-- oldest payment first where the old rules let two payments take one
+-- transfer, so a new payment can never take them again. Confirmed ones are
+-- marked counted, and their amounts (stored as display decimals at the
+-- payment's token decimals) become their derived address's received
+-- total, which nothing kept before: per_user rotation and the
+-- unused-address report start from what was really received.
+INSERT INTO transfer_claims (network, tx_hash, log_index, payment_id, to_address, token, amount, counted_at)
+SELECT p.network, t->>'tx_hash', (t->>'log_index')::bigint, p.id, p.address, p.token,
+       trunc((t->>'amount')::numeric * power(10::numeric, p.decimals)),
+       CASE WHEN (t->>'confirmed')::boolean THEN now() END
+FROM payments p
+CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(p.transactions) = 'array' THEN p.transactions ELSE '[]'::jsonb END) t
+WHERE p.network IS NOT NULL AND p.address IS NOT NULL AND p.token IS NOT NULL
+ORDER BY p.created_at, p.id
+ON CONFLICT (network, tx_hash, log_index) DO NOTHING;
+
+UPDATE derived_addresses d SET received = d.received + c.total
+FROM (SELECT p.derived_address_id AS id, sum(c.amount) AS total
+      FROM transfer_claims c JOIN payments p ON p.id = c.payment_id
+      WHERE c.counted_at IS NOT NULL AND p.derived_address_id IS NOT NULL
+      GROUP BY p.derived_address_id) c
+WHERE d.id = c.id;
+
 -- +goose Down
 DROP TABLE transfer_claims;
+UPDATE derived_addresses SET received = 0;

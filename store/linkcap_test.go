@@ -182,22 +182,33 @@ func TestLinkPaymentsCountAsAPICalls(t *testing.T) {
 	assert.Equal(t, 4, dailyCalls(t, s, "shop@example.com", clk.Now()))
 }
 
-func TestUnusedTail(t *testing.T) {
+// The wallet answer reports, per family, the longest run of unused
+// derivation indices: a run before a funded address counts (that is where
+// wallet software stops looking), and so do the indices a replaced xPub
+// took, which the new xPub never used.
+func TestUnusedRun(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t)
 	ctx := context.Background()
 	p := project(t, s, "shop", store.ProjectSettings{}, hdWallet())
 	w, err := s.WalletOf(ctx, p.ID)
 	require.NoError(t, err)
-	tail, err := s.UnusedTail(ctx, w.ID)
+	run, err := s.UnusedRun(ctx, w)
 	require.NoError(t, err)
-	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 0, paywatch.FamilyTron: 0}, tail)
+	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 0, paywatch.FamilyTron: 0}, run)
 
+	tronPayment := func(ref string) *store.Payment {
+		pay, _, err := s.CreatePayment(ctx, newPayment(p, ref, "10"))
+		require.NoError(t, err)
+		return pay
+	}
+	fund := func(pay *store.Payment) {
+		_, err := s.Pool().Exec(ctx, `UPDATE derived_addresses SET received = 1000000 WHERE address = $1`, pay.Address)
+		require.NoError(t, err)
+	}
 	var tron []*store.Payment
 	for i := range 5 {
-		pay, _, err := s.CreatePayment(ctx, newPayment(p, "t"+strconv.Itoa(i), "10"))
-		require.NoError(t, err)
-		tron = append(tron, pay)
+		tron = append(tron, tronPayment("t"+strconv.Itoa(i)))
 	}
 	for i := range 2 {
 		np := newPayment(p, "e"+strconv.Itoa(i), "10")
@@ -205,19 +216,29 @@ func TestUnusedTail(t *testing.T) {
 		_, _, err := s.CreatePayment(ctx, np)
 		require.NoError(t, err)
 	}
-	tail, err = s.UnusedTail(ctx, w.ID)
+	run, err = s.UnusedRun(ctx, w)
 	require.NoError(t, err)
-	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 2, paywatch.FamilyTron: 5}, tail, "nothing received yet")
+	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 2, paywatch.FamilyTron: 5}, run, "nothing received yet")
 
-	// Funds on index 3 (as the scanners record them): two unused after it.
-	_, err = s.Pool().Exec(ctx, `UPDATE derived_addresses SET received = 1000000 WHERE address = $1`, tron[2].Address)
+	// Funds on index 5 only: the four before it are the run a wallet must
+	// look past to find them.
+	fund(tron[4])
+	run, err = s.UnusedRun(ctx, w)
 	require.NoError(t, err)
-	tail, err = s.UnusedTail(ctx, w.ID)
+	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 2, paywatch.FamilyTron: 4}, run)
+	fund(tron[1])
+	run, err = s.UnusedRun(ctx, w)
 	require.NoError(t, err)
-	assert.Equal(t, map[paywatch.Family]int{paywatch.FamilyEVM: 2, paywatch.FamilyTron: 2}, tail)
-	_, err = s.Pool().Exec(ctx, `UPDATE derived_addresses SET received = 1 WHERE address = $1`, tron[4].Address)
+	assert.Equal(t, 2, run[paywatch.FamilyTron], "indices 3 and 4")
+
+	// A new Tron xPub continues the counter at 6: indices 1 to 5 were
+	// never its addresses, so its first funded one follows a run of five.
+	_, _, err = s.PutWallet(ctx, "shop", store.WalletUpdate{XPubs: map[string]*string{"tron": ptr(perUserXPubTron)}})
 	require.NoError(t, err)
-	tail, err = s.UnusedTail(ctx, w.ID)
+	w, err = s.WalletOf(ctx, p.ID)
 	require.NoError(t, err)
-	assert.Equal(t, 0, tail[paywatch.FamilyTron])
+	fund(tronPayment("after-replace"))
+	run, err = s.UnusedRun(ctx, w)
+	require.NoError(t, err)
+	assert.Equal(t, 5, run[paywatch.FamilyTron])
 }

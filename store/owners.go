@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/jackc/pgx/v5"
 
@@ -76,27 +77,64 @@ func addressDerived(n paywatch.Network, a string) error {
 	return conflict(fmt.Sprintf("addresses.%s: %s is already a deposit address derived by another project's xPub", n, a))
 }
 
-// UnusedTail returns, per address family, how many addresses at the end of
-// the wallet's derivation sequence never received funds (received = 0 on
-// every one after the last funded index). Wallet software stops scanning
-// after a gap of unused addresses (BIP44 suggests 20), so funds sent later
-// to an address beyond the gap stay invisible to it until the operator
-// raises its gap limit. Every family is present, 0 when none is derived.
-func (s *Store) UnusedTail(ctx context.Context, walletID int64) (map[paywatch.Family]int, error) {
+// UnusedRun returns, per address family, the longest run of consecutive
+// derivation indices, from 1 to the highest index the wallet's derivation
+// has reached, at which the wallet's current xPub has received nothing.
+// Wallet software finds funds by checking addresses in order and stops
+// after a gap of unused ones (BIP44 suggests 20), so funds past a longer
+// run stay invisible to it until its gap limit is raised. Indices count
+// whether paywatch gave them to a payment or skipped them (owned
+// elsewhere), and indices taken before the xPub was replaced (its counter
+// continues) count as unused for the new one. Funded means a confirmed
+// transfer was counted for a payment on the address (received > 0). Every
+// family is present, 0 when none is derived.
+func (s *Store) UnusedRun(ctx context.Context, w *Wallet) (map[paywatch.Family]int, error) {
 	out := map[paywatch.Family]int{}
 	for _, f := range paywatch.Families() {
-		var n int
-		err := s.pool.QueryRow(ctx, `
-			SELECT count(*) FROM derived_addresses
-			WHERE wallet_id = $1 AND family = $2
-			  AND derivation_index > COALESCE((
-			    SELECT derivation_index FROM derived_addresses
-			    WHERE wallet_id = $1 AND family = $2 AND received > 0
-			    ORDER BY derivation_index DESC LIMIT 1), 0)`, walletID, f).Scan(&n)
+		out[f] = 0
+		rows, err := s.pool.Query(ctx, `
+			SELECT derivation_index, address, received > 0 FROM derived_addresses
+			WHERE wallet_id = $1 AND family = $2 ORDER BY derivation_index`, w.ID, f)
 		if err != nil {
-			return nil, fmt.Errorf("count unused derived addresses: %w", err)
+			return nil, fmt.Errorf("list derived addresses: %w", err)
 		}
-		out[f] = n
+		type derived struct {
+			index  int64
+			addr   string
+			funded bool
+		}
+		all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (derived, error) {
+			var d derived
+			return d, r.Scan(&d.index, &d.addr, &d.funded)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list derived addresses: %w", err)
+		}
+		var last int64
+		if err := s.pool.QueryRow(ctx, `
+			SELECT next_index - 1 FROM wallet_counters WHERE wallet_id = $1 AND family = $2`, w.ID, f).Scan(&last); err != nil && !noRows(err) {
+			return nil, fmt.Errorf("read derivation counter: %w", err)
+		}
+		if len(all) > 0 {
+			last = max(last, all[len(all)-1].index)
+		}
+		if last <= 0 || !w.HasXPub(f) {
+			continue
+		}
+		// The current xPub's addresses are a suffix of the rows (the
+		// counter continues across a replacement): find where it starts.
+		first := sort.Search(len(all), func(i int) bool {
+			ok, _ := derivedByCurrentXPub(w, f, all[i].index, all[i].addr)
+			return ok
+		})
+		run, prev := 0, int64(0) // prev: the last funded index
+		for _, d := range all[first:] {
+			if d.funded {
+				run = max(run, int(d.index-prev-1))
+				prev = d.index
+			}
+		}
+		out[f] = max(run, int(last-prev))
 	}
 	return out, nil
 }
