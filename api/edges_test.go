@@ -150,6 +150,23 @@ func TestJSONAnswersAreNotSniffedOrCached(t *testing.T) {
 	requireHeaders(e.call(regen.str("api_key"), "GET", "/v1/payments", nil), "a merchant answer")
 	requireHeaders(e.call("pk_live_nope", "GET", "/v1/payments", nil), "an error")
 	requireHeaders(e.do(request{method: "GET", path: "/health"}), "health")
+
+	// The host rule's 404, on either listener, devnet paths included.
+	for _, host := range []string{"evil.example", payHost, apiHost + ":8443"} {
+		for _, path := range []string{"/v1/payments", "/devnet/blocks", "/docs/getting-started"} {
+			r := e.do(request{method: "POST", path: path, host: host, body: `{"network":"TRC20","count":1}`})
+			requireError(t, r, http.StatusNotFound, "Not found")
+			requireHeaders(r, "API listener, wrong host "+host+path)
+		}
+	}
+	for _, host := range []string{"evil.example", apiHost, payHost + ":8443"} {
+		for _, path := range []string{"/api/pay/x", "/x", "/assets/pay.js"} {
+			r := e.payCall(request{method: "GET", path: path, host: host})
+			requireError(t, r, http.StatusNotFound, "Not found")
+			requireHeaders(r, "pay listener, wrong host "+host+path)
+			assert.Equal(t, "DENY", r.Header.Get("X-Frame-Options"), "pay listener, wrong host "+host+path)
+		}
+	}
 }
 
 func TestSetupURLIsTheServedGuide(t *testing.T) {
@@ -194,7 +211,10 @@ func TestDevnetEndpointsAnswerOnlyTheAPIHostAndJSON(t *testing.T) {
 	body := `{"network":"TRC20","count":1}`
 	// A page on another site that the developer visits: its requests carry
 	// that site's name (DNS rebinding) or a form's content type.
-	assert.Equal(t, http.StatusNotFound, call("evil.example", "application/json", body).Code)
+	rec := call("evil.example", "application/json", body)
+	assert.Equal(t, http.StatusNotFound, rec.Code)
+	assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))
+	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
 	assert.Equal(t, http.StatusNotFound, call("evil.example:8080", "text/plain", body).Code)
 	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
 		rec := call(apiHost+":443", ct, body)
@@ -202,7 +222,7 @@ func TestDevnetEndpointsAnswerOnlyTheAPIHostAndJSON(t *testing.T) {
 		assert.JSONEq(t, `{"error":"Content-Type must be application/json"}`, rec.Body.String())
 	}
 	assert.Equal(t, uint64(0), d.Networks()[0].Head, "no block was mined")
-	rec := call(apiHost, "application/json; charset=utf-8", body)
+	rec = call(apiHost, "application/json; charset=utf-8", body)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))
 	assert.Equal(t, uint64(1), d.Networks()[0].Head)

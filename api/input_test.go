@@ -114,6 +114,60 @@ func TestTextPostgresCannotStoreIsRefused(t *testing.T) {
 	assert.Equal(t, "9999999999999999999999.999999999999999999", r.str("project.minAmount"))
 }
 
+// A JSON number out of range anywhere in a body (more than 1000 digits,
+// or a magnitude below 10^-1000 or from 10^1001) is refused like bad text:
+// PostgreSQL's numeric fails on 1e200000 and 1e-200000 (a 500 before), and
+// would keep 1e131000 as 131,001 digits and print them back.
+func TestOutOfRangeNumbersAreRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	key := e.merchant("shop", "pro", nil, hdWallet())
+	e.merchant("other", "pro", nil, nil)
+	before := e.snapshot()
+
+	digits := strings.Repeat("7", 1000)
+	for _, c := range []struct {
+		name, method, path, body string
+		operator                 bool
+	}{
+		{"overflow in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 1e200000}}`, false},
+		{"underflow in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 1e-200000}}`, false},
+		{"131,001 digits in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 1e131000}}`, false},
+		{"just past the range", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 1e1001}}`, false},
+		{"just past the range, normalised", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 10.5E+1000}}`, false},
+		{"just below the range", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": -0.1e-1000}}`, false},
+		{"a zero of 20,000 decimals", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 0e-20000}}`, false},
+		{"1001 digits", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 1` + digits + `}}`, false},
+		{"1001 digits with a fraction", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": 0.` + digits + `}}`, false},
+		{"deep in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"k": [1, {"n": [1e99999]}]}}`, false},
+		{"an amount", "POST", "/v1/payments", `{"amount": 1e200000, "external_ref": "u"}`, false},
+		{"an unknown field", "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "extra": 1e-99999}`, false},
+		{"a cancel", "PATCH", "/v1/payments/00000000-0000-0000-0000-000000000000", `{"status": "cancelled", "n": 1e200000}`, false},
+		{"minAmount at creation", "POST", "/v1/projects", `{"slug": "new", "minAmount": 1e200000}`, true},
+		{"minAmount", "PATCH", "/v1/projects/other", `{"minAmount": 1e200000}`, true},
+		{"an account limit", "POST", "/v1/accounts", `{"email": "new@example.com", "limits": {"projects": 1e-200000}}`, true},
+		{"a link amount", "POST", "/v1/projects/other/payment-links", `{"slug": "l1", "title": "t", "amount": 1e131000}`, true},
+	} {
+		r := request{method: c.method, path: c.path, apiKey: key, body: c.body}
+		if c.operator {
+			r = request{method: c.method, path: c.path, masterKey: testMasterKey, body: c.body}
+		}
+		got := e.do(r)
+		require.Equal(t, http.StatusBadRequest, got.Code, "%s: %s", c.name, got.Raw)
+		assert.JSONEq(t, `{"error": "Invalid request body"}`, got.Raw, c.name)
+	}
+	assert.Equal(t, before, e.snapshot(), "nothing changed")
+
+	// The edges of the range are stored and read back as sent.
+	r := e.call(key, "POST", "/v1/payments", `{"amount": 10, "external_ref": "u", "metadata": {"big": 9.5e1000, "small": -1e-1000, "zero": 0e-1000, "long": `+digits+`, "exact": 0.`+strings.Repeat("0", 998)+`1}}`)
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	got := e.call(key, "GET", "/v1/payments/"+r.str("payment.id"), nil)
+	require.Equal(t, http.StatusOK, got.Code, got.Raw)
+	assert.Equal(t, digits, fmt.Sprint(got.get("payment.metadata.long")))
+	assert.Equal(t, "95"+strings.Repeat("0", 999), fmt.Sprint(got.get("payment.metadata.big")))
+	assert.Less(t, len(got.Raw), 10_000, "the largest numbers print back in a few kilobytes")
+}
+
 func TestCreateProjectValidationFailuresNameNoField(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})
@@ -313,6 +367,10 @@ func FuzzNoInputAnswers5xx(f *testing.F) {
 		{0, "", `{"amount": 10, "external_ref": "u", "metadata": {"k": "\udbff"}}`},
 		{0, "", `{"amount": 1e30, "external_ref": "u", "network": "ERC20"}`},
 		{0, "", `{"amount": 1e71, "external_ref": "u", "network": "TRC20", "expires_in": 86400}`},
+		{0, "", `{"amount": 10, "external_ref": "u", "metadata": {"k": 1e200000}}`},
+		{0, "", `{"amount": 10, "external_ref": "u", "metadata": {"k": -1e-200000, "n": [0e-20000]}}`},
+		{0, "", `{"amount": 10, "external_ref": "u", "metadata": {"k": 1e131000}}`},
+		{0, "", `{"amount": 1e1001, "external_ref": "u", "metadata": {"k": 9.9e1000, "n": 1e-1000}}`},
 		{1, "limit=1&offset=99999999999999999999&status=pending&created_after=2026-01-01", ""},
 		{1, "updated_after=%00&created_after=\xff", ""},
 		{2, "\x00", ""},
@@ -328,6 +386,7 @@ func FuzzNoInputAnswers5xx(f *testing.F) {
 		{8, "", `{"minAmount": 1e30}`},
 		{8, "", `{"name": "\u0000", "owner_email": "x\u0000", "webhook_url": "http://0x7f000001/"}`},
 		{8, "", `{"payment_expiry_minutes": 1e30, "micro_amount_decimals": -1e300}`},
+		{8, "", `{"minAmount": 1e200000, "rotation_threshold": 1e-200000}`},
 		{9, "", `{"name": "w\u0000", "xpubs": {"evm": "\u0000"}, "addresses": {"TRC20": ["\u0000"]}}`},
 		{10, "", `{"email": "a\u0000@b.c", "limits": {"projects": 1e30}}`},
 		{11, "", `{"plan": "pro", "status": "\u0000", "limits": {"wallets": 99999999999999999999}}`},
@@ -338,6 +397,7 @@ func FuzzNoInputAnswers5xx(f *testing.F) {
 		{15, "\x00/webhook-deliveries", ""},
 		{16, "", `{"network": "TRC20\u0000", "token": "USDT"}`},
 		{16, "", `{"network": "ERC20", "token": "USDC"}`},
+		{16, "", `{"network": "ERC20", "token": "USDC", "n": 1e200000}`},
 		{17, "", "network=TRC20&token=%00&pair=%FF"},
 		{18, "", "amount=1e999&email=%00&name=%FF&note=%C3"},
 		{18, "", "amount=999999999999999.999999&note=a%0Ab"},

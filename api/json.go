@@ -17,8 +17,9 @@ import (
 // decodeBody reads a JSON object into dst (whose fields are usually
 // json.RawMessage, checked by the field readers below). Numbers are kept
 // as json.Number, never float64. Bad JSON, a non-object, trailing data, a
-// wrong field type or text PostgreSQL cannot store (see storableJSON) all
-// give "Invalid request body"; an oversized body gives 413.
+// wrong field type, or text or a number PostgreSQL cannot store (see
+// storableJSON) all give "Invalid request body"; an oversized body gives
+// 413.
 func decodeBody(c echo.Context, dst any) error {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -46,13 +47,14 @@ func decodeBody(c echo.Context, dst any) error {
 	return nil
 }
 
-// storableJSON reports whether every string of a syntactically valid JSON
-// text, keys included, can be stored in PostgreSQL: the text is UTF-8 and
-// no string holds NUL (\u0000) or half of a surrogate pair, which neither
-// text nor jsonb columns accept. Checking the whole body here covers every
-// field at once, metadata kept verbatim included; Go's decoder would
-// silently turn invalid UTF-8 and lone surrogates into U+FFFD in the
-// fields it decodes, and keep them in the ones it does not.
+// storableJSON reports whether every string and number of a syntactically
+// valid JSON text, keys included, can be stored in PostgreSQL: the text is
+// UTF-8, no string holds NUL (\u0000) or half of a surrogate pair, which
+// neither text nor jsonb columns accept, and every number is in range
+// (saneNumber). Checking the whole body here covers every field at once,
+// metadata kept verbatim included; Go's decoder would silently turn
+// invalid UTF-8 and lone surrogates into U+FFFD in the fields it decodes,
+// and keep them in the ones it does not.
 func storableJSON(raw []byte) bool {
 	if !utf8.Valid(raw) {
 		return false
@@ -60,6 +62,15 @@ func storableJSON(raw []byte) bool {
 	inString := false
 	for i := 0; i < len(raw); i++ {
 		switch b := raw[i]; {
+		case !inString && (b == '-' || b >= '0' && b <= '9'):
+			end := i + 1
+			for end < len(raw) && strings.IndexByte("0123456789+-.eE", raw[end]) >= 0 {
+				end++
+			}
+			if !saneNumber(raw[i:end]) {
+				return false
+			}
+			i = end - 1
 		case b == '"':
 			inString = !inString
 		case b == '\\' && inString:
@@ -85,6 +96,47 @@ func storableJSON(raw []byte) bool {
 		}
 	}
 	return true
+}
+
+// maxNumberDigits bounds JSON numbers in request bodies (saneNumber).
+const maxNumberDigits = 1000
+
+// saneNumber reports whether a JSON number (valid JSON syntax) is in the
+// range a request may carry: at most maxNumberDigits digits before the
+// exponent, and a magnitude from 10^-1000 to below 10^1001, that is, a
+// decimal exponent of at most ±1000 once the number is written as d.ddd×10^e
+// (a zero's exponent as written). PostgreSQL's numeric, which jsonb
+// metadata is stored in, fails on 1e200000 or 1e-200000 and stores
+// 1e131000 as 131,001 digits, printed back in full; no amount, limit or
+// metadata value needs more than this range.
+func saneNumber(num []byte) bool {
+	mantissa, exp := num, []byte(nil)
+	if i := bytes.IndexAny(num, "eE"); i >= 0 {
+		mantissa, exp = num[:i], num[i+1:]
+	}
+	mantissa = bytes.TrimPrefix(mantissa, []byte("-"))
+	intPart, frac, _ := bytes.Cut(mantissa, []byte("."))
+	if len(intPart)+len(frac) > maxNumberDigits {
+		return false
+	}
+	// The written exponent, capped well past the range so it cannot overflow.
+	e := 0
+	negative := len(exp) > 0 && exp[0] == '-'
+	for _, c := range bytes.TrimLeft(exp, "+-") {
+		if e = e*10 + int(c-'0'); e > 10*maxNumberDigits {
+			return false
+		}
+	}
+	if negative {
+		e = -e
+	}
+	// Normalise: the first non-zero digit, at index k of the digits, is
+	// the d of d.ddd×10^e.
+	digits := string(intPart) + string(frac)
+	if k := strings.IndexFunc(digits, func(r rune) bool { return r != '0' }); k >= 0 {
+		e += len(intPart) - 1 - k
+	}
+	return e >= -maxNumberDigits && e <= maxNumberDigits
 }
 
 // hex4 reads the four hex digits of a \uXXXX escape of valid JSON.

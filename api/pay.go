@@ -116,7 +116,6 @@ func init() {
 // payRoutes registers the hosted pages on the pay listener.
 func (s *Server) payRoutes() {
 	p := s.pay
-	p.Pre(payHeaders)
 	p.GET("/assets/:name", s.serveAsset)
 	p.GET("/api/pay/:id", s.payStatus, s.limitPerIP("pay-status"))
 	p.POST("/api/pay/:id/select-network", s.selectNetworkJSON)

@@ -94,9 +94,8 @@ func New(deps Deps) *Server {
 	}
 	s := &Server{deps: deps}
 	s.started = s.clock()
-	s.api = s.newEcho(deps.BaseURL)
-	s.pay = s.newEcho(deps.PayURL)
-	s.api.Pre(apiHeaders)
+	s.api = s.newEcho(deps.BaseURL, apiHeaders)
+	s.pay = s.newEcho(deps.PayURL, payHeaders)
 	s.api.GET("/health", s.health, s.limitHealth)
 	s.pay.GET("/health", s.health, s.limitHealth)
 	if deps.Devnet != nil {
@@ -117,12 +116,16 @@ func (s *Server) clock() time.Time {
 	return time.Now()
 }
 
-func (s *Server) newEcho(publicURL string) *echo.Echo {
+// newEcho builds one listener's Echo answering only publicURL's host.
+// headers runs first, before the host rule, so that every answer carries
+// the listener's headers, the host rule's 404 included.
+func (s *Server) newEcho(publicURL string, headers echo.MiddlewareFunc) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
 	e.IPExtractor = clientIP(s.deps.TrustedProxies)
+	e.Pre(headers)
 	e.Pre(hostRule(publicURL))
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("64K"))
