@@ -3,11 +3,16 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -155,7 +160,11 @@ func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhook
 func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookInput) (workflows.SendWebhookResult, error) {
 	d, err := a.store.WebhookDelivery(ctx, in.EventID)
 	if err != nil {
-		return workflows.SendWebhookResult{}, temporalError(err)
+		if terr := temporalError(err); terr != err {
+			return workflows.SendWebhookResult{}, terr // the event is gone
+		}
+		return workflows.SendWebhookResult{}, temporal.NewApplicationErrorWithOptions("read webhook event: nothing was sent",
+			workflows.ErrTypeWebhookNotSent, temporal.ApplicationErrorOptions{Cause: err})
 	}
 	switch {
 	case !in.Force && (d.State == store.WebhookDelivered || d.State == store.WebhookFailed || d.State == store.WebhookSkipped):
@@ -170,6 +179,14 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 		}
 		return workflows.SendWebhookResult{Outcome: o, StatusCode: code, ResponseBody: store.CutResponseBody(body)}, nil
 	}
+	// networkFailure retries an attempt that failed in the network; the
+	// delivery log gets networkFailureText, the service's log the error.
+	networkFailure := func(err error) (workflows.SendWebhookResult, error) {
+		text := networkFailureText(err)
+		activity.GetLogger(ctx).Warn("webhook attempt failed in the network", "eventId", in.EventID, "attempt", in.Attempt,
+			"answer", text, "error", withoutURL(err))
+		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeRetry, ResponseBody: text}, nil
+	}
 	if d.Secret == "" {
 		return result(workflows.WebhookOutcomeFailed, 0, "project has no webhook secret; webhooks are never sent unsigned")
 	}
@@ -180,7 +197,7 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 		if errors.Is(err, ErrPrivateAddress) || errors.Is(err, ErrBadWebhookURL) {
 			return result(workflows.WebhookOutcomeFailed, 0, refusalText(ctx, in.EventID, err))
 		}
-		return result(workflows.WebhookOutcomeRetry, 0, err.Error())
+		return networkFailure(err)
 	}
 	ts := paywatch.WebhookTimestamp(a.now())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Payload))
@@ -196,7 +213,7 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 		if errors.Is(err, ErrPrivateAddress) {
 			return result(workflows.WebhookOutcomeFailed, 0, refusalText(ctx, in.EventID, err))
 		}
-		return result(workflows.WebhookOutcomeRetry, 0, err.Error())
+		return networkFailure(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4*store.MaxWebhookResponseBody))
@@ -222,6 +239,52 @@ func refusalText(ctx context.Context, eventID string, err error) string {
 		return ErrPrivateAddress.Error()
 	}
 	return ErrBadWebhookURL.Error()
+}
+
+// networkFailureText is what the delivery log says of an attempt that
+// failed in the network: a fixed description ("timeout", "connection
+// refused", "DNS lookup failed", ...), never Go's error text. That text
+// names addresses of the network paywatch runs in, such as the resolver's
+// ("lookup x on 10.0.0.2:53") or the local socket's ("read tcp
+// 10.1.2.3:5555->..."), which the log, the project's to read, must not
+// reveal, as refusalText keeps it from naming resolved addresses.
+func networkFailureText(err error) string {
+	var dnsErr *net.DNSError
+	var timeout interface{ Timeout() bool }
+	var alert tls.AlertError
+	var record tls.RecordHeaderError
+	var verify *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &dnsErr):
+		return "DNS lookup failed"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &timeout) && timeout.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed without an answer"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "host unreachable"
+	case errors.As(err, &alert), errors.As(err, &record), errors.As(err, &verify),
+		errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid):
+		return "TLS handshake failed"
+	}
+	return "network error"
+}
+
+// withoutURL is err for the service's log: a *url.Error's URL is dropped,
+// since a webhook URL may carry a receiver's token in its query.
+func withoutURL(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
 }
 
 // RecordWebhookAttempt logs one delivery attempt and gives the event its

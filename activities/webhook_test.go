@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -266,7 +268,63 @@ func TestWebhookTimeoutRetried(t *testing.T) {
 	as := attempts(t, f, eventID)
 	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookDelivered}, states(as))
 	assert.Equal(t, 0, as[0].StatusCode)
-	assert.Contains(t, as[0].ResponseBody, "Timeout")
+	assert.Equal(t, "timeout", as[0].ResponseBody)
+}
+
+// A network failure is logged for the project as a fixed description,
+// never as Go's error text, which names addresses of the network paywatch
+// runs in: the resolver ("lookup x on 10.0.0.2:53") or the sockets
+// ("dial tcp 127.0.0.1:5555"). The lookup fails before the attempt when
+// private addresses are refused (the URL check resolves the name) and at
+// dial time when they are allowed.
+func TestWebhookNetworkFailureLogNamesNoAddress(t *testing.T) {
+	require.True(t, containsIP("lookup x.invalid on 10.0.0.2:53: no such host"), "the check sees a resolver")
+	require.True(t, containsIP("read tcp [fd00::1]:5555->[2001:db8::2]:443: reset"), "the check sees IPv6 sockets")
+	require.False(t, containsIP("connection refused at 12:30"))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + l.Addr().String() + "/hooks"
+	require.NoError(t, l.Close())
+	for _, c := range []struct {
+		name, url    string
+		allowPrivate bool
+		want         string
+	}{
+		{"connection refused", closed, true, "connection refused"},
+		{"lookup before the attempt", "https://nowhere.paywatch.invalid/hooks", false, "DNS lookup failed"},
+		{"lookup at dial time", "https://nowhere.paywatch.invalid/hooks", true, "DNS lookup failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.url, `{}`)
+			eventID, run := queueAndDeliver(t, f, newActivities(f, c.allowPrivate, time.Second), paywatch.EventCompleted, 1)
+			require.NoError(t, run.err)
+			as := attempts(t, f, eventID)
+			require.Len(t, as, workflows.WebhookMaxAttempts, "retried like any network failure")
+			for _, a := range as {
+				assert.False(t, containsIP(a.ResponseBody), "attempt %d names an address: %q", a.Attempt, a.ResponseBody)
+				assert.Equal(t, c.want, a.ResponseBody)
+			}
+		})
+	}
+}
+
+// containsIP reports whether s names an IPv4 or IPv6 address, alone or
+// with a port.
+func containsIP(s string) bool {
+	fields := strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || strings.ContainsRune(".:[]", r))
+	})
+	for _, f := range fields {
+		f = strings.TrimRight(f, ".:")
+		if _, err := netip.ParseAddr(strings.Trim(f, "[]")); err == nil {
+			return true
+		}
+		if _, err := netip.ParseAddrPort(f); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // A URL on a private address is refused before any request unless
@@ -490,10 +548,12 @@ func TestWebhookDatabaseErrorsDoNotUseAttempts(t *testing.T) {
 	assert.InDelta(t, (30 * time.Minute).Seconds(), run.elapsed.Seconds(), 1, "the fifth attempt 30 min after the first")
 }
 
-// When the last attempt cannot complete at all (here the database is down
-// through all its retries), the event still ends failed, with the attempt
-// logged: it never stays retrying.
-func TestWebhookFinalAttemptThatCannotCompleteIsFailed(t *testing.T) {
+// A database outage that outlasts the activity's own retries (here the
+// event cannot be read through nine starts of the fifth attempt, over two
+// minutes) still uses up none of the receiver's attempts: the fifth goes
+// out once the database is back, and the event then ends failed on the
+// receiver's own answer, never on the outage.
+func TestWebhookLongOutageUsesNoAttempt(t *testing.T) {
 	r := newReceiver(t, func(int) int { return http.StatusBadGateway })
 	f := newFixture(t, r.srv.URL, `{}`)
 	acts := newActivities(f, true, time.Second)
@@ -503,15 +563,16 @@ func TestWebhookFinalAttemptThatCannotCompleteIsFailed(t *testing.T) {
 
 	c := newStartCounter()
 	c.at(workflows.ActivitySendWebhook, 5, func() { f.rename(t, "webhook_events", "webhook_events_away") })
-	c.at(workflows.ActivityRecordWebhookAttempt, 5, func() { f.rename(t, "webhook_events_away", "webhook_events") })
+	c.at(workflows.ActivitySendWebhook, 14, func() { f.rename(t, "webhook_events_away", "webhook_events") })
 	run := deliver(t, acts, eventID, c.install)
 	require.NoError(t, run.err)
 
-	assert.Equal(t, 4, r.count())
+	assert.Equal(t, 14, c.n[workflows.ActivitySendWebhook], "the fifth attempt was read nine times")
+	assert.Equal(t, 5, r.count(), "the receiver got all five attempts")
 	as := attempts(t, f, eventID)
 	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookFailed}, states(as))
 	assert.Equal(t, 5, as[4].Attempt)
-	assert.Contains(t, as[4].ResponseBody, "did not complete")
+	assert.Equal(t, http.StatusBadGateway, as[4].StatusCode)
 	assert.Equal(t, store.WebhookFailed, f.eventState(t, eventID))
 }
 

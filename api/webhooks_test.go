@@ -136,6 +136,9 @@ func TestWebhookPendingUntilURLIsSet(t *testing.T) {
 	eventID, state := e.event(id)
 	assert.Equal(t, "pending", state, "kept, not failed")
 	assert.Zero(t, recv.count())
+	d := e.op("GET", "/v1/projects/shop/webhook-deliveries", nil)
+	require.Equal(t, http.StatusOK, d.Code, d.Raw)
+	assert.Empty(t, d.Body["deliveries"], "nothing was tried: not shown as retrying while no URL is set")
 
 	r := e.op("PATCH", "/v1/projects/shop", map[string]any{"webhook_url": recv.srv.URL + "/hooks"})
 	require.Equal(t, http.StatusOK, r.Code, r.Raw)

@@ -7,8 +7,12 @@ import (
 )
 
 // Delivery is one webhook delivery attempt as operators see it
-// (operations.md §2 webhook-deliveries). An event that has no attempt yet,
-// or was skipped without one, appears once with Attempt 0.
+// (operations.md §2 webhook-deliveries). An event skipped without an
+// attempt appears once with Attempt 0. A pending event with no attempt yet
+// (queued moments ago, or waiting for the project's first webhook URL) is
+// not listed: nothing was tried, and the log's states (delivered, failed,
+// retrying, skipped) have none for "waiting", so it must not show as
+// retrying for as long as the project has no URL.
 type Delivery struct {
 	ID           string
 	EventID      string // the handle of a redelivery
@@ -41,10 +45,10 @@ func (s *Store) ListDeliveries(ctx context.Context, projectID int64, f DeliveryF
 	rows, err := s.pool.Query(ctx, `
 		SELECT COALESCE(a.id::text, e.event_id::text), e.event_id::text, e.event, e.payment_id::text, COALESCE(a.attempt, 0),
 		       a.status_code, a.response_body,
-		       COALESCE(a.state, CASE WHEN e.state = 'pending' THEN 'retrying' ELSE e.state END),
-		       COALESCE(a.created_at, e.created_at)
+		       COALESCE(a.state, e.state), COALESCE(a.created_at, e.created_at)
 		FROM webhook_events e LEFT JOIN webhook_attempts a ON a.event_id = e.event_id
 		WHERE e.project_id = $1 AND ($2::uuid IS NULL OR e.payment_id = $2::uuid)
+		  AND (a.id IS NOT NULL OR e.state <> 'pending')
 		ORDER BY COALESCE(a.created_at, e.created_at) DESC, e.sequence DESC, a.attempt DESC NULLS LAST
 		LIMIT $3 OFFSET $4`, projectID, paymentID, f.Limit, f.Offset)
 	if err != nil {

@@ -274,3 +274,61 @@ func TestPendingWebhooks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list, "no URL: nothing to deliver yet")
 }
+
+// Migration 00009 puts back in the queue the events the earlier delivery
+// code ended wrongly: one failed only for want of a webhook URL, and one
+// left retrying long after its last attempt. A real failure, a recent
+// retry and a delivered event stay as they are.
+func TestWebhookRepairMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newPoolAt(t, 8)
+	ev := func(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", n) }
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO projects (id, slug, name) VALUES (1, 'old', 'Old')`, nil},
+		{`INSERT INTO payments (id, project_id, address_mode, amount, decimals, external_ref, expires_at)
+		  VALUES ('10000000-0000-4000-8000-000000000001', 1, 'per_payment', 10, 6, 'r', now())`, nil},
+		{`INSERT INTO webhook_events (event_id, project_id, payment_id, event, sequence, payload, state, created_at) VALUES
+		  ($1, 1, '10000000-0000-4000-8000-000000000001', 'payment.cancelled', 1, '{}', 'failed', now() - interval '3 days'),
+		  ($2, 1, '10000000-0000-4000-8000-000000000001', 'payment.expired', 2, '{}', 'failed', now() - interval '3 days'),
+		  ($3, 1, '10000000-0000-4000-8000-000000000001', 'payment.partial', 3, '{}', 'retrying', now() - interval '3 hours'),
+		  ($4, 1, '10000000-0000-4000-8000-000000000001', 'payment.partial', 4, '{}', 'retrying', now() - interval '3 hours'),
+		  ($5, 1, '10000000-0000-4000-8000-000000000001', 'payment.completed', 5, '{}', 'delivered', now() - interval '3 hours')`,
+			[]any{ev(1), ev(2), ev(3), ev(4), ev(5)}},
+		{`INSERT INTO webhook_attempts (event_id, attempt, status_code, response_body, state, created_at) VALUES
+		  ($1, 1, NULL, 'project has no webhook URL', 'failed', now() - interval '3 days'),
+		  ($2, 1, 400, 'bad request', 'failed', now() - interval '3 days'),
+		  ($3, 1, 503, 'busy', 'retrying', now() - interval '3 hours'),
+		  ($4, 1, 503, 'busy', 'retrying', now() - interval '3 hours'),
+		  ($4, 2, 503, 'busy', 'retrying', now() - interval '1 hour'),
+		  ($5, 1, 200, 'ok', 'delivered', now() - interval '3 hours')`,
+			[]any{ev(1), ev(2), ev(3), ev(4), ev(5)}},
+	} {
+		_, err := pool.Exec(ctx, q.sql, q.args...)
+		require.NoError(t, err)
+	}
+	_, err := store.Migrate(ctx, pool)
+	require.NoError(t, err)
+
+	var got []string
+	rows, err := pool.Query(ctx, `SELECT state FROM webhook_events ORDER BY sequence`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		got = append(got, s)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"pending", "failed", "pending", "retrying", "delivered"}, got)
+
+	// The reconciler's query picks the requeued events once the project
+	// has a URL, each continuing its attempts' numbering.
+	_, err = pool.Exec(ctx, `UPDATE projects SET webhook_url = 'https://merchant.example/hooks'`)
+	require.NoError(t, err)
+	pending, err := store.New(pool).PendingWebhooks(ctx, 0, 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []store.PendingWebhook{{EventID: ev(1), NextAttempt: 2}, {EventID: ev(3), NextAttempt: 2}}, pending)
+}

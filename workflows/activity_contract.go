@@ -64,6 +64,12 @@ var WebhookSchedule = [WebhookMaxAttempts]time.Duration{0, 10 * time.Second, tim
 // ActivityDeliverWebhook.
 const ErrTypeWebhookFailed = "WebhookFailed"
 
+// ErrTypeWebhookNotSent is the type of an ActivitySendWebhook error raised
+// before anything was sent (the event could not be read): the attempt was
+// not made, so WebhookWorkflow makes it again however long that takes,
+// without using up one of the receiver's attempts.
+const ErrTypeWebhookNotSent = "WebhookNotSent"
+
 // ReleaseAddressInput is the payload of ActivityReleaseAddress.
 type ReleaseAddressInput struct {
 	PaymentID string

@@ -50,9 +50,11 @@ var chainOptions = workflow.ActivityOptions{
 // (ActivitySendWebhook). Its retries repeat the same attempt: they cover a
 // database error before the request, and a worker lost or timed out
 // mid-attempt (the receiver may then see the attempt twice, with the same
-// event_id, which at-least-once delivery allows). After the last retry the
-// attempt counts as made and WebhookWorkflow moves on, so a dead worker can
-// never keep an event retrying for ever.
+// event_id, which at-least-once delivery allows). After the last retry an
+// attempt that was never made (ErrTypeWebhookNotSent: the event could not
+// be read) is made again by WebhookWorkflow, however long that takes; any
+// other failure (a timeout, a lost worker) counts as made, so a dead worker
+// can never keep an event retrying for ever.
 var webhookSendOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: WebhookTimeout + 20*time.Second,
 	RetryPolicy: &temporal.RetryPolicy{

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -41,7 +42,11 @@ const msgAttemptIncomplete = "no answer: the delivery attempt did not complete"
 // the schedule: each attempt is one ActivitySendWebhook whose retries repeat
 // that same attempt, and the log entry is written by a separate activity
 // retried until it succeeds, so a database error never uses up one of the
-// receiver's attempts and never leaves an attempt unlogged. It ends:
+// receiver's attempts and never leaves an attempt unlogged. An attempt
+// that could not be made at all (ErrTypeWebhookNotSent) is made again a
+// minute after the activity's retries give up, for as long as the outage
+// lasts, and the attempts after it keep their gaps from the moment it
+// finally went out. It ends:
 //   - at the first 2xx answer (delivered) or permanent failure (failed);
 //   - after the fifth failed attempt, which is logged as failed even when
 //     it ended without an answer, so an event never stays retrying;
@@ -61,11 +66,28 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 		}
 		n := first + i
 		var res SendWebhookResult
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, webhookSendOptions), ActivitySendWebhook,
-			SendWebhookInput{EventID: in.EventID, Attempt: n, Force: in.Redeliver}).Get(ctx, &res)
+		var err error
+		for delayed := false; ; delayed = true {
+			err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, webhookSendOptions), ActivitySendWebhook,
+				SendWebhookInput{EventID: in.EventID, Attempt: n, Force: in.Redeliver}).Get(ctx, &res)
+			if !errorOfType(err, ErrTypeWebhookNotSent) {
+				if delayed {
+					// The attempt went out late: the later ones keep their
+					// gaps after it rather than bunching up.
+					start = workflow.Now(ctx).Add(-WebhookSchedule[i])
+				}
+				break
+			}
+			// Nothing was sent (the database is unreachable beyond the
+			// activity's own retries): the same attempt again, however
+			// long the outage lasts; the receiver keeps all five.
+			logger.Warn("webhook attempt not made; trying again", "eventId", in.EventID, "attempt", n, "error", err)
+			if err := workflow.Sleep(ctx, webhookNotSentWait); err != nil {
+				return err
+			}
+		}
 		if err != nil {
-			var app *temporal.ApplicationError
-			if errors.As(err, &app) && app.Type() == ErrTypeNotFound {
+			if errorOfType(err, ErrTypeNotFound) {
 				logger.Error("webhook event not found", "eventId", in.EventID)
 				return nil
 			}
@@ -100,4 +122,15 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 		}
 	}
 	return nil
+}
+
+// webhookNotSentWait is how long WebhookWorkflow waits before making again
+// an attempt that could not be made, after the activity's own retries.
+const webhookNotSentWait = time.Minute
+
+// errorOfType reports whether err is, or wraps, an application error of
+// type typ.
+func errorOfType(err error, typ string) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == typ
 }

@@ -151,6 +151,42 @@ func (s *WebhookSuite) TestActivityRetryKeepsTheAttempt() {
 	s.Equal(webhookGaveUp, states)
 }
 
+// An attempt that cannot be made for longer than its activity's retries
+// (the database is down for minutes) is made again until it goes out: the
+// receiver still gets all five attempts, each once, and the ones after it
+// keep their gaps from the moment it finally went out.
+func (s *WebhookSuite) TestLongOutageUsesNoAttempt() {
+	const failures = 20 // more than two activities' worth of retries
+	s.answer = func(in workflows.SendWebhookInput, k int) (workflows.SendWebhookResult, error) {
+		if in.Attempt == 2 && k <= failures {
+			return workflows.SendWebhookResult{}, temporal.NewApplicationError("read webhook event: nothing was sent", workflows.ErrTypeWebhookNotSent)
+		}
+		return webhookServerError, nil
+	}
+	s.run(workflows.WebhookInput{EventID: testEventID, FirstAttempt: 1})
+	var made []int
+	var at []time.Duration
+	for _, x := range s.sends {
+		k := 0
+		for _, y := range s.sends {
+			if y.in.Attempt == x.in.Attempt && y.at <= x.at {
+				k++
+			}
+		}
+		if x.in.Attempt != 2 || k > failures {
+			made = append(made, x.in.Attempt)
+			at = append(at, x.at)
+		}
+	}
+	s.Equal([]int{1, 2, 3, 4, 5}, made, "each attempt reached the receiver once")
+	s.Greater(at[1], 5*time.Minute, "the outage outlasted the activity's retries")
+	s.Equal([]time.Duration{50 * time.Second, 4*time.Minute + 50*time.Second, 29*time.Minute + 50*time.Second},
+		[]time.Duration{at[2] - at[1], at[3] - at[1], at[4] - at[1]})
+	lnums, states := s.logged()
+	s.Equal([]int{1, 2, 3, 4, 5}, lnums)
+	s.Equal(webhookGaveUp, states)
+}
+
 // A logging failure is retried by itself, without sending again.
 func (s *WebhookSuite) TestLoggingRetriedWithoutSendingAgain() {
 	s.answer = func(workflows.SendWebhookInput, int) (workflows.SendWebhookResult, error) {
