@@ -101,7 +101,7 @@ func (s *PaymentSuite) SetupTest() {
 	s.env = env
 
 	// Saving the state and releasing the address are not stubs but
-	// requirements of each run: expect registers them.
+	// requirements of each run: expect or observe registers them.
 	env.OnActivity(workflows.ActivityQueueWebhook, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in workflows.QueueWebhookInput) (workflows.QueueWebhookResult, error) {
 			s.mu.Lock()
@@ -198,12 +198,43 @@ func (s *PaymentSuite) expect(in workflows.PaymentInput, outcome paywatch.Status
 	s.env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything, mock.Anything).Return(s.release).Maybe()
 }
 
-// observe registers the save and release activities for a test that stops
-// the workflow midway (env.CancelWorkflow): neither is required.
-func (s *PaymentSuite) observe(in workflows.PaymentInput) {
-	s.env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(s.save).Maybe()
+// stored is a saved state as the API shows it: its status and the
+// confirmed amount paid.
+type stored struct {
+	Status paywatch.Status
+	Paid   string
+}
+
+// observe runs in until the test stops it midway (env.CancelWorkflow).
+// Stopped midway, the payment has not ended, so nothing is released. The
+// saved states must be want, in version order, once consecutive saves of
+// the same status and paid amount (a confirmation count moving) are
+// folded; and the last must be the state the workflow stopped with.
+func (s *PaymentSuite) observe(in workflows.PaymentInput, want ...stored) {
+	save := s.env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(s.save)
+	if len(want) == 0 {
+		save.Maybe() // recorded only for the check below, which requires none
+	}
+	// Recorded only for the check below, which requires none.
 	s.env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything, mock.Anything).Return(s.release).Maybe()
 	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Empty(s.released, "a payment stopped midway releases nothing")
+	s.Require().True(temporal.IsCanceledError(s.env.GetWorkflowError()), "stopped midway, got %v", s.env.GetWorkflowError())
+	var got []stored
+	for _, st := range s.saved {
+		v := stored{Status: st.Status, Paid: st.PaidAmount.String()}
+		if len(got) == 0 || got[len(got)-1] != v {
+			got = append(got, v)
+		}
+	}
+	s.Equal(want, got, "saved statuses and paid amounts")
+	s.assertSavedInOrder(in)
+	if len(want) == 0 {
+		s.Zero(s.query().Version, "nothing committed")
+	} else {
+		s.Equal(s.query().Version, s.last().Version, "the state it stopped with is saved")
+	}
 }
 
 func (s *PaymentSuite) save(_ context.Context, st workflows.PaymentState) error {
@@ -359,8 +390,11 @@ func (s *PaymentSuite) TestPendingToConfirmingSendsNoWebhook() {
 		s.Empty(s.events())
 		s.env.CancelWorkflow()
 	})
-	s.observe(s.input())
+	s.observe(s.input(), stored{paywatch.StatusConfirming, "0.00"})
 	s.Empty(s.events())
+	s.Require().Len(s.last().Transactions, 1)
+	s.Equal("0xa", s.last().Transactions[0].TxHash)
+	s.False(s.last().Transactions[0].Confirmed)
 }
 
 // A transfer below the dust threshold is ignored: no status change, no
@@ -393,7 +427,9 @@ func (s *PaymentSuite) TestProjectMinimumIsTheDustThreshold() {
 		s.Equal(paywatch.StatusConfirming, s.query().Status)
 		s.env.CancelWorkflow()
 	})
-	s.observe(in)
+	s.observe(in, stored{paywatch.StatusConfirming, "0.00"})
+	s.Require().Len(s.last().Transactions, 1, "the transfer below the minimum is not stored")
+	s.Equal("0xbig", s.last().Transactions[0].TxHash)
 }
 
 // confirming → paid after the network's confirmations: one
@@ -820,9 +856,10 @@ func (s *PaymentSuite) TestRepeatedSignalsAreNoOps() {
 	})
 	s.at(time.Minute+time.Second, func() { s.Len(s.query().Transactions, 2) })
 	s.at(30*time.Minute, func() { s.env.CancelWorkflow() })
-	s.observe(in)
+	s.observe(in, stored{paywatch.StatusConfirming, "0.00"}, stored{paywatch.StatusPartial, "40.00"})
 	s.Equal([]paywatch.Event{paywatch.EventPartial}, s.events())
 	s.Equal("40.00", s.hooks[0].in.State.PaidAmount.String())
+	s.Len(s.last().Transactions, 2)
 }
 
 // A transfer whose block left the canonical chain before it had enough
@@ -855,8 +892,10 @@ func (s *PaymentSuite) TestTransferVanishingAtFinalCountLeavesPartial() {
 		s.Len(st.Transactions, 1)
 		s.env.CancelWorkflow()
 	})
-	s.observe(s.input())
+	s.observe(s.input(), stored{paywatch.StatusConfirming, "0.00"}, stored{paywatch.StatusPartial, "20.00"})
 	s.Equal([]paywatch.Event{paywatch.EventPartial}, s.events())
+	s.Require().Len(s.last().Transactions, 1, "the vanished transfer is dropped from the saved state")
+	s.Equal("0xa", s.last().Transactions[0].TxHash)
 }
 
 // A transfer-removed signal drops an unconfirmed transfer.
@@ -873,8 +912,9 @@ func (s *PaymentSuite) TestTransferRemovedSignal() {
 		s.Empty(st.Transactions)
 		s.env.CancelWorkflow()
 	})
-	s.observe(s.input())
+	s.observe(s.input(), stored{paywatch.StatusConfirming, "0.00"}, stored{paywatch.StatusPending, "0.00"})
 	s.Empty(s.events())
+	s.Empty(s.last().Transactions)
 }
 
 // --- select-network -------------------------------------------------------
@@ -921,9 +961,13 @@ func (s *PaymentSuite) TestTwoSelectNetworkCallsRace() {
 		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.BEP20, Token: paywatch.USDT}, &res3, &err3)
 	})
 	s.at(3*time.Minute, func() { s.env.CancelWorkflow() })
-	s.observe(s.networkless())
+	s.observe(s.networkless(), stored{paywatch.StatusPending, "0.00"})
 	s.Require().NoError(err1)
 	s.Equal(paywatch.ERC20, res1.(workflows.Assignment).Network)
+	s.Require().Len(s.saved, 1, "the assignment is saved once")
+	s.Equal(paywatch.ERC20, s.saved[0].Network)
+	s.Equal(paywatch.USDT, s.saved[0].Token)
+	s.Equal(address, s.saved[0].Address)
 	s.assertRejected(err2, workflows.ErrTypeConflict, "Network already selected for this payment")
 	s.assertRejected(err3, workflows.ErrTypeConflict, "Network already selected for this payment")
 	s.Equal(1, s.selects)
@@ -1067,7 +1111,8 @@ func (s *PaymentSuite) TestSameHashTwice() {
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
 
-// A hash claimed by another payment is refused with the 409 message.
+// A hash claimed by another payment is refused with the 409 message, and
+// the refusal changes nothing that is saved.
 func (s *PaymentSuite) TestHashClaimedByAnotherPayment() {
 	var r any
 	var e error
