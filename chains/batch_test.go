@@ -184,3 +184,41 @@ func TestReadBatchHalvesARefusedRange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, b.CursorHash)
 }
+
+// A provider that refuses JSON-RPC batches (HTTP 400) still serves every
+// batch, one call per request from the first refusal on, with the same
+// completeness check: nothing stalls, and nothing is passed unread.
+func TestReadBatchWithoutJSONRPCBatches(t *testing.T) {
+	n := paywatch.ERC20
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{n}})
+	ctx := ctxT(t)
+	st, _ := d.Network(n)
+	proxy := faultproxy.Start(faultproxy.Config{Upstream: st.RPCURL, RefuseBatches: true, LogLag: 2})
+	t.Cleanup(proxy.Close)
+	c, err := chains.Dial(ctx, chains.Config{Network: n, URLs: []string{proxy.URL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	cursor := st.Head
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "3"})
+	require.NoError(t, err)
+	head, err := d.Mine(ctx, n, 1)
+	require.NoError(t, err)
+	q := chains.BatchQuery{From: cursor + 1, To: head, Head: head, Cursor: cursor}
+
+	_, err = chains.ReadBatch(ctx, c, q)
+	require.ErrorIs(t, err, chains.ErrIncompleteRead, "the lagging index is caught without batches too")
+	assert.Contains(t, err.Error(), "unknown block")
+
+	proxy.SetLogLag(0)
+	requests := proxy.Requests()
+	b, err := chains.ReadBatch(ctx, c, q)
+	require.NoError(t, err)
+	require.Len(t, b.Transfers, 1)
+	assert.Equal(t, sent.TxHash, b.Transfers[0].TxHash)
+	wantHash, err := c.BlockHash(ctx, head)
+	require.NoError(t, err)
+	assert.Equal(t, wantHash, b.Hash)
+	// Headers of 2 blocks, eth_getLogs, the cursor's header: one request
+	// each, and no batch tried again.
+	assert.Equal(t, 4, proxy.Requests()-requests-1, "one request per call (the -1 is BlockHash above)")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -92,7 +93,7 @@ func (c *Client) headers(ctx context.Context, from, to uint64) ([]rpcHeader, err
 				got[i] = nil
 				elems[i] = rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{hexutil.EncodeUint64(start + uint64(i)), false}, Result: &got[i]}
 			}
-			return batchCall(ctx, ec, elems)
+			return c.batchCall(ctx, ec, elems)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("evm: %s headers of blocks %d-%d: %w", c.network, start, end, err)
@@ -127,7 +128,7 @@ func (c *Client) logsThenHeader(ctx context.Context, from, to, cursor uint64) ([
 		var b *rpcBlock
 		err := c.do(ctx, func(ec *ethclient.Client) error {
 			logs, b = nil, nil
-			return batchCall(ctx, ec, []rpc.BatchElem{
+			return c.batchCall(ctx, ec, []rpc.BatchElem{
 				{Method: "eth_getLogs", Args: []any{c.filter(from, to, topics)}, Result: &logs},
 				{Method: "eth_getBlockByNumber", Args: []any{hexutil.EncodeUint64(cursor), false}, Result: &b},
 			})
@@ -191,7 +192,7 @@ func (c *Client) checkComplete(ctx context.Context, headers []rpcHeader, logs []
 				arg := map[string]any{"blockHash": h.Hash, "address": c.addresses, "topics": topics}
 				elems[i] = rpc.BatchElem{Method: "eth_getLogs", Args: []any{arg}, Result: &got[i]}
 			}
-			if err := ec.Client().BatchCallContext(ctx, elems); err != nil {
+			if err := c.batch(ctx, ec, elems); err != nil {
 				return err
 			}
 			for _, e := range elems { // only rate limits are the endpoint's fault
@@ -242,16 +243,61 @@ func (c *Client) filter(from, to uint64, topics [][]common.Hash) map[string]any 
 	}
 }
 
-// batchCall sends elems as one JSON-RPC batch (one HTTP request) and
-// returns the first call's error, if any. A null result leaves the call's
-// Result nil rather than failing it.
-func batchCall(ctx context.Context, ec *ethclient.Client, elems []rpc.BatchElem) error {
-	if err := ec.Client().BatchCallContext(ctx, elems); err != nil {
+// batchCall sends elems as one JSON-RPC batch (c.batch) and returns the
+// first call's error, if any. A null result leaves the call's Result nil
+// rather than failing it.
+func (c *Client) batchCall(ctx context.Context, ec *ethclient.Client, elems []rpc.BatchElem) error {
+	if err := c.batch(ctx, ec, elems); err != nil {
 		return err
 	}
 	for _, e := range elems {
 		if e.Error != nil && !errors.Is(e.Error, rpc.ErrNoResult) {
 			return e.Error
+		}
+	}
+	return nil
+}
+
+// batch sends elems as one JSON-RPC batch, one HTTP request, setting each
+// call's Error as rpc.Client.BatchCallContext does. Some providers refuse
+// batches (an HTTP 4xx, or one error object where a list was due): when a
+// batch fails for a reason other than the context or a rate limit and the
+// same calls then succeed one at a time, the client sends its calls one at
+// a time from then on, so such a provider costs more requests but never
+// stalls the scanner.
+func (c *Client) batch(ctx context.Context, ec *ethclient.Client, elems []rpc.BatchElem) error {
+	if c.noBatch.Load() {
+		return oneByOne(ctx, ec, elems)
+	}
+	err := ec.Client().BatchCallContext(ctx, elems)
+	if err == nil || ctx.Err() != nil || errors.Is(normalize(err), chainapi.ErrRateLimited) {
+		return err
+	}
+	if oneByOne(ctx, ec, elems) != nil {
+		return err // the endpoint failed, not just the batch
+	}
+	if c.noBatch.CompareAndSwap(false, true) {
+		slog.Warn("the RPC endpoint refused a JSON-RPC batch; sending calls one at a time",
+			"network", c.network, "error", err)
+	}
+	return nil
+}
+
+// oneByOne makes elems' calls one request each. A call the node answers
+// with an error (or no result) gets it in its Error, as in a batch; a
+// failed request ends it with that error.
+func oneByOne(ctx context.Context, ec *ethclient.Client, elems []rpc.BatchElem) error {
+	for i := range elems {
+		e := &elems[i]
+		e.Error = nil
+		err := ec.Client().CallContext(ctx, e.Result, e.Method, e.Args...)
+		var rerr rpc.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &rerr), errors.Is(err, rpc.ErrNoResult):
+			e.Error = err
+		default:
+			return err
 		}
 	}
 	return nil

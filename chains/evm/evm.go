@@ -64,6 +64,9 @@ type Client struct {
 	rangeLimit atomic.Uint64
 	// goodChunks counts successes at a halved range, toward growing it.
 	goodChunks atomic.Uint64
+	// noBatch is set once an endpoint refused a JSON-RPC batch whose calls
+	// then went through one at a time (batch).
+	noBatch atomic.Bool
 }
 
 var _ chainapi.Client = (*Client)(nil)

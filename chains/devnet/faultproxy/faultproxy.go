@@ -14,6 +14,8 @@
 //   - SaturateBlooms: every block's logsBloom has all bits set, as on busy
 //     chains whose blooms match everything, so every block without matching
 //     logs is a bloom false positive.
+//   - RefuseBatches: a JSON-RPC batch gets HTTP 400 with one error object,
+//     as from providers that do not take batches.
 //
 // It is a test helper: it reads the node over plain HTTP on loopback and
 // is not meant for anything else.
@@ -41,6 +43,8 @@ type Config struct {
 	LogLag uint64
 	// SaturateBlooms answers every block's logsBloom with all bits set.
 	SaturateBlooms bool
+	// RefuseBatches answers every JSON-RPC batch with HTTP 400.
+	RefuseBatches bool
 }
 
 // Proxy is a running fault-injecting JSON-RPC proxy.
@@ -50,6 +54,7 @@ type Proxy struct {
 
 	upstream string
 	saturate bool
+	noBatch  bool
 	lag      atomic.Uint64
 	byHashOK atomic.Bool
 	srv      *httptest.Server
@@ -63,7 +68,7 @@ type Proxy struct {
 
 // Start starts a proxy in front of cfg.Upstream on a loopback port.
 func Start(cfg Config) *Proxy {
-	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, methods: map[string]int{}, hc: &http.Client{}}
+	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, noBatch: cfg.RefuseBatches, methods: map[string]int{}, hc: &http.Client{}}
 	p.lag.Store(cfg.LogLag)
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
@@ -127,6 +132,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	body = bytes.TrimSpace(body)
 	var out any
 	if len(body) > 0 && body[0] == '[' {
+		if p.noBatch {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}`)
+			return
+		}
 		var batch []json.RawMessage
 		if err := json.Unmarshal(body, &batch); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
