@@ -69,10 +69,13 @@ func (h *Heads) Head(ctx context.Context, n paywatch.Network) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, headTimeout)
+	rctx, cancel := context.WithTimeout(ctx, headTimeout)
 	defer cancel()
 	at := h.now()
-	head, err := client.Head(ctx)
+	head, err := client.Head(rctx)
+	if err != nil && ctx.Err() != nil {
+		return 0, err // the caller gave up: says nothing of the chain
+	}
 	h.mu.Lock()
 	h.last[n] = cachedHead{head: head, err: err, at: at}
 	h.mu.Unlock()

@@ -2,9 +2,11 @@ package evm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -261,8 +263,8 @@ func (c *Client) batchCall(ctx context.Context, ec *ethclient.Client, elems []rp
 // batch sends elems as one JSON-RPC batch, one HTTP request, setting each
 // call's Error as rpc.Client.BatchCallContext does. Some providers refuse
 // batches (an HTTP 4xx, or one error object where a list was due): when a
-// batch fails for a reason other than the context or a rate limit and the
-// same calls then succeed one at a time, the client sends its calls one at
+// batch is refused so (batchRefused) and the same calls then succeed one
+// at a time, the client sends its calls one at
 // a time from then on, so such a provider costs more requests but never
 // stalls the scanner.
 func (c *Client) batch(ctx context.Context, ec *ethclient.Client, elems []rpc.BatchElem) error {
@@ -270,7 +272,7 @@ func (c *Client) batch(ctx context.Context, ec *ethclient.Client, elems []rpc.Ba
 		return oneByOne(ctx, ec, elems)
 	}
 	err := ec.Client().BatchCallContext(ctx, elems)
-	if err == nil || ctx.Err() != nil || errors.Is(normalize(err), chainapi.ErrRateLimited) {
+	if err == nil || !batchRefused(err) {
 		return err
 	}
 	if oneByOne(ctx, ec, elems) != nil {
@@ -281,6 +283,19 @@ func (c *Client) batch(ctx context.Context, ec *ethclient.Client, elems []rpc.Ba
 			"network", c.network, "error", err)
 	}
 	return nil
+}
+
+// batchRefused reports whether a batch's error looks like an endpoint that
+// does not take batches: an HTTP 4xx other than a rate limit, or an answer
+// that is not the list a batch needs. A 5xx or a lost connection is a
+// failure like any other, for the caller's retries and failover.
+func batchRefused(err error) bool {
+	var herr rpc.HTTPError
+	var jerr *json.UnmarshalTypeError
+	if errors.As(err, &herr) {
+		return herr.StatusCode >= 400 && herr.StatusCode < 500 && herr.StatusCode != http.StatusTooManyRequests
+	}
+	return errors.As(err, &jerr)
 }
 
 // oneByOne makes elems' calls one request each. A call the node answers
