@@ -147,6 +147,10 @@ func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhook
 	return workflows.QueueWebhookResult{Skipped: state == store.WebhookSkipped}, nil
 }
 
+// webhookReadTimeout bounds SendWebhook's read of the event, well inside
+// the attempt's StartToCloseTimeout (the request's own timeout plus 20 s).
+const webhookReadTimeout = 10 * time.Second
+
 // SendWebhook makes one delivery attempt of a queued event and reports how
 // it ended; WebhookWorkflow numbers the attempts, keeps the schedule and
 // logs each one through RecordWebhookAttempt, so an error here (the event
@@ -158,7 +162,12 @@ func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhook
 // secret fail for good; a 5xx, a timeout or a network error is retried at
 // the next slot. Without a URL nothing is sent and the event stays pending.
 func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookInput) (workflows.SendWebhookResult, error) {
-	d, err := a.store.WebhookDelivery(ctx, in.EventID)
+	// The read has a deadline well inside the attempt's: a database that
+	// hangs must end in "not sent", never in the attempt's own timeout,
+	// which counts as made.
+	rctx, cancel := context.WithTimeout(ctx, webhookReadTimeout)
+	d, err := a.store.WebhookDelivery(rctx, in.EventID)
+	cancel()
 	if err != nil {
 		if terr := temporalError(err); terr != err {
 			return workflows.SendWebhookResult{}, terr // the event is gone

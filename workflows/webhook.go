@@ -70,7 +70,7 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 		for delayed := false; ; delayed = true {
 			err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, webhookSendOptions), ActivitySendWebhook,
 				SendWebhookInput{EventID: in.EventID, Attempt: n, Force: in.Redeliver}).Get(ctx, &res)
-			if !errorOfType(err, ErrTypeWebhookNotSent) {
+			if !attemptNotMade(err) {
 				if delayed {
 					// The attempt went out late: the later ones keep their
 					// gaps after it rather than bunching up.
@@ -133,4 +133,17 @@ const webhookNotSentWait = time.Minute
 func errorOfType(err error, typ string) bool {
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.Type() == typ
+}
+
+// attemptNotMade reports whether a send activity's error says that nothing
+// was sent: the activity failed with ErrTypeWebhookNotSent itself. A
+// timeout whose last try had failed so is not: the attempt that timed out
+// may have sent the request.
+func attemptNotMade(err error) bool {
+	var act *temporal.ActivityError
+	if !errors.As(err, &act) {
+		return false
+	}
+	app, ok := act.Unwrap().(*temporal.ApplicationError)
+	return ok && app.Type() == ErrTypeWebhookNotSent
 }

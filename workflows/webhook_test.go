@@ -200,11 +200,13 @@ func (s *WebhookSuite) TestLoggingRetriedWithoutSendingAgain() {
 
 // A final attempt that times out every time (its worker dies) still ends
 // the delivery as failed, logged under its number, so the event never
-// stays retrying.
+// stays retrying; a timeout counts as made even when an earlier try of it
+// had failed before sending (the timed-out try may have sent).
 func (s *WebhookSuite) TestFinalAttemptThatNeverCompletesIsFailed() {
 	s.answer = func(in workflows.SendWebhookInput, _ int) (workflows.SendWebhookResult, error) {
 		if in.Attempt == 5 {
-			return workflows.SendWebhookResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+			return workflows.SendWebhookResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE,
+				temporal.NewApplicationError("read webhook event: nothing was sent", workflows.ErrTypeWebhookNotSent))
 		}
 		return webhookServerError, nil
 	}
