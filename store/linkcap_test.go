@@ -241,4 +241,14 @@ func TestUnusedRun(t *testing.T) {
 	run, err = s.UnusedRun(ctx, w)
 	require.NoError(t, err)
 	assert.Equal(t, 5, run[paywatch.FamilyTron])
+
+	// Back to the first xPub: its funded indices 2 and 5 count again, and
+	// index 6, the other xPub's, is unused for it.
+	_, _, err = s.PutWallet(ctx, "shop", store.WalletUpdate{XPubs: map[string]*string{"tron": ptr(testXPubTron)}})
+	require.NoError(t, err)
+	w, err = s.WalletOf(ctx, p.ID)
+	require.NoError(t, err)
+	run, err = s.UnusedRun(ctx, w)
+	require.NoError(t, err)
+	assert.Equal(t, 2, run[paywatch.FamilyTron], "indices 3 and 4")
 }

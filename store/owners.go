@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 
@@ -92,47 +91,49 @@ func (s *Store) UnusedRun(ctx context.Context, w *Wallet) (map[paywatch.Family]i
 	out := map[paywatch.Family]int{}
 	for _, f := range paywatch.Families() {
 		out[f] = 0
-		rows, err := s.pool.Query(ctx, `
-			SELECT derivation_index, address, received > 0 FROM derived_addresses
-			WHERE wallet_id = $1 AND family = $2 ORDER BY derivation_index`, w.ID, f)
-		if err != nil {
-			return nil, fmt.Errorf("list derived addresses: %w", err)
-		}
-		type derived struct {
-			index  int64
-			addr   string
-			funded bool
-		}
-		all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (derived, error) {
-			var d derived
-			return d, r.Scan(&d.index, &d.addr, &d.funded)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list derived addresses: %w", err)
-		}
 		var last int64
 		if err := s.pool.QueryRow(ctx, `
-			SELECT next_index - 1 FROM wallet_counters WHERE wallet_id = $1 AND family = $2`, w.ID, f).Scan(&last); err != nil && !noRows(err) {
+			SELECT GREATEST(
+			    COALESCE((SELECT next_index - 1 FROM wallet_counters WHERE wallet_id = $1 AND family = $2), 0),
+			    COALESCE((SELECT max(derivation_index) FROM derived_addresses WHERE wallet_id = $1 AND family = $2), 0))`,
+			w.ID, f).Scan(&last); err != nil {
 			return nil, fmt.Errorf("read derivation counter: %w", err)
-		}
-		if len(all) > 0 {
-			last = max(last, all[len(all)-1].index)
 		}
 		if last <= 0 || !w.HasXPub(f) {
 			continue
 		}
-		// The current xPub's addresses are a suffix of the rows (the
-		// counter continues across a replacement): find where it starts.
-		first := sort.Search(len(all), func(i int) bool {
-			ok, _ := derivedByCurrentXPub(w, f, all[i].index, all[i].addr)
-			return ok
+		rows, err := s.pool.Query(ctx, `
+			SELECT derivation_index, address FROM derived_addresses
+			WHERE wallet_id = $1 AND family = $2 AND received > 0 ORDER BY derivation_index`, w.ID, f)
+		if err != nil {
+			return nil, fmt.Errorf("list funded derived addresses: %w", err)
+		}
+		type derived struct {
+			index int64
+			addr  string
+		}
+		funded, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (derived, error) {
+			var d derived
+			return d, r.Scan(&d.index, &d.addr)
 		})
+		if err != nil {
+			return nil, fmt.Errorf("list funded derived addresses: %w", err)
+		}
+		// Only a funded address derived by the current xPub counts as used
+		// for it: rows of a replaced xPub are someone else's addresses at
+		// those indices (and a switch back to an earlier xPub makes its
+		// rows current again). Each funded row is derived once to tell.
+		x, err := parseXPub(w.XPubs[f])
+		if err != nil {
+			return nil, fmt.Errorf("stored xpub of wallet %d: %w", w.ID, err)
+		}
 		run, prev := 0, int64(0) // prev: the last funded index
-		for _, d := range all[first:] {
-			if d.funded {
-				run = max(run, int(d.index-prev-1))
-				prev = d.index
+		for _, d := range funded {
+			if a, err := x.Address(f, uint32(d.index)); err != nil || a != d.addr {
+				continue
 			}
+			run = max(run, int(d.index-prev-1))
+			prev = d.index
 		}
 		out[f] = max(run, int(last-prev))
 	}
