@@ -129,7 +129,10 @@ func TestTxidTransferMinedAgainAfterReorgCounts(t *testing.T) {
 			head = nw.(map[string]any)["head"].(float64)
 		}
 	}
-	depth := int(head-sent["block_number"].(float64)) + 1
+	// Blocks keep coming every 100 ms: reach up to 10 blocks further down
+	// than the head just read, so the transfer's block is in the reorg even
+	// if a few were mined since (the devnet's setup blocks, 1 and 2, stay).
+	depth := min(int(head-sent["block_number"].(float64))+1+10, int(head)-2)
 	code, body = c.do("POST", "/devnet/reorg", nil, map[string]any{"network": n, "depth": depth, "reinclude": true})
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body["dropped"], txHash)
