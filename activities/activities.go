@@ -21,12 +21,12 @@ import (
 type Store interface {
 	// SavePaymentState persists the workflow's state if st.Version is newer
 	// than the stored one.
-	SavePaymentState(ctx context.Context, st workflows.PaymentState) (applied bool, err error)
+	SavePaymentState(ctx context.Context, st paywatch.PaymentState) (applied bool, err error)
 	// AssignAddress gives a network-less payment its deposit address on n
 	// (address modes live there). Refusals are *paywatch.Error values with
 	// codes EINVALID, ERATELIMIT, EFORBIDDEN or ECONFLICT and the exact API
 	// message.
-	AssignAddress(ctx context.Context, paymentID string, n paywatch.Network, t paywatch.Token) (workflows.Assignment, error)
+	AssignAddress(ctx context.Context, paymentID string, n paywatch.Network, t paywatch.Token) (paywatch.Assignment, error)
 	// ReleaseAddress frees a finished payment's address or micro offset
 	// according to its outcome.
 	ReleaseAddress(ctx context.Context, paymentID string, outcome paywatch.Status) error

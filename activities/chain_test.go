@@ -309,8 +309,8 @@ func (f *fakeStore) RecordedTransfersTo(context.Context, paywatch.Network, paywa
 	return store.RecordedTransfers{}, nil
 }
 
-func (f *fakeStore) AssignAddress(context.Context, string, paywatch.Network, paywatch.Token) (workflows.Assignment, error) {
-	return workflows.Assignment{Address: payTo}, f.assignErr
+func (f *fakeStore) AssignAddress(context.Context, string, paywatch.Network, paywatch.Token) (paywatch.Assignment, error) {
+	return paywatch.Assignment{Address: payTo}, f.assignErr
 }
 
 func (f *fakeStore) ReleaseAddress(_ context.Context, _ string, outcome paywatch.Status) error {

@@ -3,12 +3,13 @@ package activities
 import (
 	"context"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/workflows"
 )
 
 // SavePaymentState persists a state change of the workflow. It is
 // idempotent: the store only applies a version newer than the saved one.
-func (a *Activities) SavePaymentState(ctx context.Context, st workflows.PaymentState) error {
+func (a *Activities) SavePaymentState(ctx context.Context, st paywatch.PaymentState) error {
 	_, err := a.store.SavePaymentState(ctx, st)
 	return temporalError(err)
 }
@@ -16,10 +17,10 @@ func (a *Activities) SavePaymentState(ctx context.Context, st workflows.PaymentS
 // SelectNetwork assigns the deposit address of a network-less payment.
 // Refusals (no address left, pair not offered, capacity) come back as
 // non-retryable errors carrying the API's message.
-func (a *Activities) SelectNetwork(ctx context.Context, in workflows.SelectNetworkInput) (workflows.Assignment, error) {
+func (a *Activities) SelectNetwork(ctx context.Context, in workflows.SelectNetworkInput) (paywatch.Assignment, error) {
 	asg, err := a.store.AssignAddress(ctx, in.PaymentID, in.Network, in.Token)
 	if err != nil {
-		return workflows.Assignment{}, temporalError(err)
+		return paywatch.Assignment{}, temporalError(err)
 	}
 	return asg, nil
 }

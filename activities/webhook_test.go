@@ -104,14 +104,14 @@ func newFixture(t *testing.T, webhookURL, limits string) *fixture {
 	return f
 }
 
-func (f *fixture) state() workflows.PaymentState {
+func (f *fixture) state() paywatch.PaymentState {
 	paidAt := time.Date(2025, 3, 1, 12, 3, 0, 0, time.UTC)
-	return workflows.PaymentState{
+	return paywatch.PaymentState{
 		PaymentID: f.paymentID, Status: paywatch.StatusPaid, Network: paywatch.ERC20, Token: paywatch.USDT,
 		Address: "0x1111111111111111111111111111111111111111", Amount: paywatch.MustParseAmount("50", 6),
 		PaidAmount: paywatch.MustParseAmount("50.5", 6), TxHash: "0xabc", PaidAt: &paidAt,
 		ExpiresAt:    time.Date(2025, 3, 1, 13, 0, 0, 0, time.UTC),
-		Transactions: []workflows.Transaction{{TxHash: "0xabc", From: "0xfrom", Amount: paywatch.MustParseAmount("50.5", 6), Confirmations: 12, Confirmed: true}},
+		Transactions: []paywatch.Transaction{{TxHash: "0xabc", From: "0xfrom", Amount: paywatch.MustParseAmount("50.5", 6), Confirmations: 12, Confirmed: true}},
 	}
 }
 

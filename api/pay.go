@@ -615,8 +615,8 @@ func selectPair(network, token *string) (paywatch.Network, paywatch.Token, error
 // workflow's select-network update, whose validator and activity give the
 // verdicts of interface.md's table (409, 410, 400, 429). The window is
 // never extended. A workflow that has ended answers from the row.
-func (s *Server) selectNetwork(ctx context.Context, id string, network, token *string) (workflows.Assignment, error) {
-	var none workflows.Assignment
+func (s *Server) selectNetwork(ctx context.Context, id string, network, token *string) (paywatch.Assignment, error) {
+	var none paywatch.Assignment
 	n, t, err := selectPair(network, token)
 	if err != nil {
 		return none, err

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -18,16 +19,16 @@ import (
 type PaymentWorkflows interface {
 	// Start starts the payment's workflow under its stable ID; starting a
 	// workflow that already exists (running or closed) succeeds.
-	Start(ctx context.Context, in workflows.PaymentInput) error
+	Start(ctx context.Context, in paywatch.PaymentInput) error
 	// Cancel cancels a pending payment and returns its new state.
-	Cancel(ctx context.Context, paymentID string) (workflows.PaymentState, error)
+	Cancel(ctx context.Context, paymentID string) (paywatch.PaymentState, error)
 	// SubmitTxHash submits a normalised transaction hash (pool + txid).
 	SubmitTxHash(ctx context.Context, paymentID string, req workflows.SubmitTxHashRequest) (workflows.SubmitTxHashResult, error)
 	// SelectNetwork picks the network of a payment created without one (the
 	// hosted page) and returns its deposit address; the window stays as it is.
-	SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (workflows.Assignment, error)
+	SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (paywatch.Assignment, error)
 	// State queries the workflow's current state.
-	State(ctx context.Context, paymentID string) (workflows.PaymentState, error)
+	State(ctx context.Context, paymentID string) (paywatch.PaymentState, error)
 	// DeliverWebhook starts the delivery workflow of a webhook event. A
 	// delivery already running is kept, unless in.Redeliver asks for a
 	// fresh one, which replaces it.
@@ -49,7 +50,7 @@ func NewTemporalWorkflows(c client.Client, taskQueue string) *TemporalWorkflows 
 // Start starts the workflow with ID PaymentWorkflowID(id). An existing
 // workflow of that ID is reused while it runs, and a closed one is never
 // started again, so the API and the reconciler may both call Start.
-func (t *TemporalWorkflows) Start(ctx context.Context, in workflows.PaymentInput) error {
+func (t *TemporalWorkflows) Start(ctx context.Context, in paywatch.PaymentInput) error {
 	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.PaymentWorkflowID(in.PaymentID),
 		TaskQueue:                t.taskQueue,
@@ -104,8 +105,8 @@ func (t *TemporalWorkflows) update(ctx context.Context, paymentID, name string, 
 }
 
 // Cancel sends the cancel update.
-func (t *TemporalWorkflows) Cancel(ctx context.Context, paymentID string) (workflows.PaymentState, error) {
-	var st workflows.PaymentState
+func (t *TemporalWorkflows) Cancel(ctx context.Context, paymentID string) (paywatch.PaymentState, error) {
+	var st paywatch.PaymentState
 	err := t.update(ctx, paymentID, workflows.UpdateCancel, workflows.CancelRequest{}, &st)
 	return st, err
 }
@@ -118,15 +119,15 @@ func (t *TemporalWorkflows) SubmitTxHash(ctx context.Context, paymentID string, 
 }
 
 // SelectNetwork sends the select-network update.
-func (t *TemporalWorkflows) SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (workflows.Assignment, error) {
-	var a workflows.Assignment
+func (t *TemporalWorkflows) SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (paywatch.Assignment, error) {
+	var a paywatch.Assignment
 	err := t.update(ctx, paymentID, workflows.UpdateSelectNetwork, req, &a)
 	return a, err
 }
 
 // State queries the workflow's state.
-func (t *TemporalWorkflows) State(ctx context.Context, paymentID string) (workflows.PaymentState, error) {
-	var st workflows.PaymentState
+func (t *TemporalWorkflows) State(ctx context.Context, paymentID string) (paywatch.PaymentState, error) {
+	var st paywatch.PaymentState
 	v, err := t.client.QueryWorkflow(ctx, workflows.PaymentWorkflowID(paymentID), "", workflows.QueryState)
 	if err != nil {
 		return st, err

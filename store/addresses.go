@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // Address assignment failures whose API message depends on the caller:
@@ -37,8 +36,8 @@ type paymentRow struct {
 // network and AssignAddress both use it, so the two paths cannot differ.
 //
 // requested is the dedicated-mode pre-assigned address ("" for none).
-func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, p *paymentRow, n paywatch.Network, t paywatch.Token, requested string, now time.Time) (workflows.Assignment, error) {
-	var a workflows.Assignment
+func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, p *paymentRow, n paywatch.Network, t paywatch.Token, requested string, now time.Time) (paywatch.Assignment, error) {
+	var a paywatch.Assignment
 	decimals := paywatch.Decimals(n, t)
 	amount, err := p.amount.Rescale(decimals)
 	if err != nil {
@@ -117,7 +116,7 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 	if err != nil {
 		return a, fmt.Errorf("assign address: %w", err)
 	}
-	return workflows.Assignment{
+	return paywatch.Assignment{
 		Network: n, Token: t, Address: address, Amount: amount, OriginalAmount: original,
 		StartBlock: uint64(startBlock), AssignedAt: now,
 	}, nil
@@ -424,8 +423,8 @@ func (s *Store) microOffset(ctx context.Context, tx pgx.Tx, w *Wallet, paymentID
 // ECONFLICT for a network already selected, a payment no longer pending or
 // (per_user, dedicated) another payment of the customer in progress. Calling
 // it again with the same pair returns the same assignment.
-func (s *Store) AssignAddress(ctx context.Context, paymentID string, n paywatch.Network, t paywatch.Token) (workflows.Assignment, error) {
-	var out workflows.Assignment
+func (s *Store) AssignAddress(ctx context.Context, paymentID string, n paywatch.Network, t paywatch.Token) (paywatch.Assignment, error) {
+	var out paywatch.Assignment
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, err = s.assignAddress(ctx, tx, paymentID, n, t)
@@ -434,47 +433,47 @@ func (s *Store) AssignAddress(ctx context.Context, paymentID string, n paywatch.
 	return out, err
 }
 
-func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, n paywatch.Network, t paywatch.Token) (workflows.Assignment, error) {
+func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, n paywatch.Network, t paywatch.Token) (paywatch.Assignment, error) {
 	if !ValidPaymentID(paymentID) {
-		return workflows.Assignment{}, notFound(MsgPaymentNotFound)
+		return paywatch.Assignment{}, notFound(MsgPaymentNotFound)
 	}
 	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1 FOR UPDATE OF pay`, paymentID))
 	if noRows(err) {
-		return workflows.Assignment{}, notFound(MsgPaymentNotFound)
+		return paywatch.Assignment{}, notFound(MsgPaymentNotFound)
 	}
 	if err != nil {
-		return workflows.Assignment{}, fmt.Errorf("load payment: %w", err)
+		return paywatch.Assignment{}, fmt.Errorf("load payment: %w", err)
 	}
 	if p.Network != "" {
 		if p.Network == n && p.Token == t {
 			return assignmentOf(p), nil
 		}
-		return workflows.Assignment{}, conflict(MsgNetworkSelected)
+		return paywatch.Assignment{}, conflict(MsgNetworkSelected)
 	}
 	if p.Status != paywatch.StatusPending {
-		return workflows.Assignment{}, conflict(MsgNotPending)
+		return paywatch.Assignment{}, conflict(MsgNotPending)
 	}
 	now := s.clock()
 	if !now.Before(p.ExpiresAt) {
-		return workflows.Assignment{}, paywatch.Errorf(paywatch.EGONE, "%s", MsgPaymentExpired)
+		return paywatch.Assignment{}, paywatch.Errorf(paywatch.EGONE, "%s", MsgPaymentExpired)
 	}
 	if err := paywatch.ValidatePair(n, t); err != nil {
-		return workflows.Assignment{}, err
+		return paywatch.Assignment{}, err
 	}
 	prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.id = $1 FOR SHARE OF p`, p.ProjectID))
 	if err != nil {
-		return workflows.Assignment{}, fmt.Errorf("load project: %w", err)
+		return paywatch.Assignment{}, fmt.Errorf("load project: %w", err)
 	}
 	if !prj.Active || prj.Owner == nil || prj.Owner.Status != AccountActive {
-		return workflows.Assignment{}, forbidden(MsgNotAccepting)
+		return paywatch.Assignment{}, forbidden(MsgNotAccepting)
 	}
 	notAvailable := invalid(paywatch.Pair{Network: n, Token: t}.String() + " is not available for this merchant")
 	w, err := walletByProject(ctx, tx, prj.ID)
 	if err != nil {
-		return workflows.Assignment{}, err
+		return paywatch.Assignment{}, err
 	}
 	if w == nil || !s.Offered(n) || !walletServes(p.Mode, w, n) {
-		return workflows.Assignment{}, notAvailable
+		return paywatch.Assignment{}, notAvailable
 	}
 	row := &paymentRow{id: p.ID, mode: p.Mode, poolMatching: p.PoolMatching, amount: p.Amount, externalRef: p.ExternalRef}
 	a, err := s.assign(ctx, tx, prj, w, row, n, t, "", now)
@@ -488,8 +487,8 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 }
 
 // assignmentOf is the assignment already recorded on a payment.
-func assignmentOf(p *Payment) workflows.Assignment {
-	a := workflows.Assignment{
+func assignmentOf(p *Payment) paywatch.Assignment {
+	a := paywatch.Assignment{
 		Network: p.Network, Token: p.Token, Address: p.Address, Amount: p.Amount,
 		OriginalAmount: p.OriginalAmount, StartBlock: p.StartBlock,
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // linkShop is a per_payment project with a fixed-amount TRC20 link.
@@ -53,7 +52,7 @@ func dailyCalls(t *testing.T, s *store.Store, email string, day time.Time) int {
 // finish saves a terminal state for a payment, as its workflow does.
 func finish(t *testing.T, s *store.Store, p *store.Payment, status paywatch.Status) {
 	t.Helper()
-	applied, err := s.SavePaymentState(context.Background(), workflows.PaymentState{
+	applied, err := s.SavePaymentState(context.Background(), paywatch.PaymentState{
 		PaymentID: p.ID, Status: status, Network: p.Network, Token: p.Token, Address: p.Address,
 		Amount: p.Amount, PaidAmount: paywatch.NewAmount(nil, p.Amount.Decimals()), Version: 1,
 	})

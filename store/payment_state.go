@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // PaymentTransaction is one element of payments.transactions, the JSON the
@@ -29,7 +28,7 @@ type PaymentTransaction struct {
 
 // PaymentTransactions converts the workflow's transactions to their stored
 // form.
-func PaymentTransactions(txs []workflows.Transaction) []PaymentTransaction {
+func PaymentTransactions(txs []paywatch.Transaction) []PaymentTransaction {
 	out := make([]PaymentTransaction, 0, len(txs))
 	for _, t := range txs {
 		out = append(out, PaymentTransaction{
@@ -46,7 +45,7 @@ func PaymentTransactions(txs []workflows.Transaction) []PaymentTransaction {
 // st.Version: a save only applies when its version is newer than the
 // stored one, so a retried or overtaken save never undoes a later one.
 // applied reports whether the row changed.
-func (s *Store) SavePaymentState(ctx context.Context, st workflows.PaymentState) (applied bool, err error) {
+func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) (applied bool, err error) {
 	decimals := st.Amount.Decimals()
 	paid, err := unitsAtScale(st.PaidAmount, decimals)
 	if err != nil {
@@ -115,7 +114,7 @@ func (s *Store) SavePaymentState(ctx context.Context, st workflows.PaymentState)
 // its claim row is marked counted (and created if a path that claims by
 // hash, pool + txid, made none). A transfer claimed by another payment is
 // not counted for this one.
-func countConfirmed(ctx context.Context, tx pgx.Tx, st workflows.PaymentState, now time.Time) error {
+func countConfirmed(ctx context.Context, tx pgx.Tx, st paywatch.PaymentState, now time.Time) error {
 	var (
 		hashes, tos, tokens, amounts []string
 		indexes                      []int64

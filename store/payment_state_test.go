@@ -11,7 +11,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // Saves apply in version order: a retried or overtaken older save never
@@ -23,11 +22,11 @@ func TestSavePaymentStateVersionGuard(t *testing.T) {
 	id := f.payment(t)
 	paidAt := time.Date(2025, 3, 1, 12, 5, 0, 0, time.UTC)
 	amount := paywatch.MustParseAmount("50.00", 6)
-	v2 := workflows.PaymentState{
+	v2 := paywatch.PaymentState{
 		PaymentID: id, Status: paywatch.StatusPaid, Network: paywatch.ERC20, Token: paywatch.USDT,
 		Address: "0x1111111111111111111111111111111111111111", Amount: amount,
 		PaidAmount: paywatch.MustParseAmount("50.00", 6), TxHash: "0xabc", PaidAt: &paidAt, Version: 2,
-		Transactions: []workflows.Transaction{{TxHash: "0xabc", BlockNumber: 7, BlockHash: "0xb", From: "0xf",
+		Transactions: []paywatch.Transaction{{TxHash: "0xabc", BlockNumber: 7, BlockHash: "0xb", From: "0xf",
 			Amount: paywatch.MustParseAmount("50", 6), Confirmations: 12, Confirmed: true}},
 		StartBlock: 5,
 	}

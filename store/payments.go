@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // Payment request bounds of interface.md.
@@ -106,8 +105,8 @@ func (p *Payment) RequestedAmount() paywatch.Amount {
 // WorkflowInput is the input that starts the payment's workflow. It is the
 // same whether the API starts the workflow right after creation or the
 // reconciler starts it later.
-func (p *Payment) WorkflowInput() workflows.PaymentInput {
-	in := workflows.PaymentInput{
+func (p *Payment) WorkflowInput() paywatch.PaymentInput {
+	in := paywatch.PaymentInput{
 		PaymentID:       p.ID,
 		ProjectID:       p.ProjectID,
 		ProjectSlug:     p.ProjectSlug,

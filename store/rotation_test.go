@@ -9,16 +9,15 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // paidState is a payment's state once one transfer of amount confirmed.
-func paidState(p *store.Payment, version int64, hash, amt string) workflows.PaymentState {
+func paidState(p *store.Payment, version int64, hash, amt string) paywatch.PaymentState {
 	a := amount(amt, p.Network, p.Token)
-	return workflows.PaymentState{
+	return paywatch.PaymentState{
 		PaymentID: p.ID, Status: paywatch.StatusPaid, Network: p.Network, Token: p.Token, Address: p.Address,
 		Amount: p.Amount, PaidAmount: a, TxHash: hash, ExpiresAt: p.ExpiresAt, Version: version,
-		Transactions: []workflows.Transaction{{TxHash: hash, BlockNumber: 10, BlockHash: "0xb", From: "TX", Amount: a, Confirmations: 19, Confirmed: true}},
+		Transactions: []paywatch.Transaction{{TxHash: hash, BlockNumber: 10, BlockHash: "0xb", From: "TX", Amount: a, Confirmations: 19, Confirmed: true}},
 	}
 }
 

@@ -171,7 +171,7 @@ type QueueWebhookInput struct {
 	EventID  string
 	Sequence int
 	Event    paywatch.Event
-	State    PaymentState
+	State    paywatch.PaymentState
 }
 
 // QueueWebhookResult answers ActivityQueueWebhook.
@@ -258,8 +258,8 @@ type RecordWebhookAttemptInput struct {
 // rather than the concrete type because package activities imports this
 // package for the payload types.
 type Activities interface {
-	SavePaymentState(ctx context.Context, st PaymentState) error
-	SelectNetwork(ctx context.Context, in SelectNetworkInput) (Assignment, error)
+	SavePaymentState(ctx context.Context, st paywatch.PaymentState) error
+	SelectNetwork(ctx context.Context, in SelectNetworkInput) (paywatch.Assignment, error)
 	ReleaseAddress(ctx context.Context, in ReleaseAddressInput) error
 	CheckTransfers(ctx context.Context, in CheckTransfersInput) (CheckTransfersResult, error)
 	FinalCheck(ctx context.Context, in FinalCheckInput) (FinalCheckResult, error)

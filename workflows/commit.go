@@ -81,7 +81,7 @@ func (p *payment) pendingEvent() (paywatch.Event, bool) {
 // coroutine waits for: the payment workflow still outlives its deliveries,
 // and the API can start the same workflow for the same event later (a URL
 // set, a redelivery) without two runs ever delivering it at once.
-func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap PaymentState) {
+func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap paywatch.PaymentState) {
 	in := QueueWebhookInput{
 		EventID:  EventID(snap.PaymentID, snap.WebhookSequence),
 		Sequence: snap.WebhookSequence,
@@ -165,7 +165,7 @@ func (p *payment) publish(ctx workflow.Context) {
 
 // snapshot returns a deep copy of the state, safe to hand to an activity or
 // a query while the workflow keeps changing its own.
-func (p *payment) snapshot() PaymentState {
+func (p *payment) snapshot() paywatch.PaymentState {
 	s := p.st
 	s.Transactions = slices.Clone(p.st.Transactions)
 	s.SubmittedHashes = slices.Clone(p.st.SubmittedHashes)

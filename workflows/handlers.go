@@ -77,10 +77,10 @@ func (p *payment) validateCancel(ctx workflow.Context, _ CancelRequest) error {
 // before the cancel are handled first: if one changed the status, the
 // transfer wins and the cancel is refused. Once the status is cancelled,
 // later transfers are ignored.
-func (p *payment) cancel(ctx workflow.Context, _ CancelRequest) (PaymentState, error) {
+func (p *payment) cancel(ctx workflow.Context, _ CancelRequest) (paywatch.PaymentState, error) {
 	p.drainSignals(ctx)
 	if p.st.Status != paywatch.StatusPending {
-		return PaymentState{}, reject(ErrTypeConflict, msgCancelChanged)
+		return paywatch.PaymentState{}, reject(ErrTypeConflict, msgCancelChanged)
 	}
 	p.st.Status = paywatch.StatusCancelled
 	p.changed = true
@@ -110,19 +110,19 @@ func (p *payment) validateSelectNetwork(ctx workflow.Context, req SelectNetworkR
 // selectNetwork assigns the deposit address. The in-progress flag is set
 // before awaiting the activity, so a second concurrent selection is
 // refused; the window is never extended.
-func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) (Assignment, error) {
+func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) (paywatch.Assignment, error) {
 	if err := p.validateSelectNetwork(ctx, req); err != nil {
-		return Assignment{}, err
+		return paywatch.Assignment{}, err
 	}
 	p.selecting = true
 	defer func() {
 		p.selecting = false
 		p.wake = true
 	}()
-	var a Assignment
+	var a paywatch.Assignment
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivitySelectNetwork,
 		SelectNetworkInput{PaymentID: p.st.PaymentID, Network: req.Network, Token: req.Token}).Get(ctx, &a); err != nil {
-		return Assignment{}, updateError(err)
+		return paywatch.Assignment{}, updateError(err)
 	}
 	if d := paywatch.Decimals(a.Network, a.Token); a.Amount.Decimals() != d {
 		if r, err := a.Amount.Rescale(d); err == nil {
@@ -146,7 +146,7 @@ func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) 
 	if p.st.Status != paywatch.StatusPending {
 		// Cancelled while the address was being assigned: the address is
 		// recorded so that it is released, but the selection failed.
-		return Assignment{}, reject(ErrTypeConflict, msgNotPending)
+		return paywatch.Assignment{}, reject(ErrTypeConflict, msgNotPending)
 	}
 	return a, nil
 }
@@ -154,7 +154,7 @@ func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) 
 // hashKnown reports whether a hash was already submitted to this payment.
 func (p *payment) hashKnown(h string) bool {
 	return slices.Contains(p.st.SubmittedHashes, h) || slices.Contains(p.verifying, h) ||
-		slices.ContainsFunc(p.st.Transactions, func(t Transaction) bool { return t.TxHash == h })
+		slices.ContainsFunc(p.st.Transactions, func(t paywatch.Transaction) bool { return t.TxHash == h })
 }
 
 // validateSubmitTxHash applies the 409 rules of POST /v1/payments/:id/confirm.

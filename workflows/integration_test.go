@@ -120,7 +120,7 @@ func TestPaymentEndToEnd(t *testing.T) {
 	ts.NewWorker(taskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 
 	orderID := "order-9"
-	in := workflows.PaymentInput{
+	in := paywatch.PaymentInput{
 		PaymentID: paymentID, ProjectID: projectID, ProjectSlug: "e2e", Mode: paywatch.ModePerPayment,
 		Network: paywatch.ARBITRUM, Token: paywatch.USDT, Address: address, StartBlock: 1000,
 		Amount: paywatch.MustParseAmount("12.50", 6), ExternalRef: "cust-9", ExternalOrderID: &orderID,
@@ -142,7 +142,7 @@ func TestPaymentEndToEnd(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		var st workflows.PaymentState
+		var st paywatch.PaymentState
 		if v.Get(&st) != nil {
 			return false
 		}

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"time"
-
 	"github.com/paywatch/paywatch"
 )
 
@@ -58,42 +56,6 @@ const (
 // 409 of submit-tx-hash: decode it with ApplicationError.Details(&fields).
 type ErrorFields = map[string]any
 
-// PaymentInput starts a payment workflow. Everything the workflow needs for
-// its whole life is here, so it reads no database row to decide anything.
-type PaymentInput struct {
-	PaymentID    string
-	ProjectID    int64
-	ProjectSlug  string
-	Mode         paywatch.AddressMode
-	PoolMatching paywatch.PoolMatching // pool mode only
-
-	// Network, Token and Address are empty until a network is selected.
-	Network paywatch.Network
-	Token   paywatch.Token
-	Address string
-	// StartBlock is the chain head when the address was assigned: the final
-	// on-chain check and txid verification look no earlier.
-	StartBlock uint64
-
-	// Amount is the expected amount (with the micro offset in pool +
-	// micro_amount mode), at the token's decimals once a network is set.
-	Amount paywatch.Amount
-	// OriginalAmount is the requested base amount in pool + micro_amount mode.
-	OriginalAmount *paywatch.Amount
-	// DustMinimum is the project's minAmount; nil means the global 0.10.
-	DustMinimum *paywatch.Amount
-
-	ExternalRef     string
-	ExternalOrderID *string
-
-	CreatedAt         time.Time
-	ExpiresAt         time.Time
-	AddressAssignedAt time.Time // zero until a network is selected
-
-	// Carried across continue-as-new; empty on the first run.
-	Carry *PaymentState
-}
-
 // TransferSeen is one token transfer to the payment's address, as a scanner
 // (or a txid verification) saw it.
 type TransferSeen struct {
@@ -120,18 +82,6 @@ type SelectNetworkRequest struct {
 	Token   paywatch.Token
 }
 
-// Assignment is the deposit address given to a payment, with the amount the
-// customer must send on that network.
-type Assignment struct {
-	Network        paywatch.Network
-	Token          paywatch.Token
-	Address        string
-	Amount         paywatch.Amount  // expected, at the token's decimals (with micro offset)
-	OriginalAmount *paywatch.Amount // pool + micro_amount only
-	StartBlock     uint64
-	AssignedAt     time.Time
-}
-
 // SubmitTxHashRequest is the payload of UpdateSubmitTxHash; TxHash is normalised.
 type SubmitTxHashRequest struct {
 	TxHash string
@@ -145,60 +95,3 @@ type SubmitTxHashResult struct {
 	AmountReceived *paywatch.Amount
 	Message        string
 }
-
-// Transaction is one counted transfer of a payment, as the API shows it.
-type Transaction struct {
-	TxHash        string
-	LogIndex      uint32
-	BlockNumber   uint64
-	BlockHash     string
-	From          string
-	Amount        paywatch.Amount
-	Confirmations int
-	Confirmed     bool
-}
-
-// PaymentState is the workflow's view of a payment: the query result, what
-// activities persist, and what continue-as-new carries.
-type PaymentState struct {
-	PaymentID      string
-	Status         paywatch.Status
-	Network        paywatch.Network
-	Token          paywatch.Token
-	Address        string
-	Amount         paywatch.Amount
-	OriginalAmount *paywatch.Amount
-	PaidAmount     paywatch.Amount // confirmed funds only
-	Transactions   []Transaction
-	TxHash         string
-	PaidAt         *time.Time
-	LatePayment    bool
-	ExpiresAt      time.Time
-	// SubmittedHashes are pool + txid hashes submitted but not yet verified.
-	SubmittedHashes []string
-	// ClaimedHashes are the pool + txid hashes verified and claimed for this
-	// payment. A transfer of one of them that a scanner signals counts, so
-	// one that a reorg dropped and that was mined again still counts.
-	ClaimedHashes []string
-	// Version increases with every change; saves with an older version are ignored.
-	Version   int64
-	UpdatedAt time.Time
-
-	// StartBlock and AddressAssignedAt come from the Assignment; zero until
-	// a network is selected.
-	StartBlock        uint64
-	AddressAssignedAt *time.Time
-
-	// Bookkeeping carried across continue-as-new; the API can ignore it.
-
-	// WebhookSequence is the sequence number of the last webhook queued.
-	WebhookSequence int
-	// PartialNotified is the confirmed amount the last payment.partial
-	// reported; a new one is sent only for a larger amount.
-	PartialNotified *paywatch.Amount
-	// DeadlineChecked is set once the on-chain check after the deadline ran.
-	DeadlineChecked bool
-}
-
-// AwaitingNetwork reports whether the payment still waits for a network.
-func (s PaymentState) AwaitingNetwork() bool { return s.Network == "" }

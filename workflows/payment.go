@@ -44,7 +44,7 @@ import (
 //   - Webhooks are delivered concurrently, each by its event's
 //     WebhookWorkflow child, and never block the state machine; the
 //     workflow neither ends nor continues-as-new while one is outstanding.
-func PaymentWorkflow(ctx workflow.Context, in PaymentInput) error {
+func PaymentWorkflow(ctx workflow.Context, in paywatch.PaymentInput) error {
 	p := newPayment(ctx, in)
 	if err := p.setup(ctx); err != nil {
 		return err
@@ -75,8 +75,8 @@ const (
 // payment is the whole state of a payment workflow run. Only st (and in)
 // survive continue-as-new; the rest is rebuilt by setup.
 type payment struct {
-	in PaymentInput
-	st PaymentState
+	in paywatch.PaymentInput
+	st paywatch.PaymentState
 
 	// committed is the status of the last commit: a different status now
 	// means a status change (search attributes, webhook).
@@ -109,12 +109,12 @@ type payment struct {
 
 // newPayment builds the state of a first run from the input, or takes the
 // state carried across continue-as-new.
-func newPayment(ctx workflow.Context, in PaymentInput) *payment {
+func newPayment(ctx workflow.Context, in paywatch.PaymentInput) *payment {
 	p := &payment{in: in, logger: workflow.GetLogger(ctx)}
 	if in.Carry != nil {
 		p.st = *in.Carry
 	} else {
-		p.st = PaymentState{
+		p.st = paywatch.PaymentState{
 			PaymentID:      in.PaymentID,
 			Status:         paywatch.StatusPending,
 			Network:        in.Network,
@@ -141,7 +141,7 @@ func (p *payment) setup(ctx workflow.Context) error {
 	p.oneOwner = oneOwnerRules(ctx)
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
-	if err := workflow.SetQueryHandler(ctx, QueryState, func() (PaymentState, error) {
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (paywatch.PaymentState, error) {
 		return p.snapshot(), nil
 	}); err != nil {
 		return err

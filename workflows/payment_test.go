@@ -35,7 +35,7 @@ type PaymentSuite struct {
 	start time.Time
 
 	mu        sync.Mutex
-	saved     []workflows.PaymentState
+	saved     []paywatch.PaymentState
 	hooks     []hook
 	delivered []string
 	released  []workflows.ReleaseAddressInput
@@ -161,14 +161,14 @@ func (s *PaymentSuite) SetupTest() {
 			return s.claimErr[in.TxHash]
 		}).Maybe()
 	env.OnActivity(workflows.ActivitySelectNetwork, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.selectIn }).Return(
-		func(_ context.Context, in workflows.SelectNetworkInput) (workflows.Assignment, error) {
+		func(_ context.Context, in workflows.SelectNetworkInput) (paywatch.Assignment, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.selects++
 			if s.selectErr != nil {
-				return workflows.Assignment{}, s.selectErr
+				return paywatch.Assignment{}, s.selectErr
 			}
-			return workflows.Assignment{
+			return paywatch.Assignment{
 				Network: in.Network, Token: in.Token, Address: address,
 				Amount: amt("50.00"), StartBlock: s.head(), AssignedAt: s.start,
 			}, nil
@@ -189,7 +189,7 @@ const noRelease paywatch.Status = ""
 // is saved (run checks that every version is, once and in order), and the
 // address is released exactly once with outcome, or never for noRelease.
 // Any other release is recorded too, for run to report.
-func (s *PaymentSuite) expect(in workflows.PaymentInput, outcome paywatch.Status) {
+func (s *PaymentSuite) expect(in paywatch.PaymentInput, outcome paywatch.Status) {
 	s.env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(s.save)
 	if outcome != noRelease {
 		s.env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything,
@@ -210,7 +210,7 @@ type stored struct {
 // saved states must be want, in version order, once consecutive saves of
 // the same status and paid amount (a confirmation count moving) are
 // folded; and the last must be the state the workflow stopped with.
-func (s *PaymentSuite) observe(in workflows.PaymentInput, want ...stored) {
+func (s *PaymentSuite) observe(in paywatch.PaymentInput, want ...stored) {
 	save := s.env.OnActivity(workflows.ActivitySavePaymentState, mock.Anything, mock.Anything).Return(s.save)
 	if len(want) == 0 {
 		save.Maybe() // recorded only for the check below, which requires none
@@ -237,7 +237,7 @@ func (s *PaymentSuite) observe(in workflows.PaymentInput, want ...stored) {
 	}
 }
 
-func (s *PaymentSuite) save(_ context.Context, st workflows.PaymentState) error {
+func (s *PaymentSuite) save(_ context.Context, st paywatch.PaymentState) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.saved = append(s.saved, st)
@@ -269,8 +269,8 @@ func (s *PaymentSuite) now() time.Time { return s.env.Now().UTC() }
 func amt(v string) paywatch.Amount { return paywatch.MustParseAmount(v, 6) }
 
 // input is a per_payment USDT payment of 50.00 on ERC20 expiring in 1 h.
-func (s *PaymentSuite) input() workflows.PaymentInput {
-	return workflows.PaymentInput{
+func (s *PaymentSuite) input() paywatch.PaymentInput {
+	return paywatch.PaymentInput{
 		PaymentID:         "9b2f6a52-0000-4000-8000-000000000001",
 		ProjectID:         1,
 		ProjectSlug:       "shop",
@@ -302,10 +302,10 @@ func (s *PaymentSuite) signal(hash, amount string) {
 	s.env.SignalWorkflow(workflows.SignalTransferSeen, s.transfer(hash, amount))
 }
 
-func (s *PaymentSuite) query() workflows.PaymentState {
+func (s *PaymentSuite) query() paywatch.PaymentState {
 	v, err := s.env.QueryWorkflow(workflows.QueryState)
 	s.Require().NoError(err)
-	var st workflows.PaymentState
+	var st paywatch.PaymentState
 	s.Require().NoError(v.Get(&st))
 	return st
 }
@@ -324,7 +324,7 @@ func (s *PaymentSuite) update(name string, arg any, result *any, err *error) {
 // run runs the workflow to its end, which must release the payment's
 // address with outcome (or nothing, for noRelease), and checks that every
 // state version it committed was saved once, in order, up to the last.
-func (s *PaymentSuite) run(in workflows.PaymentInput, outcome paywatch.Status) {
+func (s *PaymentSuite) run(in paywatch.PaymentInput, outcome paywatch.Status) {
 	s.expect(in, outcome)
 	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
 	s.Require().True(s.env.IsWorkflowCompleted())
@@ -340,7 +340,7 @@ func (s *PaymentSuite) run(in workflows.PaymentInput, outcome paywatch.Status) {
 
 // assertSavedInOrder checks that the saved versions follow each other
 // from the run's first commit on: none skipped, none saved twice.
-func (s *PaymentSuite) assertSavedInOrder(in workflows.PaymentInput) {
+func (s *PaymentSuite) assertSavedInOrder(in paywatch.PaymentInput) {
 	s.T().Helper()
 	next := int64(1)
 	if in.Carry != nil {
@@ -362,7 +362,7 @@ func (s *PaymentSuite) events() []paywatch.Event {
 	return out
 }
 
-func (s *PaymentSuite) last() workflows.PaymentState {
+func (s *PaymentSuite) last() paywatch.PaymentState {
 	s.Require().NotEmpty(s.saved)
 	return s.saved[len(s.saved)-1]
 }
@@ -521,7 +521,7 @@ func (s *PaymentSuite) TestCancelPending() {
 	s.at(5*time.Minute, func() { s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err) })
 	s.run(s.input(), paywatch.StatusCancelled)
 	s.Require().NoError(err)
-	s.Equal(paywatch.StatusCancelled, res.(workflows.PaymentState).Status)
+	s.Equal(paywatch.StatusCancelled, res.(paywatch.PaymentState).Status)
 	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
 	s.Equal(paywatch.StatusCancelled, s.last().Status)
 	s.Equal(s.start.Add(5*time.Minute), s.now())
@@ -919,7 +919,7 @@ func (s *PaymentSuite) TestTransferRemovedSignal() {
 
 // --- select-network -------------------------------------------------------
 
-func (s *PaymentSuite) networkless() workflows.PaymentInput {
+func (s *PaymentSuite) networkless() paywatch.PaymentInput {
 	in := s.input()
 	in.Network, in.Token, in.Address, in.StartBlock, in.AddressAssignedAt = "", "", "", 0, time.Time{}
 	in.Amount = paywatch.MustParseAmount("50.00", 2)
@@ -944,7 +944,7 @@ func (s *PaymentSuite) TestSelectNetworkThenPaid() {
 	})
 	s.run(s.networkless(), paywatch.StatusPaid)
 	s.Require().NoError(err)
-	s.Equal(address, res.(workflows.Assignment).Address)
+	s.Equal(address, res.(paywatch.Assignment).Address)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
 
@@ -963,7 +963,7 @@ func (s *PaymentSuite) TestTwoSelectNetworkCallsRace() {
 	s.at(3*time.Minute, func() { s.env.CancelWorkflow() })
 	s.observe(s.networkless(), stored{paywatch.StatusPending, "0.00"})
 	s.Require().NoError(err1)
-	s.Equal(paywatch.ERC20, res1.(workflows.Assignment).Network)
+	s.Equal(paywatch.ERC20, res1.(paywatch.Assignment).Network)
 	s.Require().Len(s.saved, 1, "the assignment is saved once")
 	s.Equal(paywatch.ERC20, s.saved[0].Network)
 	s.Equal(paywatch.USDT, s.saved[0].Token)
@@ -1030,7 +1030,7 @@ func (s *PaymentSuite) TestCancelWhileSelectingReleasesTheAddress() {
 
 // --- pool + txid ----------------------------------------------------------
 
-func (s *PaymentSuite) txidInput() workflows.PaymentInput {
+func (s *PaymentSuite) txidInput() paywatch.PaymentInput {
 	in := s.input()
 	in.Mode, in.PoolMatching = paywatch.ModePool, paywatch.MatchTxID
 	return in
@@ -1314,7 +1314,7 @@ func (s *PaymentSuite) TestContinueAsNewWithManySmallTransfers() {
 	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "got %v", s.env.GetWorkflowError())
 	s.Empty(s.released)
 	s.assertSavedInOrder(first)
-	var next workflows.PaymentInput
+	var next paywatch.PaymentInput
 	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	s.Require().NotNil(next.Carry)
 	s.Len(next.Carry.Transactions, 21)

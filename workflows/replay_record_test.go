@@ -159,7 +159,7 @@ func recordCancelled(t *testing.T, e *recorder) {
 	p := e.create(t, e.perPayment, e.newPayment("cancelled", "15.00", paywatch.ARBITRUM), time.Now())
 	e.failFirstAttempt(p.ID)
 	run := e.start(t, p)
-	var st workflows.PaymentState
+	var st paywatch.PaymentState
 	e.update(t, p, workflows.UpdateCancel, workflows.CancelRequest{}, &st)
 	assert.Equal(t, paywatch.StatusCancelled, st.Status)
 	e.finish(t, run, p, "cancelled", paywatch.StatusCancelled)
@@ -202,7 +202,7 @@ func recordSelectNetwork(t *testing.T, e *recorder) {
 	p := e.create(t, e.perPayment, e.newPayment("select-network", "20.00", ""), time.Now())
 	require.True(t, p.AwaitingNetwork())
 	run := e.start(t, p)
-	var a workflows.Assignment
+	var a paywatch.Assignment
 	e.update(t, p, workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ARBITRUM, Token: paywatch.USDT}, &a)
 	require.NotEmpty(t, a.Address)
 	p.Network, p.Token, p.Address = a.Network, a.Token, a.Address
@@ -437,7 +437,7 @@ func (e *recorder) waitStatus(t *testing.T, p *store.Payment, s paywatch.Status)
 		if err != nil {
 			return false
 		}
-		var st workflows.PaymentState
+		var st paywatch.PaymentState
 		return v.Get(&st) == nil && st.Status == s
 	}, 20*time.Second, 25*time.Millisecond, "payment %s never became %s", p.ID, s)
 }

@@ -236,7 +236,7 @@ func (e *scanEnv) insertPayment(n paywatch.Network, tok paywatch.Token, amount s
 // recorder, whichever the payment worker registered).
 func (e *scanEnv) startWorkflow(p scanPayment) client.WorkflowRun {
 	e.t.Helper()
-	in := workflows.PaymentInput{
+	in := paywatch.PaymentInput{
 		PaymentID: p.ID, ProjectID: e.projectID, ProjectSlug: "scan", Mode: paywatch.ModePerPayment,
 		Network: p.Network, Token: p.Token, Address: p.Address, StartBlock: p.StartBlock, Amount: p.Amount,
 		ExternalRef: "cust", CreatedAt: time.Now().UTC(), ExpiresAt: time.Now().Add(time.Hour).UTC(), AddressAssignedAt: time.Now().UTC(),
@@ -256,20 +256,20 @@ func (e *scanEnv) send(p scanPayment, tok paywatch.Token, amount string) devnet.
 }
 
 // state queries the real payment workflow.
-func (e *scanEnv) state(p scanPayment) (workflows.PaymentState, error) {
+func (e *scanEnv) state(p scanPayment) (paywatch.PaymentState, error) {
 	v, err := e.c.QueryWorkflow(e.ctx, workflows.PaymentWorkflowID(p.ID), "", workflows.QueryState)
 	if err != nil {
-		return workflows.PaymentState{}, err
+		return paywatch.PaymentState{}, err
 	}
-	var st workflows.PaymentState
+	var st paywatch.PaymentState
 	err = v.Get(&st)
 	return st, err
 }
 
 // waitState waits until the payment workflow's state satisfies ok.
-func (e *scanEnv) waitState(p scanPayment, what string, ok func(workflows.PaymentState) bool) workflows.PaymentState {
+func (e *scanEnv) waitState(p scanPayment, what string, ok func(paywatch.PaymentState) bool) paywatch.PaymentState {
 	e.t.Helper()
-	var last workflows.PaymentState
+	var last paywatch.PaymentState
 	require.Eventually(e.t, func() bool {
 		st, err := e.state(p)
 		if err != nil {
@@ -299,7 +299,7 @@ const queryRecorded = "recorded"
 
 // recorderWorkflow stands in for the payment workflow: it records the
 // scanner's signals and never ends.
-func recorderWorkflow(ctx workflow.Context, _ workflows.PaymentInput) error {
+func recorderWorkflow(ctx workflow.Context, _ paywatch.PaymentInput) error {
 	var r recorded
 	if err := workflow.SetQueryHandler(ctx, queryRecorded, func() (recorded, error) { return r, nil }); err != nil {
 		return err
@@ -484,7 +484,7 @@ func TestPaymentConfirmsAtExactlyTheFixedCount(t *testing.T) {
 	require.NoError(t, err)
 	e.ensureScanner(n)
 
-	st := e.waitState(p, "confirming with 39 confirmations", func(st workflows.PaymentState) bool {
+	st := e.waitState(p, "confirming with 39 confirmations", func(st paywatch.PaymentState) bool {
 		return st.Status == paywatch.StatusConfirming && len(st.Transactions) == 1 && st.Transactions[0].Confirmations == required-1
 	})
 	assert.Equal(t, res.TxHash, st.Transactions[0].TxHash)
@@ -528,7 +528,7 @@ func TestReorgRemovesACountedUnconfirmedTransfer(t *testing.T) {
 	p := e.insertPayment(n, paywatch.USDT, "12.50", h)
 	e.startWorkflow(p)
 	res := e.send(p, paywatch.USDT, "12.50")
-	e.waitState(p, "confirming", func(st workflows.PaymentState) bool {
+	e.waitState(p, "confirming", func(st paywatch.PaymentState) bool {
 		return st.Status == paywatch.StatusConfirming && len(st.Transactions) == 1
 	})
 	rows, removed := e.transferRows(n, res.TxHash)
@@ -539,7 +539,7 @@ func TestReorgRemovesACountedUnconfirmedTransfer(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, dropped, res.TxHash)
 
-	st := e.waitState(p, "back to pending", func(st workflows.PaymentState) bool {
+	st := e.waitState(p, "back to pending", func(st paywatch.PaymentState) bool {
 		return st.Status == paywatch.StatusPending && len(st.Transactions) == 0
 	})
 	assert.True(t, st.PaidAmount.IsZero())
@@ -551,7 +551,7 @@ func TestReorgRemovesACountedUnconfirmedTransfer(t *testing.T) {
 
 	// A new transfer after the reorg counts as usual.
 	res2 := e.send(p, paywatch.USDT, "12.50")
-	st = e.waitState(p, "confirming again", func(st workflows.PaymentState) bool {
+	st = e.waitState(p, "confirming again", func(st paywatch.PaymentState) bool {
 		return st.Status == paywatch.StatusConfirming && len(st.Transactions) == 1
 	})
 	assert.Equal(t, res2.TxHash, st.Transactions[0].TxHash)
@@ -640,7 +640,7 @@ func TestSameTransferNeverCountedTwiceAcrossRestart(t *testing.T) {
 	res := e.send(p, paywatch.USDT, "10.00")
 	_, err := e.dn.Mine(e.ctx, n, 40)
 	require.NoError(t, err)
-	e.waitState(p, "partial with 10.00 confirmed", func(st workflows.PaymentState) bool {
+	e.waitState(p, "partial with 10.00 confirmed", func(st paywatch.PaymentState) bool {
 		return st.Status == paywatch.StatusPartial && st.PaidAmount.Equal(paywatch.MustParseAmount("10", 6))
 	})
 

@@ -45,7 +45,7 @@ func (p *payment) microMode() bool {
 
 // find returns the index of the transaction with this key, or -1.
 func (p *payment) find(txHash string, logIndex uint32) int {
-	return slices.IndexFunc(p.st.Transactions, func(t Transaction) bool {
+	return slices.IndexFunc(p.st.Transactions, func(t paywatch.Transaction) bool {
 		return t.TxHash == txHash && t.LogIndex == logIndex
 	})
 }
@@ -53,7 +53,7 @@ func (p *payment) find(txHash string, logIndex uint32) int {
 // hasUnconfirmed reports whether a counted transfer still waits for
 // confirmations.
 func (p *payment) hasUnconfirmed() bool {
-	return slices.ContainsFunc(p.st.Transactions, func(t Transaction) bool { return !t.Confirmed })
+	return slices.ContainsFunc(p.st.Transactions, func(t paywatch.Transaction) bool { return !t.Confirmed })
 }
 
 // fullyPaid reports paid or overpaid.
@@ -91,7 +91,7 @@ func (p *payment) addTransfer(ctx workflow.Context, t TransferSeen, submitted bo
 	if p.microMode() && !paywatch.MicroMatch(t.Amount, p.st.Amount) {
 		return false
 	}
-	p.st.Transactions = append(p.st.Transactions, Transaction{
+	p.st.Transactions = append(p.st.Transactions, paywatch.Transaction{
 		TxHash:      t.TxHash,
 		LogIndex:    t.LogIndex,
 		BlockNumber: t.BlockNumber,

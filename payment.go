@@ -1,0 +1,112 @@
+package paywatch
+
+import "time"
+
+// The payment's own vocabulary, shared by the workflow that runs a payment,
+// the store that persists it and the edges that show it: what starts a
+// payment, the address it is given, the transfers it counted and its state.
+
+// PaymentInput starts a payment workflow. Everything the workflow needs for
+// its whole life is here, so it reads no database row to decide anything.
+type PaymentInput struct {
+	PaymentID    string
+	ProjectID    int64
+	ProjectSlug  string
+	Mode         AddressMode
+	PoolMatching PoolMatching // pool mode only
+
+	// Network, Token and Address are empty until a network is selected.
+	Network Network
+	Token   Token
+	Address string
+	// StartBlock is the chain head when the address was assigned: the final
+	// on-chain check and txid verification look no earlier.
+	StartBlock uint64
+
+	// Amount is the expected amount (with the micro offset in pool +
+	// micro_amount mode), at the token's decimals once a network is set.
+	Amount Amount
+	// OriginalAmount is the requested base amount in pool + micro_amount mode.
+	OriginalAmount *Amount
+	// DustMinimum is the project's minAmount; nil means the global 0.10.
+	DustMinimum *Amount
+
+	ExternalRef     string
+	ExternalOrderID *string
+
+	CreatedAt         time.Time
+	ExpiresAt         time.Time
+	AddressAssignedAt time.Time // zero until a network is selected
+
+	// Carried across continue-as-new; empty on the first run.
+	Carry *PaymentState
+}
+
+// Assignment is the deposit address given to a payment, with the amount the
+// customer must send on that network.
+type Assignment struct {
+	Network        Network
+	Token          Token
+	Address        string
+	Amount         Amount  // expected, at the token's decimals (with micro offset)
+	OriginalAmount *Amount // pool + micro_amount only
+	StartBlock     uint64
+	AssignedAt     time.Time
+}
+
+// Transaction is one counted transfer of a payment, as the API shows it.
+type Transaction struct {
+	TxHash        string
+	LogIndex      uint32
+	BlockNumber   uint64
+	BlockHash     string
+	From          string
+	Amount        Amount
+	Confirmations int
+	Confirmed     bool
+}
+
+// PaymentState is the workflow's view of a payment: the query result, what
+// activities persist, and what continue-as-new carries.
+type PaymentState struct {
+	PaymentID      string
+	Status         Status
+	Network        Network
+	Token          Token
+	Address        string
+	Amount         Amount
+	OriginalAmount *Amount
+	PaidAmount     Amount // confirmed funds only
+	Transactions   []Transaction
+	TxHash         string
+	PaidAt         *time.Time
+	LatePayment    bool
+	ExpiresAt      time.Time
+	// SubmittedHashes are pool + txid hashes submitted but not yet verified.
+	SubmittedHashes []string
+	// ClaimedHashes are the pool + txid hashes verified and claimed for this
+	// payment. A transfer of one of them that a scanner signals counts, so
+	// one that a reorg dropped and that was mined again still counts.
+	ClaimedHashes []string
+	// Version increases with every change; saves with an older version are ignored.
+	Version   int64
+	UpdatedAt time.Time
+
+	// StartBlock and AddressAssignedAt come from the Assignment; zero until
+	// a network is selected.
+	StartBlock        uint64
+	AddressAssignedAt *time.Time
+
+	// Bookkeeping carried across continue-as-new; the API can ignore it.
+
+	// WebhookSequence is the sequence number of the last webhook queued.
+	WebhookSequence int
+	// PartialNotified is the confirmed amount the last payment.partial
+	// reported; a new one is sent only for a larger amount.
+	PartialNotified *Amount
+	// DeadlineChecked is set once the on-chain check after the deadline ran.
+	DeadlineChecked bool
+}
+
+// AwaitingNetwork reports whether the payment still waits for a network.
+func (s PaymentState) AwaitingNetwork() bool { return s.Network == "" }
