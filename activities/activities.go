@@ -13,6 +13,7 @@ import (
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/webhooks"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -83,14 +84,12 @@ type Deps struct {
 // Activities implements workflows.Activities; register it with
 // workflows.Register.
 type Activities struct {
-	store        Store
-	chains       Chains
-	http         *http.Client
-	now          func() time.Time
-	allowPrivate bool
-	requireHTTPS bool
-	log          *slog.Logger
-	blockTimes   map[paywatch.Network]time.Duration
+	store      Store
+	chains     Chains
+	sender     *webhooks.Sender
+	now        func() time.Time
+	log        *slog.Logger
+	blockTimes map[paywatch.Network]time.Duration
 }
 
 var _ workflows.Activities = (*Activities)(nil)
@@ -98,21 +97,20 @@ var _ workflows.Activities = (*Activities)(nil)
 // New returns Activities over deps.
 func New(deps Deps) *Activities {
 	a := &Activities{
-		store:        deps.Store,
-		chains:       deps.Chains,
-		http:         deps.HTTPClient,
-		now:          deps.Clock,
-		allowPrivate: deps.AllowPrivate,
-		requireHTTPS: deps.RequireHTTPS,
-		log:          deps.Logger,
-		blockTimes:   deps.BlockTimes,
-	}
-	if a.http == nil {
-		a.http = NewWebhookClient(workflows.WebhookTimeout, deps.AllowPrivate)
+		store:      deps.Store,
+		chains:     deps.Chains,
+		now:        deps.Clock,
+		log:        deps.Logger,
+		blockTimes: deps.BlockTimes,
 	}
 	if a.now == nil {
 		a.now = time.Now
 	}
+	client := deps.HTTPClient
+	if client == nil {
+		client = webhooks.NewClient(workflows.WebhookTimeout, deps.AllowPrivate)
+	}
+	a.sender = &webhooks.Sender{Client: client, AllowPrivate: deps.AllowPrivate, RequireHTTPS: deps.RequireHTTPS, Now: a.now}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

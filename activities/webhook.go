@@ -1,18 +1,9 @@
 package activities
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -20,6 +11,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/webhooks"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -155,12 +147,9 @@ const webhookReadTimeout = 10 * time.Second
 // it ended; WebhookWorkflow numbers the attempts, keeps the schedule and
 // logs each one through RecordWebhookAttempt, so an error here (the event
 // could not be read) is retried as the same attempt. Each attempt reads the
-// project's current URL and secret, checks the URL against private and
-// reserved ranges (the dialer checks again at connect time), signs
-// timestamp + "." + body with the secret and POSTs the payload. 2xx is
-// delivered; a 4xx (or any non-5xx) answer, a refused URL and a missing
-// secret fail for good; a 5xx, a timeout or a network error is retried at
-// the next slot. Without a URL nothing is sent and the event stays pending.
+// project's current URL and secret and sends through webhooks.Sender (URL
+// checks, signature, outcome). Without a URL nothing is sent and the event
+// stays pending.
 func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookInput) (workflows.SendWebhookResult, error) {
 	// The read has a deadline well inside the attempt's: a database that
 	// hangs must end in "not sent", never in the attempt's own timeout,
@@ -181,119 +170,14 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 	case d.URL == "":
 		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeNoURL}, nil
 	}
-	result := func(o workflows.WebhookOutcome, code int, body string) (workflows.SendWebhookResult, error) {
-		if o != workflows.WebhookOutcomeDelivered {
-			activity.GetLogger(ctx).Info("webhook attempt failed", "eventId", in.EventID, "attempt", in.Attempt,
-				"outcome", o, "answer", failureText(code, body))
-		}
-		return workflows.SendWebhookResult{Outcome: o, StatusCode: code, ResponseBody: store.CutResponseBody(body)}, nil
+	res := a.sender.Send(ctx, d.URL, d.Secret, d.Payload)
+	if res.Outcome != webhooks.Delivered {
+		activity.GetLogger(ctx).Warn("webhook attempt failed", "eventId", in.EventID, "attempt", in.Attempt,
+			"outcome", res.Outcome, "answer", failureText(res.StatusCode, res.Answer), "error", res.Err)
 	}
-	// networkFailure retries an attempt that failed in the network; the
-	// delivery log gets networkFailureText, the service's log the error.
-	networkFailure := func(err error) (workflows.SendWebhookResult, error) {
-		text := networkFailureText(err)
-		activity.GetLogger(ctx).Warn("webhook attempt failed in the network", "eventId", in.EventID, "attempt", in.Attempt,
-			"answer", text, "error", withoutURL(err))
-		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeRetry, ResponseBody: text}, nil
-	}
-	if d.Secret == "" {
-		return result(workflows.WebhookOutcomeFailed, 0, "project has no webhook secret; webhooks are never sent unsigned")
-	}
-	if err := CheckWebhookScheme(d.URL, !a.requireHTTPS); err != nil {
-		return result(workflows.WebhookOutcomeFailed, 0, err.Error())
-	}
-	if err := CheckWebhookURL(ctx, d.URL, a.allowPrivate); err != nil {
-		if errors.Is(err, ErrPrivateAddress) || errors.Is(err, ErrBadWebhookURL) {
-			return result(workflows.WebhookOutcomeFailed, 0, refusalText(ctx, in.EventID, err))
-		}
-		return networkFailure(err)
-	}
-	ts := paywatch.WebhookTimestamp(a.now())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Payload))
-	if err != nil {
-		return result(workflows.WebhookOutcomeFailed, 0, err.Error())
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "paywatch-webhooks/1")
-	req.Header.Set(paywatch.HeaderTimestamp, ts)
-	req.Header.Set(paywatch.HeaderSignature, paywatch.SignWebhook(d.Secret, ts, d.Payload))
-	resp, err := a.http.Do(req)
-	if err != nil {
-		if errors.Is(err, ErrPrivateAddress) {
-			return result(workflows.WebhookOutcomeFailed, 0, refusalText(ctx, in.EventID, err))
-		}
-		return networkFailure(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4*store.MaxWebhookResponseBody))
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return result(workflows.WebhookOutcomeDelivered, resp.StatusCode, string(raw))
-	case resp.StatusCode >= 500:
-		return result(workflows.WebhookOutcomeRetry, resp.StatusCode, string(raw))
-	default:
-		return result(workflows.WebhookOutcomeFailed, resp.StatusCode, string(raw))
-	}
-}
-
-// refusalText is what the delivery log says of a refused URL: the reason
-// alone, such as "webhook URL points to a private or reserved address".
-// The log is the project's to read, so it never names the address a host
-// name resolved to, before the attempt or at dial time: a webhook URL must
-// not serve to map the network paywatch runs in. The service's own log
-// keeps the detail.
-func refusalText(ctx context.Context, eventID string, err error) string {
-	activity.GetLogger(ctx).Warn("webhook URL refused", "eventId", eventID, "error", err)
-	if errors.Is(err, ErrPrivateAddress) {
-		return ErrPrivateAddress.Error()
-	}
-	return ErrBadWebhookURL.Error()
-}
-
-// networkFailureText is what the delivery log says of an attempt that
-// failed in the network: a fixed description ("timeout", "connection
-// refused", "DNS lookup failed", ...), never Go's error text. That text
-// names addresses of the network paywatch runs in, such as the resolver's
-// ("lookup x on 10.0.0.2:53") or the local socket's ("read tcp
-// 10.1.2.3:5555->..."), which the log, the project's to read, must not
-// reveal, as refusalText keeps it from naming resolved addresses.
-func networkFailureText(err error) string {
-	var dnsErr *net.DNSError
-	var timeout interface{ Timeout() bool }
-	var alert tls.AlertError
-	var record tls.RecordHeaderError
-	var verify *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	switch {
-	case errors.As(err, &dnsErr):
-		return "DNS lookup failed"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &timeout) && timeout.Timeout():
-		return "timeout"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "connection reset"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "connection closed without an answer"
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return "host unreachable"
-	case errors.As(err, &alert), errors.As(err, &record), errors.As(err, &verify),
-		errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid):
-		return "TLS handshake failed"
-	}
-	return "network error"
-}
-
-// withoutURL is err for the service's log: a *url.Error's URL is dropped,
-// since a webhook URL may carry a receiver's token in its query.
-func withoutURL(err error) error {
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		return uerr.Err
-	}
-	return err
+	return workflows.SendWebhookResult{
+		Outcome: workflows.WebhookOutcome(res.Outcome), StatusCode: res.StatusCode, ResponseBody: store.CutResponseBody(res.Answer),
+	}, nil
 }
 
 // RecordWebhookAttempt logs one delivery attempt and gives the event its

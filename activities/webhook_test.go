@@ -26,6 +26,7 @@ import (
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/store/storetest"
+	"github.com/paywatch/paywatch/webhooks"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -150,7 +151,7 @@ func deliver(t *testing.T, acts *activities.Activities, eventID string, prepare 
 func newActivities(f *fixture, allowPrivate bool, timeout time.Duration) *activities.Activities {
 	return activities.New(activities.Deps{
 		Store:        f.store,
-		HTTPClient:   activities.NewWebhookClient(timeout, allowPrivate),
+		HTTPClient:   webhooks.NewClient(timeout, allowPrivate),
 		AllowPrivate: allowPrivate,
 	})
 }
@@ -348,7 +349,7 @@ func TestWebhookPlainHTTPRefusedWhenHTTPSIsRequired(t *testing.T) {
 	f := newFixture(t, r.srv.URL+"/hooks", `{}`)
 	acts := activities.New(activities.Deps{
 		Store:        f.store,
-		HTTPClient:   activities.NewWebhookClient(time.Second, true),
+		HTTPClient:   webhooks.NewClient(time.Second, true),
 		AllowPrivate: true,
 		RequireHTTPS: true,
 	})
@@ -445,7 +446,7 @@ func TestWebhookURLCheckedBeforeEveryAttempt(t *testing.T) {
 	})
 	f = newFixture(t, publicURL, `{}`)
 	private = r.srv.URL + "/hooks"
-	client := activities.NewWebhookClient(time.Second, true)
+	client := webhooks.NewClient(time.Second, true)
 	receiverAddr := r.srv.Listener.Addr().String()
 	dialer := &net.Dialer{Timeout: time.Second}
 	client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/webhooks"
 )
 
 // Webhook URL refusals when a project is saved.
@@ -23,7 +23,7 @@ const maxWebhookURLLength = 2048
 const webhookLookupTimeout = 3 * time.Second
 
 // checkWebhookURL applies the delivery's own URL check
-// (activities.CheckWebhookURL: absolute http(s), no private, reserved or
+// (webhooks.CheckURL: absolute http(s), no private, reserved or
 // loopback target unless allowPrivate) when a webhook URL is saved, so the
 // two can never disagree. A host name that does not resolve now is
 // accepted: the address is checked again before every delivery.
@@ -35,16 +35,16 @@ func checkWebhookURL(ctx context.Context, raw string, allowPrivate, requireHTTPS
 	if len(raw) > maxWebhookURLLength {
 		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLShape)
 	}
-	if err := activities.CheckWebhookScheme(raw, !requireHTTPS); errors.Is(err, activities.ErrInsecureWebhookURL) {
+	if err := webhooks.CheckScheme(raw, !requireHTTPS); errors.Is(err, webhooks.ErrInsecureURL) {
 		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLHTTPS)
 	}
 	ctx, cancel := context.WithTimeout(ctx, webhookLookupTimeout)
 	defer cancel()
-	err := activities.CheckWebhookURL(ctx, raw, allowPrivate)
+	err := webhooks.CheckURL(ctx, raw, allowPrivate)
 	switch {
-	case errors.Is(err, activities.ErrBadWebhookURL):
+	case errors.Is(err, webhooks.ErrBadURL):
 		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLShape)
-	case errors.Is(err, activities.ErrPrivateAddress):
+	case errors.Is(err, webhooks.ErrPrivateAddress):
 		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLPrivate)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/store/storetest"
+	"github.com/paywatch/paywatch/webhooks"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -108,7 +109,7 @@ func TestPaymentEndToEnd(t *testing.T) {
 	acts := activities.New(activities.Deps{
 		Store:        store.New(pool),
 		Chains:       oneChain{chain},
-		HTTPClient:   activities.NewWebhookClient(5*time.Second, true),
+		HTTPClient:   webhooks.NewClient(5*time.Second, true),
 		AllowPrivate: true,
 	})
 

@@ -33,6 +33,7 @@ import (
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/store/storetest"
+	"github.com/paywatch/paywatch/webhooks"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -337,7 +338,7 @@ func newRecorder(t *testing.T) *recorder {
 	acts := activities.New(activities.Deps{
 		Store:        e.store,
 		Chains:       e.chain,
-		HTTPClient:   activities.NewWebhookClient(5*time.Second, true),
+		HTTPClient:   webhooks.NewClient(5*time.Second, true),
 		AllowPrivate: true,
 		BlockTimes:   map[paywatch.Network]time.Duration{paywatch.ARBITRUM: recBlockTime},
 	})

@@ -32,6 +32,7 @@ import (
 	"github.com/paywatch/paywatch/chains/devnet"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/store/storetest"
+	"github.com/paywatch/paywatch/webhooks"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -168,7 +169,7 @@ func (e *scanEnv) recorderWorker() worker.Worker {
 func (e *scanEnv) paymentWorker() worker.Worker {
 	require.NoError(e.t, workflows.EnsureSearchAttributes(e.ctx, e.c, e.ts.GetDefaultNamespace()))
 	acts := activities.New(activities.Deps{
-		Store: e.store, Chains: e.set, HTTPClient: activities.NewWebhookClient(5*time.Second, true), AllowPrivate: true,
+		Store: e.store, Chains: e.set, HTTPClient: webhooks.NewClient(5*time.Second, true), AllowPrivate: true,
 	})
 	return e.ts.NewWorker(payQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 }

@@ -1,4 +1,4 @@
-package activities
+package webhooks
 
 import (
 	"context"
@@ -22,9 +22,9 @@ import (
 // delivery refuses them again before every attempt and at dial time.
 var ErrPrivateAddress = errors.New("webhook URL points to a private or reserved address")
 
-// ErrBadWebhookURL means a webhook URL is not an absolute http(s) URL whose
-// host is a host name or an IP address (see WebhookHost).
-var ErrBadWebhookURL = errors.New("webhook URL must be an absolute http or https URL")
+// ErrBadURL means a webhook URL is not an absolute http(s) URL whose
+// host is a host name or an IP address (see Host).
+var ErrBadURL = errors.New("webhook URL must be an absolute http or https URL")
 
 // reservedPrefixes are the special-purpose ranges (IANA IPv4 and IPv6
 // special-purpose registries) a webhook must never reach, beyond what
@@ -104,20 +104,20 @@ func PublicIP(ip netip.Addr) bool {
 	return true
 }
 
-// CheckWebhookURL checks a webhook URL as the service does when a project
+// CheckURL checks a webhook URL as the service does when a project
 // saves it and before every delivery: an absolute http or https URL whose
-// host is a valid host name or IP address (read as WebhookHost reads it)
+// host is a valid host name or IP address (read as Host reads it)
 // that is, or resolves only to, public addresses (see PublicIP).
 // "localhost" and names under ".localhost" are refused without a lookup.
 // With allowPrivate (PAYWATCH_WEBHOOK_ALLOW_PRIVATE) only the URL's form is
-// checked. Errors wrap ErrBadWebhookURL or ErrPrivateAddress; a failed DNS
+// checked. Errors wrap ErrBadURL or ErrPrivateAddress; a failed DNS
 // lookup is returned as is.
-func CheckWebhookURL(ctx context.Context, rawURL string, allowPrivate bool) error {
+func CheckURL(ctx context.Context, rawURL string, allowPrivate bool) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
-		return ErrBadWebhookURL
+		return ErrBadURL
 	}
-	host, ip, err := WebhookHost(u.Hostname())
+	host, ip, err := Host(u.Hostname())
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func CheckWebhookURL(ctx context.Context, rawURL string, allowPrivate bool) erro
 var hostProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transitional(false),
 	idna.CheckHyphens(false), idna.StrictDomainName(false))
 
-// WebhookHost reads the host of a URL (as url.URL.Hostname gives it) the way
+// Host reads the host of a URL (as url.URL.Hostname gives it) the way
 // a browser's URL parser does, and so the way an inet_aton resolver reads
 // numbers: after the UTS #46 mapping (hostProfile), a host whose last label
 // is a number is an IPv4 address in any of the notations inet_aton takes
@@ -161,30 +161,30 @@ var hostProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transition
 // literal is an address too; ip is then set. Any other host must be a valid
 // host name (labels of letters, digits, hyphens and underscores, neither
 // starting nor ending with a hyphen); name is its lower-case ASCII form,
-// without a trailing dot. A host that is neither gives ErrBadWebhookURL.
-func WebhookHost(host string) (name string, ip netip.Addr, err error) {
+// without a trailing dot. A host that is neither gives ErrBadURL.
+func Host(host string) (name string, ip netip.Addr, err error) {
 	if strings.Contains(host, ":") {
 		ip, err := netip.ParseAddr(host)
 		if err != nil {
-			return "", netip.Addr{}, ErrBadWebhookURL
+			return "", netip.Addr{}, ErrBadURL
 		}
 		return "", ip, nil
 	}
 	ascii, err := hostProfile.ToASCII(host)
 	if err != nil {
-		return "", netip.Addr{}, ErrBadWebhookURL
+		return "", netip.Addr{}, ErrBadURL
 	}
 	ascii = strings.ToLower(ascii)
 	if endsInNumber(ascii) {
 		ip, ok := parseIPv4(ascii)
 		if !ok {
-			return "", netip.Addr{}, ErrBadWebhookURL
+			return "", netip.Addr{}, ErrBadURL
 		}
 		return "", ip, nil
 	}
 	name = strings.TrimSuffix(ascii, ".")
 	if !validHostName(name) {
-		return "", netip.Addr{}, ErrBadWebhookURL
+		return "", netip.Addr{}, ErrBadURL
 	}
 	return name, netip.Addr{}, nil
 }
@@ -304,11 +304,11 @@ func guardControl(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// NewWebhookClient returns the HTTP client webhooks are sent with: timeout
+// NewClient returns the HTTP client webhooks are sent with: timeout
 // per request, no proxy, no redirects (a redirect is the receiver's answer,
 // not a new destination), and unless allowPrivate, a dialer that refuses
 // private and reserved addresses at connect time.
-func NewWebhookClient(timeout time.Duration, allowPrivate bool) *http.Client {
+func NewClient(timeout time.Duration, allowPrivate bool) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout}
 	if !allowPrivate {
 		dialer.Control = guardControl
@@ -331,23 +331,23 @@ func NewWebhookClient(timeout time.Duration, allowPrivate bool) *http.Client {
 	}
 }
 
-// ErrInsecureWebhookURL means a plain http:// webhook URL where only https
+// ErrInsecureURL means a plain http:// webhook URL where only https
 // is allowed (outside paywatch dev, unless PAYWATCH_WEBHOOK_ALLOW_HTTP).
-var ErrInsecureWebhookURL = errors.New("webhook URL must use https")
+var ErrInsecureURL = errors.New("webhook URL must use https")
 
-// CheckWebhookScheme refuses an http:// URL unless allowHTTP: webhooks
+// CheckScheme refuses an http:// URL unless allowHTTP: webhooks
 // carry payment data and a signature that anyone on the path could replay
 // within its 5 minutes, so production sends them over TLS only.
-func CheckWebhookScheme(rawURL string, allowHTTP bool) error {
+func CheckScheme(rawURL string, allowHTTP bool) error {
 	if allowHTTP {
 		return nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return ErrBadWebhookURL
+		return ErrBadURL
 	}
 	if !strings.EqualFold(u.Scheme, "https") {
-		return ErrInsecureWebhookURL
+		return ErrInsecureURL
 	}
 	return nil
 }

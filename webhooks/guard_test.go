@@ -1,4 +1,4 @@
-package activities_test
+package webhooks_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/webhooks"
 )
 
 func TestPublicIP(t *testing.T) {
@@ -59,7 +59,7 @@ func TestPublicIP(t *testing.T) {
 		{"::127.0.0.1", false},     // IPv4-compatible
 	} {
 		ip := netip.MustParseAddr(tc.ip)
-		assert.Equal(t, tc.public, activities.PublicIP(ip), tc.ip)
+		assert.Equal(t, tc.public, webhooks.PublicIP(ip), tc.ip)
 	}
 }
 
@@ -71,25 +71,25 @@ func TestCheckWebhookURL(t *testing.T) {
 	}{
 		{"https://8.8.8.8/hook", nil},
 		{"https://[2606:4700:4700::1111]:8443/hook", nil},
-		{"http://127.0.0.1:8080/hook", activities.ErrPrivateAddress},
-		{"http://[::1]/hook", activities.ErrPrivateAddress},
-		{"http://[::ffff:192.168.0.1]/hook", activities.ErrPrivateAddress},
-		{"http://localhost:3000/hook", activities.ErrPrivateAddress},
-		{"http://api.localhost/hook", activities.ErrPrivateAddress},
-		{"http://169.254.169.254/latest/meta-data", activities.ErrPrivateAddress},
-		{"ftp://8.8.8.8/hook", activities.ErrBadWebhookURL},
-		{"/relative", activities.ErrBadWebhookURL},
-		{"https://user:pw@8.8.8.8/", activities.ErrBadWebhookURL},
+		{"http://127.0.0.1:8080/hook", webhooks.ErrPrivateAddress},
+		{"http://[::1]/hook", webhooks.ErrPrivateAddress},
+		{"http://[::ffff:192.168.0.1]/hook", webhooks.ErrPrivateAddress},
+		{"http://localhost:3000/hook", webhooks.ErrPrivateAddress},
+		{"http://api.localhost/hook", webhooks.ErrPrivateAddress},
+		{"http://169.254.169.254/latest/meta-data", webhooks.ErrPrivateAddress},
+		{"ftp://8.8.8.8/hook", webhooks.ErrBadURL},
+		{"/relative", webhooks.ErrBadURL},
+		{"https://user:pw@8.8.8.8/", webhooks.ErrBadURL},
 	} {
-		err := activities.CheckWebhookURL(ctx, tc.url, false)
+		err := webhooks.CheckURL(ctx, tc.url, false)
 		if tc.err == nil {
 			assert.NoError(t, err, tc.url)
 		} else {
 			assert.ErrorIs(t, err, tc.err, tc.url)
 		}
 	}
-	assert.NoError(t, activities.CheckWebhookURL(ctx, "http://127.0.0.1:8080/hook", true), "allowPrivate lifts the range check")
-	assert.ErrorIs(t, activities.CheckWebhookURL(ctx, "ftp://127.0.0.1/", true), activities.ErrBadWebhookURL)
+	assert.NoError(t, webhooks.CheckURL(ctx, "http://127.0.0.1:8080/hook", true), "allowPrivate lifts the range check")
+	assert.ErrorIs(t, webhooks.CheckURL(ctx, "ftp://127.0.0.1/", true), webhooks.ErrBadURL)
 }
 
 // The dialer refuses private addresses after DNS resolution, so a name that
@@ -103,12 +103,12 @@ func TestWebhookClientRefusesPrivateAddressAtDial(t *testing.T) {
 	require.NoError(t, err)
 	u.Host = "localhost:" + u.Port()
 
-	_, err = activities.NewWebhookClient(time.Second, false).Post(u.String(), "application/json", nil)
+	_, err = webhooks.NewClient(time.Second, false).Post(u.String(), "application/json", nil)
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, activities.ErrPrivateAddress), "got %v", err)
+	assert.True(t, errors.Is(err, webhooks.ErrPrivateAddress), "got %v", err)
 	assert.False(t, hit)
 
-	resp, err := activities.NewWebhookClient(time.Second, true).Post(u.String(), "application/json", nil)
+	resp, err := webhooks.NewClient(time.Second, true).Post(u.String(), "application/json", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.True(t, hit)
