@@ -11,24 +11,9 @@ import (
 	"github.com/paywatch/paywatch/workflows"
 )
 
-// Messages the HTTP layer itself produces (interface.md "Errors").
-const (
-	msgInvalidBody      = "Invalid request body"
-	msgNotFound         = "Not found"
-	msgBodyTooLarge     = "Request body too large"
-	msgInternal         = "Internal server error"
-	msgMissingAPIKey    = "Missing x-api-key header"
-	msgInvalidMasterKey = "Invalid master key"
-	msgRateLimit        = "Rate limit exceeded. Try again later."
-	msgDailyLimit       = "Daily API call limit exceeded. Upgrade your plan for unlimited access."
-	msgInvalidKeyFlood  = "Too many invalid API key attempts. Try again later."
-	msgTooManyRequests  = "Too many requests"
-	msgFailedCreate     = "Failed to create payment"
-)
-
 // errInvalidBody is the one answer to bad JSON and schema failures: the
 // message alone, never a field list.
-var errInvalidBody = paywatch.Errorf(paywatch.EINVALID, msgInvalidBody)
+var errInvalidBody = paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidRequestBody)
 
 // schemaFailure gives a validation failure (EINVALID) the one message of
 // interface.md's endpoints, "Invalid request body", with no field named;
@@ -136,7 +121,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	status, b, ok := clientError(err)
 	if !ok {
 		status = http.StatusInternalServerError
-		msg := msgInternal
+		msg := paywatch.MsgInternal
 		var he *echo.HTTPError
 		var ie *internalError
 		switch {
@@ -144,11 +129,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			status = he.Code
 			switch status {
 			case http.StatusNotFound, http.StatusMethodNotAllowed:
-				status, msg = http.StatusNotFound, msgNotFound
+				status, msg = http.StatusNotFound, paywatch.MsgNotFound
 			case http.StatusRequestEntityTooLarge:
-				msg = msgBodyTooLarge
+				msg = paywatch.MsgBodyTooLarge
 			case http.StatusBadRequest, http.StatusUnsupportedMediaType:
-				status, msg = http.StatusBadRequest, msgInvalidBody
+				status, msg = http.StatusBadRequest, paywatch.MsgInvalidRequestBody
 			default:
 				if m, ok := he.Message.(string); ok && status < 500 {
 					msg = m

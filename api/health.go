@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
 )
 
 // Check probes one dependency; a nil error means it is up.
@@ -57,7 +59,7 @@ func (s *Server) limitHealth(next echo.HandlerFunc) echo.HandlerFunc {
 		w, err := s.deps.Store.HitRate(ctx, "ip:health:"+c.RealIP(), time.Minute)
 		if err == nil && w.Count > UnauthenticatedLimit {
 			setRetryAfter(c, w)
-			return tooMany(msgTooManyRequests)
+			return tooMany(paywatch.MsgTooManyRequests)
 		}
 		return next(c)
 	}

@@ -151,7 +151,7 @@ func (s *Server) limitPerIP(scope string) echo.MiddlewareFunc {
 				return err
 			}
 			if over {
-				return tooMany(msgTooManyRequests)
+				return tooMany(paywatch.MsgTooManyRequests)
 			}
 			return next(c)
 		}
@@ -167,7 +167,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx := c.Request().Context()
 		key := c.Request().Header.Get("x-api-key")
 		if key == "" {
-			return paywatch.Errorf(paywatch.EUNAUTHORIZED, msgMissingAPIKey)
+			return paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgMissingAPIKey)
 		}
 		prj, err := s.deps.Store.Authenticate(ctx, key)
 		if paywatch.ErrorCode(err) == paywatch.EUNAUTHORIZED {
@@ -176,7 +176,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 				return herr
 			}
 			if over {
-				return tooMany(msgInvalidKeyFlood)
+				return tooMany(paywatch.MsgInvalidKeyFlood)
 			}
 			return err
 		}
@@ -190,7 +190,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if w.Count > BurstLimit {
 			setRateHeaders(c, BurstLimit, w, false)
-			return tooMany(msgRateLimit)
+			return tooMany(paywatch.MsgRateLimit)
 		}
 		if !(c.Request().Method == http.MethodGet && strings.HasSuffix(c.Path(), "/config")) {
 			limits := prj.Owner.Limits()
@@ -200,7 +200,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			if limits.APICallsPerDay != store.Unlimited && d.Count > limits.APICallsPerDay {
 				setRateHeaders(c, limits.APICallsPerDay, d, true)
-				return &paywatch.Error{Code: paywatch.ERATELIMIT, Message: msgDailyLimit, Fields: map[string]any{
+				return &paywatch.Error{Code: paywatch.ERATELIMIT, Message: paywatch.MsgDailyLimit, Fields: map[string]any{
 					"limit": limits.APICallsPerDay,
 					"plan":  string(prj.Owner.Plan),
 				}}
@@ -224,9 +224,9 @@ func (s *Server) requireMasterKey(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			if over {
-				return tooMany(msgTooManyRequests)
+				return tooMany(paywatch.MsgTooManyRequests)
 			}
-			return paywatch.Errorf(paywatch.EUNAUTHORIZED, msgInvalidMasterKey)
+			return paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgInvalidMasterKey)
 		}
 		return next(c)
 	}

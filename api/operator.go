@@ -13,13 +13,6 @@ import (
 	"github.com/paywatch/paywatch/store"
 )
 
-// Operator endpoint messages of paywatch's own (operations.md §2 names
-// none beyond the status codes).
-const (
-	msgNoOwnerWarning = "No owner_email given: the project has no owner and its API key does not work until one is set (PATCH /v1/projects/{slug} with owner_email)."
-	msgBadLimit       = "limits must map projects, wallets, payment_links, api_calls_per_day, webhooks_per_day or chat_notifications_per_day to a whole number (-1 for unlimited) or null"
-)
-
 // accountView is an account in operator responses.
 type accountView struct {
 	Email     string                  `json:"email"`
@@ -96,7 +89,7 @@ func limitUpdate(limits map[string]json.RawMessage) (store.AccountUpdate, error)
 	for name, raw := range limits {
 		dst, ok := fields[name]
 		if !ok {
-			return u, paywatch.Errorf(paywatch.EINVALID, msgBadLimit)
+			return u, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBadLimit)
 		}
 		if absent(raw) {
 			u.ClearLimits = append(u.ClearLimits, name)
@@ -104,11 +97,11 @@ func limitUpdate(limits map[string]json.RawMessage) (store.AccountUpdate, error)
 		}
 		n, err := optNumber(raw)
 		if err != nil {
-			return u, paywatch.Errorf(paywatch.EINVALID, msgBadLimit)
+			return u, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBadLimit)
 		}
 		v, err := n.Int64()
 		if err != nil || v < store.Unlimited {
-			return u, paywatch.Errorf(paywatch.EINVALID, msgBadLimit)
+			return u, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBadLimit)
 		}
 		*dst = &v
 	}
@@ -341,7 +334,7 @@ func (s *Server) createProject(c echo.Context) error {
 		"webhook_secret": creds.WebhookSecret,
 	}
 	if p.Owner == nil {
-		out["warning"] = msgNoOwnerWarning
+		out["warning"] = paywatch.MsgNoOwnerWarning
 	}
 	return c.JSON(http.StatusCreated, out)
 }
@@ -505,14 +498,14 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if _, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > maxListLimit {
-			return paywatch.Errorf(paywatch.EINVALID, msgInvalidLimit)
+			return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
 		}
 		f.Limit = n
 	}
 	if _, ok := q["offset"]; ok {
 		n, err := strconv.Atoi(q.Get("offset"))
 		if err != nil || n < 0 {
-			return paywatch.Errorf(paywatch.EINVALID, msgInvalidLimit)
+			return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
 		}
 		f.Offset = n
 	}

@@ -49,14 +49,6 @@ const (
 	SelectNetworkPerPayment = 3
 )
 
-// Hosted page messages; the select-network ones are interface.md's.
-const (
-	msgNetworkTokenRequired = "network and token are required"
-	msgNotAvailableSuffix   = " is not available for this merchant"
-	msgPaymentNotFound      = "Payment not found"
-	msgNotAccepting         = "This merchant is currently not accepting payments"
-)
-
 // contextHTML marks a request whose errors are answered with an HTML page
 // instead of JSON.
 const contextHTML = "paywatch.html"
@@ -190,11 +182,11 @@ func renderHTMLError(c echo.Context, status int, msg string) {
 	case status == http.StatusNotFound:
 		p.Heading = "Not found"
 		p.Message = "This page does not exist. Check the link you were given."
-		if msg == msgPaymentNotFound {
+		if msg == paywatch.MsgPaymentNotFound {
 			p.Message = "This payment does not exist. Check the link you were given."
 		}
 	case status == http.StatusTooManyRequests:
-		p.Heading = "Too many requests"
+		p.Heading = paywatch.MsgTooManyRequests
 		p.Message = "Please wait a minute, then try again."
 	case status >= 500:
 		p.Heading = "Something went wrong"
@@ -534,7 +526,7 @@ func (s *Server) selectNetworkJSON(c echo.Context) error {
 func (s *Server) selectNetworkForm(c echo.Context) error {
 	id := c.Param("id")
 	if !store.ValidPaymentID(id) {
-		return paywatch.Errorf(paywatch.ENOTFOUND, msgPaymentNotFound)
+		return paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgPaymentNotFound)
 	}
 	err := s.limitSelection(c, id)
 	if err == nil {
@@ -568,10 +560,10 @@ func (s *Server) limitSelection(c echo.Context, id string) error {
 		return err
 	}
 	if over {
-		return tooMany(msgTooManyRequests)
+		return tooMany(paywatch.MsgTooManyRequests)
 	}
 	if !store.ValidPaymentID(id) {
-		return nil // "Payment not found" comes next
+		return nil // paywatch.MsgPaymentNotFound comes next
 	}
 	w, err := s.deps.Store.HitRate(c.Request().Context(), "select-network-payment:"+strings.ToLower(id), time.Minute)
 	if err != nil {
@@ -579,7 +571,7 @@ func (s *Server) limitSelection(c echo.Context, id string) error {
 	}
 	if w.Count > SelectNetworkPerPayment {
 		setRetryAfter(c, w)
-		return tooMany(msgTooManyRequests)
+		return tooMany(paywatch.MsgTooManyRequests)
 	}
 	return nil
 }
@@ -589,14 +581,14 @@ var pairName = regexp.MustCompile(`^[A-Z0-9]{1,16}$`)
 
 // notAvailable is the 400 for a pair the merchant does not take.
 func notAvailable(n paywatch.Network, t paywatch.Token) error {
-	return paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.Pair{Network: n, Token: t}.String()+msgNotAvailableSuffix)
+	return paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgNotAvailable(paywatch.Pair{Network: n, Token: t}))
 }
 
 // selectPair reads the requested network and token. Names are exact and
 // uppercase, as in POST /v1/payments: "erc20" is refused in both places.
 func selectPair(network, token *string) (paywatch.Network, paywatch.Token, error) {
 	if network == nil || token == nil || strings.TrimSpace(*network) == "" || strings.TrimSpace(*token) == "" {
-		return "", "", paywatch.Errorf(paywatch.EINVALID, msgNetworkTokenRequired)
+		return "", "", paywatch.Errorf(paywatch.EINVALID, paywatch.MsgNetworkTokenRequired)
 	}
 	n, t := paywatch.Network(*network), paywatch.Token(*token)
 	if !n.Valid() || !t.Valid() {
@@ -626,7 +618,7 @@ func (s *Server) selectNetwork(ctx context.Context, id string, network, token *s
 		return none, err
 	}
 	if !p.AwaitingNetwork() {
-		return none, paywatch.Errorf(paywatch.ECONFLICT, store.MsgNetworkSelected)
+		return none, paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgNetworkSelected)
 	}
 	if p.Status == paywatch.StatusPending && s.clock().Before(p.ExpiresAt) {
 		only, err := s.deps.Store.PaymentLinkToken(ctx, p.ID)
@@ -647,11 +639,11 @@ func (s *Server) selectNetwork(ctx context.Context, id string, network, token *s
 		}
 		switch {
 		case !p.AwaitingNetwork():
-			return none, paywatch.Errorf(paywatch.ECONFLICT, store.MsgNetworkSelected)
+			return none, paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgNetworkSelected)
 		case p.Status == paywatch.StatusExpired || !s.clock().Before(p.ExpiresAt):
-			return none, paywatch.Errorf(paywatch.EGONE, store.MsgPaymentExpired)
+			return none, paywatch.Errorf(paywatch.EGONE, paywatch.MsgPaymentExpired)
 		}
-		return none, paywatch.Errorf(paywatch.ECONFLICT, store.MsgNotPending)
+		return none, paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgNotPending)
 	}
 	if err != nil {
 		return none, err

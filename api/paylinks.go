@@ -17,17 +17,6 @@ import (
 	"github.com/paywatch/paywatch/store"
 )
 
-// Payment link messages of paywatch's own: the buyer form's field errors.
-const (
-	msgBuyerAmount       = "Enter an amount such as 25 or 25.50"
-	msgBuyerAmountZero   = "Enter an amount greater than zero"
-	msgBuyerAmountDigits = "Enter an amount with at most %d decimal places"
-	msgBuyerAmountMin    = "The amount must be at least %s"
-	msgBuyerEmail        = "Enter a valid email address, or leave it empty"
-	msgBuyerName         = "Enter a name of at most 100 characters, without special characters"
-	msgBuyerNote         = "Enter a note of at most 500 characters"
-)
-
 // paymentLinkRequest is the body of POST /v1/projects/{slug}/payment-links.
 type paymentLinkRequest struct {
 	Slug    json.RawMessage `json:"slug"`
@@ -59,7 +48,7 @@ func (s *Server) createPaymentLink(c echo.Context) error {
 		return err
 	}
 	if title == nil {
-		return paywatch.Errorf(paywatch.EINVALID, store.MsgLinkTitle)
+		return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgLinkTitle)
 	}
 	nl.Title = *title
 	if n, err := optString(req.Network); err != nil {
@@ -152,7 +141,7 @@ func (s *Server) linkData(c echo.Context, l *store.PaymentLink) (linkPageData, e
 		d.TokenLabel = tokensLabel(s.deps.Store.AvailableNetworks(l.Project.AddressMode, w))
 	}
 	if !d.Accepting {
-		d.Error = msgNotAccepting
+		d.Error = paywatch.MsgNotAccepting
 	}
 	return d, nil
 }
@@ -216,18 +205,18 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	var b store.Buyer
 	if d.Form.Email != "" {
 		if e, err := store.NormalizeEmail(d.Form.Email); err != nil || utf8.RuneCountInString(e) > store.MaxBuyerEmailLength {
-			d.Errors["email"] = msgBuyerEmail
+			d.Errors["email"] = paywatch.MsgBuyerEmail
 		} else {
 			b.Email = e
 		}
 	}
 	if utf8.RuneCountInString(d.Form.Name) > store.MaxBuyerNameLength || store.HasControlChars(d.Form.Name, false) {
-		d.Errors["name"] = msgBuyerName
+		d.Errors["name"] = paywatch.MsgBuyerName
 	} else {
 		b.Name = d.Form.Name
 	}
 	if utf8.RuneCountInString(d.Form.Note) > store.MaxBuyerNoteLength || store.HasControlChars(d.Form.Note, true) {
-		d.Errors["note"] = msgBuyerNote
+		d.Errors["note"] = paywatch.MsgBuyerNote
 	} else {
 		b.Note = d.Form.Note
 	}
@@ -239,7 +228,7 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	if err != nil {
 		status, body, ok := clientError(err)
 		if !ok {
-			return failed(msgFailedCreate, err)
+			return failed(paywatch.MsgFailedCreate, err)
 		}
 		d.Error, _ = body["error"].(string)
 		return render(c, status, "link", d)
@@ -252,17 +241,17 @@ func (s *Server) linkSubmit(c echo.Context) error {
 // non-empty message says what is wrong with it.
 func parseBuyerAmount(text string, decimals int, minimum paywatch.Amount) (paywatch.Amount, string) {
 	if !buyerAmount.MatchString(text) {
-		return paywatch.Amount{}, msgBuyerAmount
+		return paywatch.Amount{}, paywatch.MsgBuyerAmount
 	}
 	if strings.Trim(text, "0.") == "" {
-		return paywatch.Amount{}, msgBuyerAmountZero
+		return paywatch.Amount{}, paywatch.MsgBuyerAmountZero
 	}
 	a, err := paywatch.ParseAmountNumber(json.Number(text), decimals)
 	if err != nil {
-		return paywatch.Amount{}, fmt.Sprintf(msgBuyerAmountDigits, decimals)
+		return paywatch.Amount{}, fmt.Sprintf(paywatch.MsgBuyerAmountDigits, decimals)
 	}
 	if a.Cmp(minimum) < 0 {
-		return paywatch.Amount{}, fmt.Sprintf(msgBuyerAmountMin, minimum.String())
+		return paywatch.Amount{}, fmt.Sprintf(paywatch.MsgBuyerAmountMin, minimum.String())
 	}
 	return a, ""
 }

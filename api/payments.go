@@ -23,14 +23,6 @@ const (
 	maxListLimit     = 100
 )
 
-// List filter messages (interface.md "400").
-const (
-	msgInvalidLimit        = "Invalid limit or offset"
-	msgInvalidStatus       = "Invalid status filter"
-	msgInvalidCreatedAfter = "Invalid created_after"
-	msgInvalidUpdatedAfter = "Invalid updated_after"
-)
-
 // createPaymentRequest is the body of POST /v1/payments; every field is
 // read raw and type-checked, so a wrong type is "Invalid request body".
 type createPaymentRequest struct {
@@ -150,7 +142,7 @@ func (s *Server) createPayment(c echo.Context) error {
 	}
 	p, existing, err := s.deps.Store.CreatePayment(ctx, np)
 	if err != nil {
-		return failed(msgFailedCreate, err)
+		return failed(paywatch.MsgFailedCreate, err)
 	}
 	// The payment is committed: from here on nothing may turn the answer
 	// into an error, or a client retrying without external_order_id would
@@ -228,35 +220,35 @@ func listFilter(c echo.Context) (store.ListFilter, error) {
 	if _, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > maxListLimit {
-			return f, paywatch.Errorf(paywatch.EINVALID, msgInvalidLimit)
+			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
 		}
 		f.Limit = n
 	}
 	if _, ok := q["offset"]; ok {
 		n, err := strconv.Atoi(q.Get("offset"))
 		if err != nil || n < 0 {
-			return f, paywatch.Errorf(paywatch.EINVALID, msgInvalidLimit)
+			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
 		}
 		f.Offset = n
 	}
 	if _, ok := q["status"]; ok {
 		st, err := paywatch.ParseStatus(q.Get("status"))
 		if err != nil {
-			return f, paywatch.Errorf(paywatch.EINVALID, msgInvalidStatus)
+			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidStatus)
 		}
 		f.Status = &st
 	}
 	if _, ok := q["created_after"]; ok {
 		t, ok := parseTimestamp(q.Get("created_after"))
 		if !ok {
-			return f, paywatch.Errorf(paywatch.EINVALID, msgInvalidCreatedAfter)
+			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidCreated)
 		}
 		f.CreatedAfter = &t
 	}
 	if _, ok := q["updated_after"]; ok {
 		t, ok := parseTimestamp(q.Get("updated_after"))
 		if !ok {
-			return f, paywatch.Errorf(paywatch.EINVALID, msgInvalidUpdatedAfter)
+			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidUpdated)
 		}
 		f.UpdatedAfter = &t
 	}
@@ -353,7 +345,7 @@ func (s *Server) cancelPayment(c echo.Context) error {
 
 // cannotCancel is the 409 for a payment that is not pending.
 func cannotCancel(st paywatch.Status) error {
-	return paywatch.Errorf(paywatch.ECONFLICT, "Cannot cancel payment with status %q. Only pending payments can be cancelled.", string(st))
+	return paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgCancelRefused(st))
 }
 
 // confirmRequest is the body of POST /v1/payments/:id/confirm.
@@ -389,7 +381,7 @@ func (s *Server) confirmPayment(c echo.Context) error {
 	}
 	res, err := s.deps.Workflows.SubmitTxHash(ctx, p.ID, workflows.SubmitTxHashRequest{TxHash: hash})
 	if workflowClosed(err) {
-		return paywatch.Errorf(paywatch.ECONFLICT, "Payment already finalized")
+		return paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgFinalized)
 	}
 	if err != nil {
 		return err

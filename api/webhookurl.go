@@ -9,13 +9,6 @@ import (
 	"github.com/paywatch/paywatch/webhooks"
 )
 
-// Webhook URL refusals when a project is saved.
-const (
-	msgWebhookURLShape   = "webhook_url must be an absolute http or https URL"
-	msgWebhookURLPrivate = "webhook_url must not point to a private, reserved or loopback address"
-	msgWebhookURLHTTPS   = "webhook_url must be an https URL"
-)
-
 // maxWebhookURLLength bounds stored webhook URLs.
 const maxWebhookURLLength = 2048
 
@@ -33,19 +26,19 @@ const webhookLookupTimeout = 3 * time.Second
 // delivery refuses it.
 func checkWebhookURL(ctx context.Context, raw string, allowPrivate, requireHTTPS bool) error {
 	if len(raw) > maxWebhookURLLength {
-		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLShape)
+		return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgWebhookURLShape)
 	}
 	if err := webhooks.CheckScheme(raw, !requireHTTPS); errors.Is(err, webhooks.ErrInsecureURL) {
-		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLHTTPS)
+		return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgWebhookURLHTTPS)
 	}
 	ctx, cancel := context.WithTimeout(ctx, webhookLookupTimeout)
 	defer cancel()
 	err := webhooks.CheckURL(ctx, raw, allowPrivate)
 	switch {
 	case errors.Is(err, webhooks.ErrBadURL):
-		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLShape)
+		return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgWebhookURLShape)
 	case errors.Is(err, webhooks.ErrPrivateAddress):
-		return paywatch.Errorf(paywatch.EINVALID, msgWebhookURLPrivate)
+		return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgWebhookURLPrivate)
 	}
 	return nil
 }

@@ -109,7 +109,7 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (*Account, err
 	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE email = $1`,
 		strings.ToLower(strings.TrimSpace(email))))
 	if noRows(err) {
-		return nil, notFound("Account not found")
+		return nil, notFound(paywatch.MsgAccountNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load account: %w", err)
@@ -134,7 +134,7 @@ func (s *Store) UpdateAccount(ctx context.Context, email string, u AccountUpdate
 		a, err := scanAccount(tx.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE email = $1 FOR UPDATE`,
 			strings.ToLower(strings.TrimSpace(email))))
 		if noRows(err) {
-			return notFound("Account not found")
+			return notFound(paywatch.MsgAccountNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("load account: %w", err)

@@ -41,7 +41,7 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 	decimals := paywatch.Decimals(n, t)
 	amount, err := p.amount.Rescale(decimals)
 	if err != nil {
-		return a, invalid(MsgInvalidRequestBody)
+		return a, invalid(paywatch.MsgInvalidRequestBody)
 	}
 	var (
 		address         string
@@ -111,7 +111,7 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 		WHERE id = $1`,
 		p.id, n, t, address, units(amount), originalUnits, decimals, microOffset, now, startBlock, derivedID, staticID)
 	if uniqueViolation(err, "payments_in_progress_idx") {
-		return a, conflict(MsgInProgress)
+		return a, conflict(paywatch.MsgInProgress)
 	}
 	if err != nil {
 		return a, fmt.Errorf("assign address: %w", err)
@@ -271,20 +271,20 @@ func (s *Store) dedicatedAddress(ctx context.Context, tx pgx.Tx, w *Wallet, ref 
 	if requested != "" {
 		norm, err := paywatch.NormalizeNetworkAddress(n, requested)
 		if err != nil {
-			return 0, "", invalid(MsgAddressNotInWallet)
+			return 0, "", invalid(paywatch.MsgAddressNotInWallet)
 		}
 		err = tx.QueryRow(ctx, `
 			SELECT id, address, external_ref FROM static_addresses
 			WHERE wallet_id = $1 AND network = $2 AND address = $3 FOR UPDATE`, w.ID, n, norm).Scan(&id, &address, &owner)
 		if noRows(err) {
-			return 0, "", invalid(MsgAddressNotInWallet)
+			return 0, "", invalid(paywatch.MsgAddressNotInWallet)
 		}
 		if err != nil {
 			return 0, "", err
 		}
 		if owner != nil {
 			if *owner != ref {
-				return 0, "", conflict(MsgAddressOtherUser)
+				return 0, "", conflict(paywatch.MsgAddressOtherUser)
 			}
 			return id, address, nil
 		}
@@ -295,7 +295,7 @@ func (s *Store) dedicatedAddress(ctx context.Context, tx pgx.Tx, w *Wallet, ref 
 			return 0, "", err
 		}
 		if has {
-			return 0, "", conflict(MsgCustomerHasAddress)
+			return 0, "", conflict(paywatch.MsgCustomerHasAddress)
 		}
 	} else {
 		err := tx.QueryRow(ctx, `
@@ -381,7 +381,7 @@ func (s *Store) microOffset(ctx context.Context, tx pgx.Tx, w *Wallet, paymentID
 			ORDER BY random() LIMIT 1`,
 			w.ID, n, count, t, units(base), step.String(), now).Scan(&id, &address, &offset)
 		if noRows(err) {
-			return 0, "", 0, paywatch.Amount{}, paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+			return 0, "", 0, paywatch.Amount{}, paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgCapacity)
 		}
 		if err != nil {
 			return 0, "", 0, paywatch.Amount{}, fmt.Errorf("find free micro offset: %w", err)
@@ -404,7 +404,7 @@ func (s *Store) microOffset(ctx context.Context, tx pgx.Tx, w *Wallet, paymentID
 		}
 		return id, address, offset, final, nil
 	}
-	return 0, "", 0, paywatch.Amount{}, paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+	return 0, "", 0, paywatch.Amount{}, paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgCapacity)
 }
 
 // AssignAddress selects the network of a payment created without one (the
@@ -435,11 +435,11 @@ func (s *Store) AssignAddress(ctx context.Context, paymentID string, n paywatch.
 
 func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, n paywatch.Network, t paywatch.Token) (paywatch.Assignment, error) {
 	if !ValidPaymentID(paymentID) {
-		return paywatch.Assignment{}, notFound(MsgPaymentNotFound)
+		return paywatch.Assignment{}, notFound(paywatch.MsgPaymentNotFound)
 	}
 	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1 FOR UPDATE OF pay`, paymentID))
 	if noRows(err) {
-		return paywatch.Assignment{}, notFound(MsgPaymentNotFound)
+		return paywatch.Assignment{}, notFound(paywatch.MsgPaymentNotFound)
 	}
 	if err != nil {
 		return paywatch.Assignment{}, fmt.Errorf("load payment: %w", err)
@@ -448,14 +448,14 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 		if p.Network == n && p.Token == t {
 			return assignmentOf(p), nil
 		}
-		return paywatch.Assignment{}, conflict(MsgNetworkSelected)
+		return paywatch.Assignment{}, conflict(paywatch.MsgNetworkSelected)
 	}
 	if p.Status != paywatch.StatusPending {
-		return paywatch.Assignment{}, conflict(MsgNotPending)
+		return paywatch.Assignment{}, conflict(paywatch.MsgNotPending)
 	}
 	now := s.clock()
 	if !now.Before(p.ExpiresAt) {
-		return paywatch.Assignment{}, paywatch.Errorf(paywatch.EGONE, "%s", MsgPaymentExpired)
+		return paywatch.Assignment{}, paywatch.Errorf(paywatch.EGONE, "%s", paywatch.MsgPaymentExpired)
 	}
 	if err := paywatch.ValidatePair(n, t); err != nil {
 		return paywatch.Assignment{}, err
@@ -465,9 +465,9 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 		return paywatch.Assignment{}, fmt.Errorf("load project: %w", err)
 	}
 	if !prj.Active || prj.Owner == nil || prj.Owner.Status != AccountActive {
-		return paywatch.Assignment{}, forbidden(MsgNotAccepting)
+		return paywatch.Assignment{}, forbidden(paywatch.MsgNotAccepting)
 	}
-	notAvailable := invalid(paywatch.Pair{Network: n, Token: t}.String() + " is not available for this merchant")
+	notAvailable := invalid(paywatch.MsgNotAvailable(paywatch.Pair{Network: n, Token: t}))
 	w, err := walletByProject(ctx, tx, prj.ID)
 	if err != nil {
 		return paywatch.Assignment{}, err
@@ -481,7 +481,7 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 	case errNoXPub:
 		return a, notAvailable
 	case errNoAddresses:
-		return a, invalid(MsgNoAddressesSelect)
+		return a, invalid(paywatch.MsgNoAddressesSelect)
 	}
 	return a, err
 }
@@ -506,14 +506,14 @@ func assignmentOf(p *Payment) paywatch.Assignment {
 // nothing. Calling it again changes nothing.
 func (s *Store) ReleaseAddress(ctx context.Context, paymentID string, outcome paywatch.Status) error {
 	if !ValidPaymentID(paymentID) {
-		return notFound(MsgPaymentNotFound)
+		return notFound(paywatch.MsgPaymentNotFound)
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var mode paywatch.AddressMode
 		var derivedID *int64
 		err := tx.QueryRow(ctx, `SELECT address_mode, derived_address_id FROM payments WHERE id = $1`, paymentID).Scan(&mode, &derivedID)
 		if noRows(err) {
-			return notFound(MsgPaymentNotFound)
+			return notFound(paywatch.MsgPaymentNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("load payment: %w", err)

@@ -27,7 +27,7 @@ func TestMicroDecimalsChangeRefusedWhilePaymentsAreOpen(t *testing.T) {
 	for _, st := range []paywatch.Status{paywatch.StatusPending, paywatch.StatusConfirming, paywatch.StatusPartial} {
 		setStatus(t, s, p.ID, st, nil)
 		_, err = s.UpdateProject(ctx, "micro", store.ProjectSettings{MicroAmountDecimals: ptr(3)})
-		requireCode(t, err, paywatch.ECONFLICT, store.MsgMicroDecimalsOpen)
+		requireCode(t, err, paywatch.ECONFLICT, paywatch.MsgMicroDecimalsOpen)
 	}
 	_, err = s.UpdateProject(ctx, "micro", store.ProjectSettings{MicroAmountDecimals: ptr(4)})
 	require.NoError(t, err, "the same precision is no change")

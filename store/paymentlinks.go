@@ -20,14 +20,6 @@ const (
 	MaxBuyerNoteLength  = 500
 )
 
-// Payment link messages of paywatch's own (operations.md §2 names none).
-const (
-	MsgLinkNotFound   = "Payment link not found"
-	MsgLinkSlugTaken  = "A payment link with this slug already exists"
-	MsgLinkTitle      = "title is required (at most 200 characters)"
-	MsgLinkNeedsOwner = "The project has no owner: payment links count against the owner's plan, so set owner_email first"
-)
-
 // PaymentLink is a reusable payment page at {pay_url}/l/{slug}.
 type PaymentLink struct {
 	ID        string
@@ -78,7 +70,7 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 	}
 	nl.Title = strings.TrimSpace(nl.Title)
 	if nl.Title == "" || utf8.RuneCountInString(nl.Title) > MaxLinkTitleLength || HasControlChars(nl.Title, false) {
-		return nil, invalid(MsgLinkTitle)
+		return nil, invalid(paywatch.MsgLinkTitle)
 	}
 	if nl.Network != "" {
 		if nl.Token == "" {
@@ -98,13 +90,13 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR SHARE OF p`, nl.ProjectSlug))
 		if noRows(err) {
-			return notFound("Project not found")
+			return notFound(paywatch.MsgProjectNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("load project: %w", err)
 		}
 		if prj.Owner == nil {
-			return forbidden(MsgLinkNeedsOwner)
+			return forbidden(paywatch.MsgLinkNeedsOwner)
 		}
 		owner, err := scanAccount(tx.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = $1 FOR UPDATE`, prj.Owner.ID))
 		if err != nil {
@@ -118,12 +110,12 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 				return fmt.Errorf("count payment links: %w", err)
 			}
 			if n >= limit {
-				return forbidden("Plan limit exceeded: the owner's plan allows " + plural(limit, "payment link"))
+				return forbidden(paywatch.MsgPlanLimit(limit, "payment link"))
 			}
 		}
 		if nl.Amount != nil {
 			if min := paywatch.DustMinimum(prj.MinAmount); nl.Amount.Cmp(min) < 0 {
-				return invalid(fmt.Sprintf(msgProjectMinimumShape, min.String()))
+				return invalid(fmt.Sprintf(paywatch.MsgProjectMinimumFormat, min.String()))
 			}
 		}
 		var amount *string
@@ -141,7 +133,7 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 			RETURNING id::text`,
 			prj.ID, nl.Slug, nl.Title, amount, decimals, optionalText(string(nl.Token)), optionalText(string(nl.Network)), now).Scan(&id)
 		if noRows(err) {
-			return conflict(MsgLinkSlugTaken)
+			return conflict(paywatch.MsgLinkSlugTaken)
 		}
 		if err != nil {
 			return fmt.Errorf("insert payment link: %w", err)
@@ -162,7 +154,7 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 // exist, or cannot, is ENOTFOUND.
 func (s *Store) PaymentLinkBySlug(ctx context.Context, slug string) (*PaymentLink, error) {
 	if len(slug) > MaxSlugLength || !slugPattern.MatchString(slug) {
-		return nil, notFound(MsgLinkNotFound)
+		return nil, notFound(paywatch.MsgLinkNotFound)
 	}
 	var l PaymentLink
 	var amount, token, network *string
@@ -172,7 +164,7 @@ func (s *Store) PaymentLinkBySlug(ctx context.Context, slug string) (*PaymentLin
 		FROM payment_links WHERE slug = $1`, slug).
 		Scan(&l.ID, &l.ProjectID, &l.Slug, &l.Title, &amount, &decimals, &token, &network, &l.Active, &l.CreatedAt)
 	if noRows(err) {
-		return nil, notFound(MsgLinkNotFound)
+		return nil, notFound(paywatch.MsgLinkNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load payment link: %w", err)
@@ -233,13 +225,13 @@ func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np New
 			SELECT p.owner_id FROM payment_links l JOIN projects p ON p.id = l.project_id
 			WHERE l.id = $1 FOR UPDATE OF l`, link.ID).Scan(&owner)
 		if noRows(err) {
-			return notFound(MsgLinkNotFound)
+			return notFound(paywatch.MsgLinkNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("lock payment link: %w", err)
 		}
 		if owner == nil {
-			return forbidden(MsgNotAccepting)
+			return forbidden(paywatch.MsgNotAccepting)
 		}
 		out, existing, err = s.createPayment(ctx, tx, np)
 		if err != nil || existing {
@@ -252,7 +244,7 @@ func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np New
 			return fmt.Errorf("count open link payments: %w", err)
 		}
 		if open >= MaxOpenLinkPayments {
-			return paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+			return paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgCapacity)
 		}
 		if err := s.countLinkPayment(ctx, tx, *owner); err != nil {
 			return err
@@ -285,7 +277,7 @@ func (s *Store) countLinkPayment(ctx context.Context, tx pgx.Tx, ownerID int64) 
 		return err
 	}
 	if limit := owner.Limits().APICallsPerDay; limit != Unlimited && d.Count > limit {
-		return paywatch.Errorf(paywatch.ERATELIMIT, "%s", MsgCapacity)
+		return paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgCapacity)
 	}
 	return nil
 }

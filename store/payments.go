@@ -27,29 +27,6 @@ const (
 // payment created without a network and without one.
 const GeneratedOrderIDPrefix = "PAY-"
 
-// Messages of the payment rules, exact per interface.md.
-const (
-	MsgNoWallet            = "Project has no wallet assigned"
-	MsgNoXPub              = "Wallet has no xPub configured for this network"
-	MsgNoAddressesCreate   = "No addresses available for this network. Contact merchant."
-	MsgNoAddressesSelect   = "No addresses available for this network"
-	MsgAddressNotInWallet  = "Specified address does not belong to this project's wallet"
-	MsgAddressOtherUser    = "This address is already assigned to a different customer"
-	MsgCustomerHasAddress  = "This customer already has a different address assigned on this network"
-	MsgDifferentAmount     = "Payment already exists with different amount"
-	MsgOrderOtherRef       = "external_order_id is already in use with a different external_ref"
-	MsgOrderOtherPair      = "external_order_id is already in use with a different network or token"
-	MsgInProgress          = "This customer already has a payment in progress on this network. Cancel it or wait for it to complete."
-	MsgCapacity            = "Payment capacity exceeded. Please try again later."
-	MsgNotAccepting        = "This merchant is currently not accepting payments"
-	MsgPaymentNotFound     = "Payment not found"
-	MsgNotPending          = "Payment is not in pending state"
-	MsgNetworkSelected     = "Network already selected for this payment"
-	MsgPaymentExpired      = "Payment has expired"
-	MsgInvalidRequestBody  = "Invalid request body"
-	msgProjectMinimumShape = "Amount must be at least $%s (project minimum)"
-)
-
 // Payment is a payments row with what the API and the workflow input need
 // from its project.
 type Payment struct {
@@ -251,7 +228,7 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 		return nil, false, fmt.Errorf("load project: %w", err)
 	}
 	if min := paywatch.DustMinimum(prj.MinAmount); np.Amount.Cmp(min) < 0 {
-		return nil, false, invalid(fmt.Sprintf(msgProjectMinimumShape, min.String()))
+		return nil, false, invalid(fmt.Sprintf(paywatch.MsgProjectMinimumFormat, min.String()))
 	}
 	micro := prj.AddressMode == paywatch.ModePool && prj.PoolMatching == paywatch.MatchMicroAmount
 	if micro {
@@ -260,7 +237,7 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 		}
 	}
 	if np.Address != "" && (prj.AddressMode != paywatch.ModeDedicated || np.Network == "") {
-		return nil, false, invalid(MsgInvalidRequestBody)
+		return nil, false, invalid(paywatch.MsgInvalidRequestBody)
 	}
 
 	// Idempotency, then the in-progress rule.
@@ -293,17 +270,17 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 		return nil, false, err
 	}
 	if w == nil {
-		return nil, false, invalid(MsgNoWallet)
+		return nil, false, invalid(paywatch.MsgNoWallet)
 	}
 	if np.Network == "" {
 		if len(s.AvailableNetworks(prj.AddressMode, w)) == 0 {
 			if prj.AddressMode.UsesXPub() {
-				return nil, false, invalid(MsgNoXPub)
+				return nil, false, invalid(paywatch.MsgNoXPub)
 			}
-			return nil, false, invalid(MsgNoAddressesCreate)
+			return nil, false, invalid(paywatch.MsgNoAddressesCreate)
 		}
 	} else if !s.Offered(np.Network) {
-		return nil, false, invalid(paywatch.Pair{Network: np.Network, Token: np.Token}.String() + " is not available for this merchant")
+		return nil, false, invalid(paywatch.MsgNotAvailable(paywatch.Pair{Network: np.Network, Token: np.Token}))
 	}
 
 	orderID := np.ExternalOrderID
@@ -352,9 +329,9 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 		_, err := s.assign(ctx, tx, prj, w, row, np.Network, np.Token, np.Address, now)
 		switch err {
 		case errNoXPub:
-			return nil, false, invalid(MsgNoXPub)
+			return nil, false, invalid(paywatch.MsgNoXPub)
 		case errNoAddresses:
-			return nil, false, invalid(MsgNoAddressesCreate)
+			return nil, false, invalid(paywatch.MsgNoAddressesCreate)
 		case nil:
 		default:
 			return nil, false, err
@@ -371,12 +348,12 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 // the request's external_order_id.
 func sameOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
 	if p.ExternalRef != np.ExternalRef {
-		return nil, false, conflict(MsgOrderOtherRef)
+		return nil, false, conflict(paywatch.MsgOrderOtherRef)
 	}
 	samePair := p.CreatedWithoutNetwork && np.Network == "" ||
 		!p.CreatedWithoutNetwork && p.Network == np.Network && p.Token == np.Token
 	if !samePair {
-		return nil, false, conflict(MsgOrderOtherPair)
+		return nil, false, conflict(paywatch.MsgOrderOtherPair)
 	}
 	if p.RequestedAmount().Cmp(np.Amount) != 0 {
 		return nil, false, differentAmount(p)
@@ -392,14 +369,14 @@ func sameInProgressOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
 	if sameOrderID && p.RequestedAmount().Cmp(np.Amount) == 0 {
 		return p, true, nil
 	}
-	return nil, false, &paywatch.Error{Code: paywatch.ECONFLICT, Message: MsgInProgress, Fields: map[string]any{
+	return nil, false, &paywatch.Error{Code: paywatch.ECONFLICT, Message: paywatch.MsgInProgress, Fields: map[string]any{
 		"existing_payment_id": p.ID,
 		"existing_amount":     p.Amount.String(),
 	}}
 }
 
 func differentAmount(p *Payment) error {
-	return &paywatch.Error{Code: paywatch.ECONFLICT, Message: MsgDifferentAmount, Fields: map[string]any{
+	return &paywatch.Error{Code: paywatch.ECONFLICT, Message: paywatch.MsgDifferentAmount, Fields: map[string]any{
 		"existing_amount": p.Amount.String(),
 	}}
 }
@@ -408,11 +385,11 @@ func differentAmount(p *Payment) error {
 // is "Payment not found", like one that does not exist.
 func (s *Store) GetPayment(ctx context.Context, projectID int64, id string) (*Payment, error) {
 	if !ValidPaymentID(id) {
-		return nil, notFound(MsgPaymentNotFound)
+		return nil, notFound(paywatch.MsgPaymentNotFound)
 	}
 	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1 AND pay.project_id = $2`, id, projectID))
 	if noRows(err) {
-		return nil, notFound(MsgPaymentNotFound)
+		return nil, notFound(paywatch.MsgPaymentNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load payment: %w", err)
@@ -423,11 +400,11 @@ func (s *Store) GetPayment(ctx context.Context, projectID int64, id string) (*Pa
 // PaymentByID returns a payment of any project.
 func (s *Store) PaymentByID(ctx context.Context, id string) (*Payment, error) {
 	if !ValidPaymentID(id) {
-		return nil, notFound(MsgPaymentNotFound)
+		return nil, notFound(paywatch.MsgPaymentNotFound)
 	}
 	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, id))
 	if noRows(err) {
-		return nil, notFound(MsgPaymentNotFound)
+		return nil, notFound(paywatch.MsgPaymentNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load payment: %w", err)

@@ -101,7 +101,7 @@ func TestIdempotencyRules(t *testing.T) {
 	otherNet := np
 	otherNet.Network = paywatch.ERC20
 	_, _, err = s.CreatePayment(ctx, otherNet)
-	requireCode(t, err, paywatch.ECONFLICT, store.MsgOrderOtherPair)
+	requireCode(t, err, paywatch.ECONFLICT, paywatch.MsgOrderOtherPair)
 }
 
 func TestConcurrentIdenticalCreatesMakeOnePayment(t *testing.T) {
@@ -158,7 +158,7 @@ func TestPerUserAddressAndInProgressRule(t *testing.T) {
 	withOrder := newPayment(p, "alice", "10")
 	withOrder.ExternalOrderID = ptr("another-order")
 	_, _, err = s.CreatePayment(ctx, withOrder)
-	requireCode(t, err, paywatch.ECONFLICT, store.MsgInProgress)
+	requireCode(t, err, paywatch.ECONFLICT, paywatch.MsgInProgress)
 
 	// Another token is another slot, on its own address.
 	usdc := newPayment(p, "alice", "12")
@@ -284,7 +284,7 @@ func TestDedicatedAddresses(t *testing.T) {
 	alice2 := newPayment(p, "alice", "10")
 	alice2.Address = tronAddrs[2]
 	_, _, err = s.CreatePayment(ctx, alice2)
-	requireCode(t, err, paywatch.ECONFLICT, store.MsgCustomerHasAddress)
+	requireCode(t, err, paywatch.ECONFLICT, paywatch.MsgCustomerHasAddress)
 }
 
 func TestDedicatedAssignmentUnderConcurrency(t *testing.T) {
@@ -305,7 +305,7 @@ func TestDedicatedAssignmentUnderConcurrency(t *testing.T) {
 			ok.Add(1)
 			_, dup := got.LoadOrStore(pay.Address, true)
 			assert.False(t, dup, "address %s given twice", pay.Address)
-		case paywatch.ErrorMessage(err) == store.MsgNoAddressesCreate:
+		case paywatch.ErrorMessage(err) == paywatch.MsgNoAddressesCreate:
 			none.Add(1)
 		default:
 			t.Errorf("unexpected error %v", err)
@@ -416,10 +416,10 @@ func TestMicroOffsets(t *testing.T) {
 	require.NoError(t, s.ReleaseAddress(ctx, cancelled, paywatch.StatusCancelled))
 	require.NoError(t, s.ReleaseAddress(ctx, cancelled, paywatch.StatusCancelled), "idempotent")
 	_, _, err = s.CreatePayment(ctx, newPayment(p, "u", "10"))
-	requireCode(t, err, paywatch.ERATELIMIT, store.MsgCapacity)
+	requireCode(t, err, paywatch.ERATELIMIT, paywatch.MsgCapacity)
 	clk.Add(paywatch.MicroOffsetQuarantine - time.Second)
 	_, _, err = s.CreatePayment(ctx, newPayment(p, "u", "10"))
-	requireCode(t, err, paywatch.ERATELIMIT, store.MsgCapacity)
+	requireCode(t, err, paywatch.ERATELIMIT, paywatch.MsgCapacity)
 	clk.Add(time.Second)
 	_, _, err = s.CreatePayment(ctx, newPayment(p, "u", "10"))
 	require.NoError(t, err, "reusable after 6 hours")
@@ -550,7 +550,7 @@ func TestAssignAddressErrors(t *testing.T) {
 	// alice again while her first is in progress: the per-customer rule.
 	third := networkLess(ded, "alice", "11")
 	_, err = s.AssignAddress(ctx, third, paywatch.TRC20, paywatch.USDT)
-	requireCode(t, err, paywatch.ECONFLICT, store.MsgInProgress)
+	requireCode(t, err, paywatch.ECONFLICT, paywatch.MsgInProgress)
 
 	micro := project(t, s, "micro", pool(paywatch.MatchMicroAmount, 1), staticWallet("TRC20", tronAddrs[1]))
 	var ids []string

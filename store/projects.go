@@ -247,7 +247,7 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 					return err
 				}
 				if limit := o.Limits().Projects; limit != Unlimited && n >= limit {
-					return forbidden("Plan limit exceeded: the owner's plan allows " + plural(o.Limits().Projects, "project"))
+					return forbidden(paywatch.MsgPlanLimit(o.Limits().Projects, "project"))
 				}
 			}
 			ownerID = &o.ID
@@ -282,7 +282,7 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 			return err
 		}
 		if open {
-			return conflict(MsgMicroDecimalsOpen)
+			return conflict(paywatch.MsgMicroDecimalsOpen)
 		}
 	}
 	var webhook *string
@@ -328,14 +328,6 @@ func lockOwner(ctx context.Context, tx pgx.Tx, email string) (*Account, error) {
 	return a, nil
 }
 
-// plural formats a count of things.
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 func projectByID(ctx context.Context, q pgx.Tx, id int64) (*Project, error) {
 	return scanProject(q.QueryRow(ctx, projectSelect+` WHERE p.id = $1`, id))
 }
@@ -344,7 +336,7 @@ func projectByID(ctx context.Context, q pgx.Tx, id int64) (*Project, error) {
 func (s *Store) ProjectBySlug(ctx context.Context, slug string) (*Project, error) {
 	p, err := scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE p.slug = $1`, slug))
 	if noRows(err) {
-		return nil, notFound("Project not found")
+		return nil, notFound(paywatch.MsgProjectNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load project: %w", err)
@@ -370,10 +362,6 @@ func (s *Store) ListProjects(ctx context.Context) ([]*Project, error) {
 	return out, rows.Err()
 }
 
-// MsgMicroDecimalsOpen is the 409 of a micro_amount_decimals change while
-// payments are open.
-const MsgMicroDecimalsOpen = "micro_amount_decimals cannot be changed while payments are pending"
-
 // UpdateProject changes a project's settings. Changing the address mode or
 // pool matching while payments are pending, or micro_amount_decimals while
 // payments are pending, confirming or partial, gives ECONFLICT; the project row
@@ -387,7 +375,7 @@ func (s *Store) UpdateProject(ctx context.Context, slug string, ps ProjectSettin
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		cur, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR UPDATE OF p`, slug))
 		if noRows(err) {
-			return notFound("Project not found")
+			return notFound(paywatch.MsgProjectNotFound)
 		}
 		if err != nil {
 			return err
@@ -416,7 +404,7 @@ func (s *Store) RegenerateKeys(ctx context.Context, slug string) (Credentials, e
 		return Credentials{}, fmt.Errorf("regenerate keys: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return Credentials{}, notFound("Project not found")
+		return Credentials{}, notFound(paywatch.MsgProjectNotFound)
 	}
 	return creds, nil
 }
@@ -430,13 +418,13 @@ func (s *Store) Authenticate(ctx context.Context, apiKey string) (*Project, erro
 	h := hashSecret(apiKey)
 	p, err := scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE p.api_key_hash = $1`, h))
 	if noRows(err) || (err == nil && !equalHash(p.apiKeyHash, h)) {
-		return nil, paywatch.Errorf(paywatch.EUNAUTHORIZED, "Invalid API key")
+		return nil, paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgInvalidAPIKey)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	if p.Owner == nil {
-		return nil, paywatch.Errorf(paywatch.EUNAUTHORIZED, "Invalid API key")
+		return nil, paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgInvalidAPIKey)
 	}
 	if !p.Active {
 		return nil, forbidden("Project is deactivated")

@@ -11,15 +11,11 @@ import (
 	"github.com/paywatch/paywatch"
 )
 
-// MsgTxHashClaimed is the 409 message of a transaction hash that already
-// counts for another payment.
-const MsgTxHashClaimed = "This transaction hash is already submitted for another payment"
-
 // ClaimTxHash claims a transaction hash on a network for a payment (pool +
 // txid): the first valid claim wins, and the primary key of tx_claims
 // decides races between concurrent claims. Claiming again for the same
 // payment succeeds, so the activity can retry; a hash claimed by another
-// payment gives a *paywatch.Error with code ECONFLICT and MsgTxHashClaimed.
+// payment gives a *paywatch.Error with code ECONFLICT and paywatch.MsgTxHashClaimed.
 func (s *Store) ClaimTxHash(ctx context.Context, n paywatch.Network, txHash, paymentID string) error {
 	var owner string
 	err := s.pool.QueryRow(ctx, `
@@ -43,5 +39,5 @@ func (s *Store) ClaimTxHash(ctx context.Context, n paywatch.Network, txHash, pay
 	if strings.EqualFold(owner, paymentID) {
 		return nil
 	}
-	return paywatch.Errorf(paywatch.ECONFLICT, MsgTxHashClaimed)
+	return paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgTxHashClaimed)
 }

@@ -178,7 +178,7 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		prj, err = scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR UPDATE OF p`, slug))
 		if noRows(err) {
-			return notFound("Project not found")
+			return notFound(paywatch.MsgProjectNotFound)
 		}
 		if err != nil {
 			return err
@@ -197,7 +197,7 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 					return err
 				}
 				if limit := prj.Owner.Limits().Wallets; limit != Unlimited && n >= limit {
-					return forbidden("Plan limit exceeded: the owner's plan allows " + plural(limit, "wallet"))
+					return forbidden(paywatch.MsgPlanLimit(limit, "wallet"))
 				}
 			}
 			name := ""

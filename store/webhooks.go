@@ -135,10 +135,6 @@ func webhookQuota(ctx context.Context, tx pgx.Tx, projectID int64) (accountID, l
 	return accountID, paywatch.EffectiveLimits(paywatch.Plan(plan), o).WebhooksPerDay, nil
 }
 
-// MsgEventNotFound answers a redelivery of an unknown webhook event or of
-// another project's.
-const MsgEventNotFound = "Event not found"
-
 // PrepareRedelivery readies one of a project's webhook events to be sent
 // again now and returns it with its canonical id and the number its first
 // new attempt is logged under: attempts continue the event's numbering, so
@@ -150,7 +146,7 @@ const MsgEventNotFound = "Event not found"
 // project's event are all ENOTFOUND "Event not found".
 func (s *Store) PrepareRedelivery(ctx context.Context, projectID int64, eventID string) (PendingWebhook, error) {
 	if !ValidPaymentID(eventID) {
-		return PendingWebhook{}, notFound(MsgEventNotFound)
+		return PendingWebhook{}, notFound(paywatch.MsgEventNotFound)
 	}
 	now := s.now().UTC()
 	var p PendingWebhook
@@ -160,7 +156,7 @@ func (s *Store) PrepareRedelivery(ctx context.Context, projectID int64, eventID 
 			SELECT event_id::text, state FROM webhook_events WHERE event_id = $1 AND project_id = $2 FOR UPDATE`,
 			eventID, projectID).Scan(&p.EventID, &state)
 		if noRows(err) {
-			return notFound(MsgEventNotFound)
+			return notFound(paywatch.MsgEventNotFound)
 		}
 		if err != nil {
 			return err
@@ -255,7 +251,7 @@ func (s *Store) WebhookPaymentInfo(ctx context.Context, paymentID string) (Webho
 	var raw []byte
 	err := s.pool.QueryRow(ctx, `SELECT to_jsonb(p) FROM payments p WHERE p.id = $1`, paymentID).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return WebhookPaymentInfo{}, paywatch.Errorf(paywatch.ENOTFOUND, "Payment not found")
+		return WebhookPaymentInfo{}, paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgPaymentNotFound)
 	}
 	if err != nil {
 		return WebhookPaymentInfo{}, fmt.Errorf("read payment %s: %w", paymentID, err)

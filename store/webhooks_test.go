@@ -234,12 +234,12 @@ func TestPrepareRedelivery(t *testing.T) {
 	other := whSeed(t, "pro", `{}`)
 	for _, id := range []string{"00000000-0000-4000-8000-000000000099", "not-a-uuid", "", sent.EventID + "x"} {
 		_, err := s.PrepareRedelivery(ctx, f.projectID, id)
-		requireCode(t, err, paywatch.ENOTFOUND, store.MsgEventNotFound)
+		requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgEventNotFound)
 	}
 	_, err = store.New(other.pool).PrepareRedelivery(ctx, other.projectID, sent.EventID)
-	requireCode(t, err, paywatch.ENOTFOUND, store.MsgEventNotFound)
+	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgEventNotFound)
 	_, err = s.PrepareRedelivery(ctx, f.projectID+1, sent.EventID)
-	requireCode(t, err, paywatch.ENOTFOUND, store.MsgEventNotFound)
+	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgEventNotFound)
 }
 
 // Pending events are listed for delivery only while their project has a

@@ -2,32 +2,12 @@ package workflows
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/paywatch/paywatch"
-)
-
-// Update rejection messages: the exact API texts of interface.md, except
-// the ones marked as paywatch's own (the specification names no message).
-const (
-	msgCancelChanged     = "Payment status changed before cancellation could complete. Please refresh and try again."
-	msgNetworkSelected   = "Network already selected for this payment"
-	msgNotPending        = "Payment is not in pending state"
-	msgExpired           = "Payment has expired"
-	msgHashPending       = "Transaction hash already submitted and pending confirmation"
-	msgHashOtherPayment  = "This transaction hash is already submitted for another payment"
-	msgFinalized         = "Payment already finalized"
-	msgNotTxidPayment    = "This payment does not accept transaction hashes"                   // paywatch's own
-	msgNoNetworkForHash  = "Select a network before submitting a transaction hash"             // paywatch's own
-	msgHashRequired      = "tx_hash is required"                                               // paywatch's own
-	msgHashBelowMinimum  = "Transaction amount is below the minimum accepted for this payment" // paywatch's own
-	msgHashNoTransfer    = "Transaction does not pay this payment's address"                   // paywatch's own
-	msgVerifiedMessage   = "Transaction verified. Waiting for confirmations."
-	msgUnverifiedMessage = "Transaction not found on chain yet. It will be verified automatically."
 )
 
 // reject returns an update rejection: a non-retryable application error
@@ -68,7 +48,7 @@ func updateError(err error) error {
 // running), and the cancel is refused with that status.
 func (p *payment) validateCancel(ctx workflow.Context, _ CancelRequest) error {
 	if st := paywatch.ShownStatus(p.st.Status, p.st.ExpiresAt, workflow.Now(ctx)); st != paywatch.StatusPending {
-		return reject(ErrTypeConflict, fmt.Sprintf("Cannot cancel payment with status %q. Only pending payments can be cancelled.", st))
+		return reject(ErrTypeConflict, paywatch.MsgCancelRefused(st))
 	}
 	return nil
 }
@@ -80,7 +60,7 @@ func (p *payment) validateCancel(ctx workflow.Context, _ CancelRequest) error {
 func (p *payment) cancel(ctx workflow.Context, _ CancelRequest) (paywatch.PaymentState, error) {
 	p.drainSignals(ctx)
 	if p.st.Status != paywatch.StatusPending {
-		return paywatch.PaymentState{}, reject(ErrTypeConflict, msgCancelChanged)
+		return paywatch.PaymentState{}, reject(ErrTypeConflict, paywatch.MsgCancelChanged)
 	}
 	p.st.Status = paywatch.StatusCancelled
 	p.changed = true
@@ -96,13 +76,13 @@ func (p *payment) validateSelectNetwork(ctx workflow.Context, req SelectNetworkR
 		return reject(ErrTypeInvalid, paywatch.ErrorMessage(err))
 	}
 	if p.st.Network != "" || p.selecting {
-		return reject(ErrTypeConflict, msgNetworkSelected)
+		return reject(ErrTypeConflict, paywatch.MsgNetworkSelected)
 	}
 	if !workflow.Now(ctx).Before(p.st.ExpiresAt) || p.st.Status == paywatch.StatusExpired {
-		return reject(ErrTypeGone, msgExpired)
+		return reject(ErrTypeGone, paywatch.MsgPaymentExpired)
 	}
 	if p.st.Status != paywatch.StatusPending {
-		return reject(ErrTypeConflict, msgNotPending)
+		return reject(ErrTypeConflict, paywatch.MsgNotPending)
 	}
 	return nil
 }
@@ -146,7 +126,7 @@ func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) 
 	if p.st.Status != paywatch.StatusPending {
 		// Cancelled while the address was being assigned: the address is
 		// recorded so that it is released, but the selection failed.
-		return paywatch.Assignment{}, reject(ErrTypeConflict, msgNotPending)
+		return paywatch.Assignment{}, reject(ErrTypeConflict, paywatch.MsgNotPending)
 	}
 	return a, nil
 }
@@ -161,19 +141,19 @@ func (p *payment) hashKnown(h string) bool {
 // An expired pool + txid payment still takes hashes during its late window.
 func (p *payment) validateSubmitTxHash(ctx workflow.Context, req SubmitTxHashRequest) error {
 	if req.TxHash == "" {
-		return reject(ErrTypeInvalid, msgHashRequired)
+		return reject(ErrTypeInvalid, paywatch.MsgHashRequired)
 	}
 	if !p.txidMode() {
-		return reject(ErrTypeInvalid, msgNotTxidPayment)
+		return reject(ErrTypeInvalid, paywatch.MsgNotTxidPayment)
 	}
 	if p.st.Network == "" {
-		return reject(ErrTypeInvalid, msgNoNetworkForHash)
+		return reject(ErrTypeInvalid, paywatch.MsgNoNetworkForHash)
 	}
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
-		return reject(ErrTypeConflict, msgFinalized)
+		return reject(ErrTypeConflict, paywatch.MsgFinalized)
 	}
 	if p.hashKnown(req.TxHash) {
-		return rejectWithFields(ErrTypeConflict, msgHashPending, ErrorFields{"submitted_tx_hash": req.TxHash})
+		return rejectWithFields(ErrTypeConflict, paywatch.MsgHashPending, ErrorFields{"submitted_tx_hash": req.TxHash})
 	}
 	return nil
 }
@@ -200,7 +180,7 @@ func (p *payment) submitTxHash(ctx workflow.Context, req SubmitTxHashRequest) (S
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
 		// Cancelled (or final) while the hash was being verified: it is
 		// neither claimed nor recorded.
-		return SubmitTxHashResult{}, reject(ErrTypeConflict, msgFinalized)
+		return SubmitTxHashResult{}, reject(ErrTypeConflict, paywatch.MsgFinalized)
 	}
 	amount, found, err := p.applyVerified(ctx, h, res)
 	if err != nil {
@@ -212,10 +192,10 @@ func (p *payment) submitTxHash(ctx workflow.Context, req SubmitTxHashRequest) (S
 		p.hashInterval = hashRecheckMin
 		p.changed = true
 		p.commit(ctx)
-		return SubmitTxHashResult{Verified: false, Status: p.st.Status, Message: msgUnverifiedMessage}, nil
+		return SubmitTxHashResult{Verified: false, Status: p.st.Status, Message: paywatch.MsgTxUnverified}, nil
 	}
 	p.commit(ctx)
-	return SubmitTxHashResult{Verified: true, Status: p.st.Status, AmountReceived: &amount, Message: msgVerifiedMessage}, nil
+	return SubmitTxHashResult{Verified: true, Status: p.st.Status, AmountReceived: &amount, Message: paywatch.MsgTxVerified}, nil
 }
 
 // verifyInput is the activity input that verifies hash h for this payment.
@@ -242,16 +222,16 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 	}
 	switch {
 	case len(res.Transfers) == 0:
-		msg := msgHashNoTransfer
+		msg := paywatch.MsgHashNoTransfer
 		if res.Reason != "" {
 			msg = res.Reason
 		}
 		return amount, true, reject(ErrTypeInvalid, msg)
 	case len(valid) == 0:
-		return amount, true, reject(ErrTypeInvalid, msgHashBelowMinimum)
+		return amount, true, reject(ErrTypeInvalid, paywatch.MsgHashBelowMinimum)
 	}
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
-		return amount, true, reject(ErrTypeConflict, msgFinalized)
+		return amount, true, reject(ErrTypeConflict, paywatch.MsgFinalized)
 	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivityClaimTxHash,
 		ClaimTxHashInput{PaymentID: p.st.PaymentID, Network: p.st.Network, TxHash: h}).Get(ctx, nil); err != nil {
@@ -264,7 +244,7 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 		// after a cancel it is for the merchant to refund. Only a
 		// resubmission of the same hash to another payment of the same pool
 		// address is refused because of it.
-		return amount, true, reject(ErrTypeConflict, msgFinalized)
+		return amount, true, reject(ErrTypeConflict, paywatch.MsgFinalized)
 	}
 	if !slices.Contains(p.st.ClaimedHashes, h) {
 		p.st.ClaimedHashes = append(p.st.ClaimedHashes, h)

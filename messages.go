@@ -1,0 +1,121 @@
+package paywatch
+
+import "fmt"
+
+// The catalogue of every message paywatch answers with: each is written
+// here once and used by every edge and layer that gives it. The texts are
+// exact (interface.md, operations.md); outside tests check them word for
+// word. Those marked "paywatch's own" answer cases the contract names no
+// message for.
+
+// Messages of the HTTP layer (interface.md "Errors" and "Limits").
+const (
+	MsgInvalidRequestBody = "Invalid request body"
+	MsgNotFound           = "Not found"
+	MsgBodyTooLarge       = "Request body too large"
+	MsgInternal           = "Internal server error"
+	MsgMissingAPIKey      = "Missing x-api-key header"
+	MsgInvalidAPIKey      = "Invalid API key"
+	MsgInvalidMasterKey   = "Invalid master key"
+	MsgRateLimit          = "Rate limit exceeded. Try again later."
+	MsgDailyLimit         = "Daily API call limit exceeded. Upgrade your plan for unlimited access."
+	MsgInvalidKeyFlood    = "Too many invalid API key attempts. Try again later."
+	MsgTooManyRequests    = "Too many requests"
+	MsgFailedCreate       = "Failed to create payment"
+	MsgInvalidLimit       = "Invalid limit or offset"
+	MsgInvalidStatus      = "Invalid status filter"
+	MsgInvalidCreated     = "Invalid created_after"
+	MsgInvalidUpdated     = "Invalid updated_after"
+)
+
+// Messages of things not found.
+const (
+	MsgPaymentNotFound = "Payment not found"
+	MsgProjectNotFound = "Project not found"
+	MsgAccountNotFound = "Account not found"
+	MsgEventNotFound   = "Event not found"
+	MsgLinkNotFound    = "Payment link not found" // paywatch's own
+)
+
+// Messages of creating a payment and assigning its address.
+const (
+	MsgNoWallet           = "Project has no wallet assigned"
+	MsgNoXPub             = "Wallet has no xPub configured for this network"
+	MsgNoAddressesCreate  = "No addresses available for this network. Contact merchant."
+	MsgNoAddressesSelect  = "No addresses available for this network"
+	MsgAddressNotInWallet = "Specified address does not belong to this project's wallet"
+	MsgAddressOtherUser   = "This address is already assigned to a different customer"
+	MsgCustomerHasAddress = "This customer already has a different address assigned on this network"
+	MsgDifferentAmount    = "Payment already exists with different amount"
+	MsgOrderOtherRef      = "external_order_id is already in use with a different external_ref"
+	MsgOrderOtherPair     = "external_order_id is already in use with a different network or token"
+	MsgInProgress         = "This customer already has a payment in progress on this network. Cancel it or wait for it to complete."
+	MsgCapacity           = "Payment capacity exceeded. Please try again later."
+	MsgNotAccepting       = "This merchant is currently not accepting payments"
+	// MsgProjectMinimumFormat takes the project minimum as a display amount.
+	MsgProjectMinimumFormat = "Amount must be at least $%s (project minimum)"
+)
+
+// Messages of a payment's own verdicts: cancel, select-network and
+// submitted transaction hashes.
+const (
+	MsgNotPending           = "Payment is not in pending state"
+	MsgNetworkSelected      = "Network already selected for this payment"
+	MsgPaymentExpired       = "Payment has expired"
+	MsgNetworkTokenRequired = "network and token are required"
+	MsgCancelChanged        = "Payment status changed before cancellation could complete. Please refresh and try again."
+	MsgFinalized            = "Payment already finalized"
+	MsgHashPending          = "Transaction hash already submitted and pending confirmation"
+	MsgTxHashClaimed        = "This transaction hash is already submitted for another payment"
+	MsgNotTxidPayment       = "This payment does not accept transaction hashes"                   // paywatch's own
+	MsgNoNetworkForHash     = "Select a network before submitting a transaction hash"             // paywatch's own
+	MsgHashRequired         = "tx_hash is required"                                               // paywatch's own
+	MsgHashBelowMinimum     = "Transaction amount is below the minimum accepted for this payment" // paywatch's own
+	MsgHashNoTransfer       = "Transaction does not pay this payment's address"                   // paywatch's own
+	MsgTxVerified           = "Transaction verified. Waiting for confirmations."
+	MsgTxUnverified         = "Transaction not found on chain yet. It will be verified automatically."
+)
+
+// MsgCancelRefused is the 409 of cancelling a payment whose shown status
+// is st.
+func MsgCancelRefused(st Status) string {
+	return fmt.Sprintf("Cannot cancel payment with status %q. Only pending payments can be cancelled.", string(st))
+}
+
+// MsgNotAvailable is the 400 of a network and token the merchant does not
+// offer.
+func MsgNotAvailable(p Pair) string { return p.String() + " is not available for this merchant" }
+
+// MsgPlanLimit is the 403 of creating one more of what the owner's plan
+// counts: "Plan limit exceeded: the owner's plan allows 3 projects".
+func MsgPlanLimit(limit int64, what string) string {
+	if limit != 1 {
+		what += "s"
+	}
+	return fmt.Sprintf("Plan limit exceeded: the owner's plan allows %d %s", limit, what)
+}
+
+// Messages of projects, wallets, links and webhooks (operations.md §2; the
+// detailed ones are paywatch's own, on operator endpoints only).
+const (
+	MsgMicroDecimalsOpen = "micro_amount_decimals cannot be changed while payments are pending"
+	MsgWebhookURLShape   = "webhook_url must be an absolute http or https URL"
+	MsgWebhookURLPrivate = "webhook_url must not point to a private, reserved or loopback address"
+	MsgWebhookURLHTTPS   = "webhook_url must be an https URL"
+	MsgNoOwnerWarning    = "No owner_email given: the project has no owner and its API key does not work until one is set (PATCH /v1/projects/{slug} with owner_email)."
+	MsgBadLimit          = "limits must map projects, wallets, payment_links, api_calls_per_day, webhooks_per_day or chat_notifications_per_day to a whole number (-1 for unlimited) or null"
+	MsgLinkSlugTaken     = "A payment link with this slug already exists"
+	MsgLinkTitle         = "title is required (at most 200 characters)"
+	MsgLinkNeedsOwner    = "The project has no owner: payment links count against the owner's plan, so set owner_email first"
+)
+
+// Messages of the payment-link form a buyer fills in (paywatch's own).
+const (
+	MsgBuyerAmount       = "Enter an amount such as 25 or 25.50"
+	MsgBuyerAmountZero   = "Enter an amount greater than zero"
+	MsgBuyerAmountDigits = "Enter an amount with at most %d decimal places"
+	MsgBuyerAmountMin    = "The amount must be at least %s"
+	MsgBuyerEmail        = "Enter a valid email address, or leave it empty"
+	MsgBuyerName         = "Enter a name of at most 100 characters, without special characters"
+	MsgBuyerNote         = "Enter a note of at most 500 characters"
+)
