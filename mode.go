@@ -1,6 +1,10 @@
 package paywatch
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // AddressMode is a project's way of assigning deposit addresses.
 type AddressMode string
@@ -61,4 +65,63 @@ func ParsePoolMatching(s string) (PoolMatching, error) {
 		return m, nil
 	}
 	return "", invalidf("unknown pool matching %s", quoteInput(s))
+}
+
+// Policy is what a payment's address mode (and, in pool mode, its pool
+// matching) decides about the transfers it takes: the one table of these
+// rules, which the workflow, the scanners' queries, the store and the
+// pages all read.
+type Policy struct {
+	// LateFunds: full funds up to LateWindow after expiry still count
+	// (per_payment, pool + txid), so the scanners keep watching.
+	LateFunds bool
+	// TxIDOnly: only transfers whose hash the client submitted, and that
+	// were verified and claimed for the payment, count (pool + txid).
+	TxIDOnly bool
+	// ExactMatch: the amount carries a micro offset, and only a single
+	// transfer within the match window of it is the payment's (pool +
+	// micro_amount).
+	ExactMatch bool
+}
+
+// PolicyOf returns the policy of mode m with pool matching pm (read in
+// pool mode only; any pool matching other than txid is micro_amount).
+//
+//	mode                  late funds  txid only  exact match
+//	per_payment           yes         no         no
+//	per_user, dedicated   no          no         no
+//	pool + micro_amount   no          no         yes
+//	pool + txid           yes         yes        no
+func PolicyOf(m AddressMode, pm PoolMatching) Policy {
+	switch {
+	case m == ModePerPayment:
+		return Policy{LateFunds: true}
+	case m == ModePool && pm == MatchTxID:
+		return Policy{LateFunds: true, TxIDOnly: true}
+	case m == ModePool:
+		return Policy{ExactMatch: true}
+	}
+	return Policy{}
+}
+
+// PolicySQL is a rule of the policy table as an SQL condition on the
+// columns address_mode and pool_matching of the table alias t, for queries
+// that must select what the workflow would, for example
+// PolicySQL("p", func(p Policy) bool { return p.LateFunds }).
+func PolicySQL(t string, rule func(Policy) bool) string {
+	or := []string{"false"}
+	for _, m := range allAddressModes {
+		if m == ModePool {
+			for _, pm := range []PoolMatching{MatchMicroAmount, MatchTxID} {
+				if rule(PolicyOf(m, pm)) {
+					or = append(or, fmt.Sprintf("(%s.address_mode = '%s' AND %s.pool_matching = '%s')", t, m, t, pm))
+				}
+			}
+			continue
+		}
+		if rule(PolicyOf(m, "")) {
+			or = append(or, fmt.Sprintf("%s.address_mode = '%s'", t, m))
+		}
+	}
+	return "(" + strings.Join(or, " OR ") + ")"
 }

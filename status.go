@@ -191,3 +191,23 @@ func ShownStatus(s Status, expiresAt, now time.Time) Status {
 	}
 	return s
 }
+
+// SelectNetworkRefusal is the verdict of interface.md's select-network
+// table on a payment in this state: nil when a network may be selected
+// now, else the refusal, checked in this order: a network is already
+// selected (409), the window has ended or the payment expired (410), the
+// payment is not pending (409). The workflow's update validator, the store
+// that assigns the address and the API answering for an ended workflow
+// all give this one verdict; the pair's validity and whether the merchant
+// offers it are checked apart.
+func SelectNetworkRefusal(hasNetwork bool, st Status, expiresAt, now time.Time) error {
+	switch {
+	case hasNetwork:
+		return Errorf(ECONFLICT, "%s", MsgNetworkSelected)
+	case !now.Before(expiresAt) || st == StatusExpired:
+		return Errorf(EGONE, "%s", MsgPaymentExpired)
+	case st != StatusPending:
+		return Errorf(ECONFLICT, "%s", MsgNotPending)
+	}
+	return nil
+}

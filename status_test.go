@@ -300,3 +300,51 @@ func TestAddressModes(t *testing.T) {
 	_, err = paywatch.ParsePoolMatching("amount")
 	assert.EqualError(t, err, `unknown pool matching "amount"`)
 }
+
+// The policy table of the address modes, and the same rule as SQL.
+func TestPolicyOf(t *testing.T) {
+	for _, c := range []struct {
+		mode     paywatch.AddressMode
+		matching paywatch.PoolMatching
+		want     paywatch.Policy
+	}{
+		{paywatch.ModePerPayment, "", paywatch.Policy{LateFunds: true}},
+		{paywatch.ModePerUser, "", paywatch.Policy{}},
+		{paywatch.ModeDedicated, "", paywatch.Policy{}},
+		{paywatch.ModePool, paywatch.MatchMicroAmount, paywatch.Policy{ExactMatch: true}},
+		{paywatch.ModePool, paywatch.MatchTxID, paywatch.Policy{LateFunds: true, TxIDOnly: true}},
+	} {
+		assert.Equal(t, c.want, paywatch.PolicyOf(c.mode, c.matching), "%s %s", c.mode, c.matching)
+	}
+	assert.Equal(t, "(false OR p.address_mode = 'per_payment' OR (p.address_mode = 'pool' AND p.pool_matching = 'txid'))",
+		paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.LateFunds }))
+	assert.Equal(t, "(false OR (p.address_mode = 'pool' AND p.pool_matching = 'txid'))",
+		paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.TxIDOnly }))
+}
+
+// The select-network verdicts, in the table's order.
+func TestSelectNetworkRefusal(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	later, earlier := now.Add(time.Minute), now.Add(-time.Minute)
+	for _, c := range []struct {
+		name       string
+		hasNetwork bool
+		st         paywatch.Status
+		expiresAt  time.Time
+		code, msg  string
+	}{
+		{"open", false, paywatch.StatusPending, later, "", ""},
+		{"network selected, even when expired", true, paywatch.StatusExpired, earlier, paywatch.ECONFLICT, paywatch.MsgNetworkSelected},
+		{"window ended", false, paywatch.StatusPending, now, paywatch.EGONE, paywatch.MsgPaymentExpired},
+		{"expired early", false, paywatch.StatusExpired, later, paywatch.EGONE, paywatch.MsgPaymentExpired},
+		{"cancelled", false, paywatch.StatusCancelled, later, paywatch.ECONFLICT, paywatch.MsgNotPending},
+	} {
+		err := paywatch.SelectNetworkRefusal(c.hasNetwork, c.st, c.expiresAt, now)
+		if c.code == "" {
+			assert.NoError(t, err, c.name)
+			continue
+		}
+		assert.Equal(t, c.code, paywatch.ErrorCode(err), c.name)
+		assert.Equal(t, c.msg, paywatch.ErrorMessage(err), c.name)
+	}
+}

@@ -28,7 +28,7 @@ func temporalError(err error) error {
 	}
 	var pe *paywatch.Error
 	if errors.As(err, &pe) {
-		if typ, ok := errorTypes[pe.Code]; ok {
+		if typ, ok := workflows.RejectionType(pe.Code); ok {
 			opts := temporal.ApplicationErrorOptions{NonRetryable: true}
 			if len(pe.Fields) > 0 {
 				opts.Details = []any{workflows.ErrorFields(pe.Fields)}
@@ -42,17 +42,4 @@ func temporalError(err error) error {
 		})
 	}
 	return err
-}
-
-// errorTypes maps domain error codes to update rejection types.
-// EFORBIDDEN maps to Invalid because the one place it reaches an update,
-// select-network, answers "This merchant is currently not accepting
-// payments" with 400 (interface.md lists no 403 there).
-var errorTypes = map[string]string{
-	paywatch.EINVALID:   workflows.ErrTypeInvalid,
-	paywatch.EFORBIDDEN: workflows.ErrTypeInvalid,
-	paywatch.ERATELIMIT: workflows.ErrTypeCapacity,
-	paywatch.ECONFLICT:  workflows.ErrTypeConflict,
-	paywatch.EGONE:      workflows.ErrTypeGone,
-	paywatch.ENOTFOUND:  workflows.ErrTypeNotFound,
 }

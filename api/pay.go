@@ -618,7 +618,7 @@ func (s *Server) selectNetwork(ctx context.Context, id string, network, token *s
 		return none, err
 	}
 	if !p.AwaitingNetwork() {
-		return none, paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgNetworkSelected)
+		return none, paywatch.SelectNetworkRefusal(true, p.Status, p.ExpiresAt, s.clock())
 	}
 	if p.Status == paywatch.StatusPending && s.clock().Before(p.ExpiresAt) {
 		only, err := s.deps.Store.PaymentLinkToken(ctx, p.ID)
@@ -637,13 +637,10 @@ func (s *Server) selectNetwork(ctx context.Context, id string, network, token *s
 		if p, err = s.deps.Store.PaymentByID(ctx, id); err != nil {
 			return none, err
 		}
-		switch {
-		case !p.AwaitingNetwork():
-			return none, paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgNetworkSelected)
-		case p.Status == paywatch.StatusExpired || !s.clock().Before(p.ExpiresAt):
-			return none, paywatch.Errorf(paywatch.EGONE, paywatch.MsgPaymentExpired)
+		if err := paywatch.SelectNetworkRefusal(!p.AwaitingNetwork(), p.Status, p.ExpiresAt, s.clock()); err != nil {
+			return none, err
 		}
-		return none, paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgNotPending)
+		return none, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgNotPending) // the workflow ended: no longer pending
 	}
 	if err != nil {
 		return none, err

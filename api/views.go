@@ -120,7 +120,7 @@ func notice(p *store.Payment) string {
 
 // microApplied reports whether p carries a micro offset.
 func microApplied(p *store.Payment) bool {
-	return p.Mode == paywatch.ModePool && p.PoolMatching == paywatch.MatchMicroAmount && p.OriginalAmount != nil
+	return paywatch.PolicyOf(p.Mode, p.PoolMatching).ExactMatch && p.OriginalAmount != nil
 }
 
 // created renders a payment for POST /v1/payments.
@@ -137,7 +137,7 @@ func (s *Server) created(p *store.Payment, existing bool, available []paywatch.N
 		ExpiresAt:       ts(p.ExpiresAt),
 		PaymentURL:      s.paymentURL(p.ID),
 		Existing:        existing,
-		RequiresTxID:    p.Mode == paywatch.ModePool && p.PoolMatching == paywatch.MatchTxID,
+		RequiresTxID:    paywatch.PolicyOf(p.Mode, p.PoolMatching).TxIDOnly,
 	}
 	if microApplied(p) {
 		v.OriginalAmount = p.OriginalAmount.String()
@@ -165,7 +165,7 @@ func (s *Server) status(p *store.Payment, withQR bool) (statusView, error) {
 		Amount:          p.Amount.String(),
 		ExpectedAmount:  p.Amount.String(),
 		PaidAmount:      p.PaidAmount.String(),
-		RequiresTxID:    p.Mode == paywatch.ModePool && p.PoolMatching == paywatch.MatchTxID,
+		RequiresTxID:    paywatch.PolicyOf(p.Mode, p.PoolMatching).TxIDOnly,
 		Address:         nullable(p.Address),
 		Network:         nullable(string(p.Network)),
 		Token:           nullable(string(p.Token)),

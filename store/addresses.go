@@ -78,7 +78,7 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 		}
 		staticID, address = &id, addr
 	case paywatch.ModePool:
-		if p.poolMatching == paywatch.MatchTxID {
+		if paywatch.PolicyOf(p.mode, p.poolMatching).TxIDOnly {
 			id, addr, err := s.leastBusyAddress(ctx, tx, w, n)
 			if err != nil {
 				return a, err
@@ -450,12 +450,9 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 		}
 		return paywatch.Assignment{}, conflict(paywatch.MsgNetworkSelected)
 	}
-	if p.Status != paywatch.StatusPending {
-		return paywatch.Assignment{}, conflict(paywatch.MsgNotPending)
-	}
 	now := s.clock()
-	if !now.Before(p.ExpiresAt) {
-		return paywatch.Assignment{}, paywatch.Errorf(paywatch.EGONE, "%s", paywatch.MsgPaymentExpired)
+	if err := paywatch.SelectNetworkRefusal(false, p.Status, p.ExpiresAt, now); err != nil {
+		return paywatch.Assignment{}, err
 	}
 	if err := paywatch.ValidatePair(n, t); err != nil {
 		return paywatch.Assignment{}, err

@@ -230,8 +230,7 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 	if min := paywatch.DustMinimum(prj.MinAmount); np.Amount.Cmp(min) < 0 {
 		return nil, false, invalid(fmt.Sprintf(paywatch.MsgProjectMinimumFormat, min.String()))
 	}
-	micro := prj.AddressMode == paywatch.ModePool && prj.PoolMatching == paywatch.MatchMicroAmount
-	if micro {
+	if paywatch.PolicyOf(prj.AddressMode, prj.PoolMatching).ExactMatch {
 		if err := paywatch.ValidateMicroPrecision(np.Amount, prj.MicroAmountDecimals); err != nil {
 			return nil, false, err
 		}

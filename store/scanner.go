@@ -70,8 +70,7 @@ func watchedCondition(late string) string {
 	p.network = $1 AND p.address IS NOT NULL
 	AND (
 		p.status IN ('pending', 'confirming', 'partial')
-		OR (p.status = 'expired' AND p.expires_at > ` + late + `
-			AND (p.address_mode = 'per_payment' OR (p.address_mode = 'pool' AND p.pool_matching = 'txid')))
+		OR (p.status = 'expired' AND p.expires_at > ` + late + ` AND ` + paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.LateFunds }) + `)
 	)`
 }
 
@@ -167,14 +166,12 @@ func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.
 			WHERE c.network = $1 AND c.tx_hash = ANY($4::text[])
 			GROUP BY c.payment_id
 		)
-		SELECT p.address, p.id::text, p.token, COALESCE(p.start_block, 0),
-		       (p.address_mode = 'pool' AND p.pool_matching = 'txid') AS txid_only,
-		       COALESCE(c.hashes, '{}'), p.amount::text, p.decimals,
-		       (p.address_mode = 'pool' AND p.pool_matching = 'micro_amount') AS micro
+		SELECT p.address, p.id::text, p.token, COALESCE(p.start_block, 0), p.address_mode, COALESCE(p.pool_matching, ''),
+		       COALESCE(c.hashes, '{}'), p.amount::text, p.decimals
 		FROM payments p
 		LEFT JOIN claims c ON c.payment_id = p.id
 		WHERE `+watchedCondition("$3")+` AND p.address = ANY($2::text[])
-		  AND (NOT (p.address_mode = 'pool' AND p.pool_matching = 'txid') OR c.hashes IS NOT NULL)
+		  AND (NOT `+paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.TxIDOnly })+` OR c.hashes IS NOT NULL)
 		ORDER BY p.address, p.created_at, p.id`,
 		string(n), addresses, s.lateWindowStart(), txHashes)
 	if err != nil {
@@ -183,12 +180,16 @@ func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.
 	defer rows.Close()
 	for rows.Next() {
 		var addr, token, amount string
+		var mode paywatch.AddressMode
+		var matching paywatch.PoolMatching
 		var start int64
 		var decimals int
 		var w WatchedPayment
-		if err := rows.Scan(&addr, &w.PaymentID, &token, &start, &w.TxidOnly, &w.ClaimedTxHashes, &amount, &decimals, &w.Micro); err != nil {
+		if err := rows.Scan(&addr, &w.PaymentID, &token, &start, &mode, &matching, &w.ClaimedTxHashes, &amount, &decimals); err != nil {
 			return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
 		}
+		policy := paywatch.PolicyOf(mode, matching)
+		w.TxidOnly, w.Micro = policy.TxIDOnly, policy.ExactMatch
 		w.Token, w.StartBlock = paywatch.Token(token), uint64(start)
 		if w.Amount, err = amountOf(amount, decimals); err != nil {
 			return nil, fmt.Errorf("watched addresses on %s: %w", n, err)

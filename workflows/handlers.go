@@ -10,6 +10,27 @@ import (
 	"github.com/paywatch/paywatch"
 )
 
+// rejectionTypes maps domain error codes to update rejection types, which
+// the API maps to HTTP statuses. EFORBIDDEN maps to Invalid because the one
+// place it reaches an update, select-network, answers "This merchant is
+// currently not accepting payments" with 400 (interface.md lists no 403
+// there).
+var rejectionTypes = map[string]string{
+	paywatch.EINVALID:   ErrTypeInvalid,
+	paywatch.EFORBIDDEN: ErrTypeInvalid,
+	paywatch.ERATELIMIT: ErrTypeCapacity,
+	paywatch.ECONFLICT:  ErrTypeConflict,
+	paywatch.EGONE:      ErrTypeGone,
+	paywatch.ENOTFOUND:  ErrTypeNotFound,
+}
+
+// RejectionType is the update rejection type of a domain error code; ok
+// is false for a code no update answers with.
+func RejectionType(code string) (typ string, ok bool) {
+	typ, ok = rejectionTypes[code]
+	return typ, ok
+}
+
 // reject returns an update rejection: a non-retryable application error
 // whose message is the API text and whose type selects the HTTP status.
 func reject(errType, msg string) error {
@@ -75,14 +96,10 @@ func (p *payment) validateSelectNetwork(ctx workflow.Context, req SelectNetworkR
 	if err := paywatch.ValidatePair(req.Network, req.Token); err != nil {
 		return reject(ErrTypeInvalid, paywatch.ErrorMessage(err))
 	}
-	if p.st.Network != "" || p.selecting {
-		return reject(ErrTypeConflict, paywatch.MsgNetworkSelected)
-	}
-	if !workflow.Now(ctx).Before(p.st.ExpiresAt) || p.st.Status == paywatch.StatusExpired {
-		return reject(ErrTypeGone, paywatch.MsgPaymentExpired)
-	}
-	if p.st.Status != paywatch.StatusPending {
-		return reject(ErrTypeConflict, paywatch.MsgNotPending)
+	err := paywatch.SelectNetworkRefusal(p.st.Network != "" || p.selecting, p.st.Status, p.st.ExpiresAt, workflow.Now(ctx))
+	if err != nil {
+		typ, _ := RejectionType(paywatch.ErrorCode(err))
+		return reject(typ, paywatch.ErrorMessage(err))
 	}
 	return nil
 }

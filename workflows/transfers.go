@@ -27,21 +27,20 @@ func (p *payment) lateEligible() bool {
 	if p.st.Network == "" {
 		return false
 	}
-	return p.in.Mode == paywatch.ModePerPayment || p.txidMode()
+	return p.policy().LateFunds
 }
 
 // lateEnd is when the late window closes.
 func (p *payment) lateEnd() time.Time { return p.st.ExpiresAt.Add(paywatch.LateWindow) }
 
+// policy is the payment's mode policy (paywatch.PolicyOf).
+func (p *payment) policy() paywatch.Policy { return paywatch.PolicyOf(p.in.Mode, p.in.PoolMatching) }
+
 // txidMode reports pool + txid: only submitted hashes count.
-func (p *payment) txidMode() bool {
-	return p.in.Mode == paywatch.ModePool && p.in.PoolMatching == paywatch.MatchTxID
-}
+func (p *payment) txidMode() bool { return p.policy().TxIDOnly }
 
 // microMode reports pool + micro_amount: only exact single transfers count.
-func (p *payment) microMode() bool {
-	return p.in.Mode == paywatch.ModePool && p.in.PoolMatching != paywatch.MatchTxID
-}
+func (p *payment) microMode() bool { return p.policy().ExactMatch }
 
 // find returns the index of the transaction with this key, or -1.
 func (p *payment) find(txHash string, logIndex uint32) int {
