@@ -143,9 +143,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			}
 		case errors.As(err, &ie):
 			msg = ie.public
-			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
 		default:
-			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
 		}
 		b = body(msg, nil)
 	}

@@ -153,7 +153,7 @@ func (s *Server) createPayment(c echo.Context) error {
 		w, err := s.deps.Store.WalletOf(ctx, prj.ID)
 		if err != nil {
 			// No networks makes created leave available_networks out.
-			s.deps.Logger.Error("payment created without available_networks", "paymentId", p.ID, "err", err)
+			s.deps.Logger.Error("payment created without available_networks", "paymentId", p.ID, "error", err)
 		} else {
 			available = s.deps.Store.AvailableNetworks(p.Mode, w)
 		}
@@ -163,7 +163,7 @@ func (s *Server) createPayment(c echo.Context) error {
 		// created fails only on the QR code of an assigned address, and
 		// then has every other field filled in (available_networks belongs
 		// to payments without an address); qr_code stays null.
-		s.deps.Logger.Error("payment created without qr_code", "paymentId", p.ID, "err", err)
+		s.deps.Logger.Error("payment created without qr_code", "paymentId", p.ID, "error", err)
 	}
 	status := http.StatusCreated
 	if existing {
@@ -177,7 +177,7 @@ func (s *Server) createPayment(c echo.Context) error {
 // whose row says it has none.
 func (s *Server) startWorkflow(ctx context.Context, p *store.Payment) {
 	if err := s.ensureStarted(ctx, p); err != nil {
-		s.deps.Logger.Warn("payment workflow not started; the reconciler will retry", "paymentId", p.ID, "err", err)
+		s.deps.Logger.Warn("payment workflow not started; the reconciler will retry", "paymentId", p.ID, "error", err)
 	}
 }
 

@@ -55,14 +55,14 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	defer t.Stop()
 	for pass := 0; ; pass++ {
 		if _, err := r.Once(ctx); err != nil && ctx.Err() == nil {
-			r.logger().Warn("reconcile payments", "err", err)
+			r.logger().Warn("reconcile payments", "error", err)
 		}
 		if _, err := r.Webhooks(ctx); err != nil && ctx.Err() == nil {
-			r.logger().Warn("reconcile webhooks", "err", err)
+			r.logger().Warn("reconcile webhooks", "error", err)
 		}
 		if pass%pruneEvery == 0 {
 			if err := r.Store.PruneRateLimits(ctx); err != nil && ctx.Err() == nil {
-				r.logger().Warn("prune rate limits", "err", err)
+				r.logger().Warn("prune rate limits", "error", err)
 			}
 		}
 		select {
@@ -90,7 +90,7 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	started := 0
 	for _, p := range ps {
 		if err := r.Workflows.Start(ctx, p.WorkflowInput()); err != nil {
-			r.logger().Warn("start payment workflow", "paymentId", p.ID, "err", err)
+			r.logger().Warn("start payment workflow", "paymentId", p.ID, "error", err)
 			continue
 		}
 		if err := r.Store.MarkWorkflowStarted(ctx, p.ID); err != nil {

@@ -54,7 +54,7 @@ func (s *Server) redeliver(ctx context.Context, projectID int64, eventID string)
 	}
 	in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Redeliver: true}
 	if err := s.deps.Workflows.DeliverWebhook(ctx, in); err != nil {
-		s.deps.Logger.Warn("start webhook redelivery; the reconciler will retry", "eventId", ev.EventID, "err", err)
+		s.deps.Logger.Warn("start webhook redelivery; the reconciler will retry", "eventId", ev.EventID, "error", err)
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func startPendingWebhooks(ctx context.Context, st *store.Store, wf PaymentWorkfl
 func (s *Server) deliverPendingWebhooks(ctx context.Context, projectID int64) {
 	n, err := startPendingWebhooks(ctx, s.deps.Store, s.deps.Workflows, projectID, 0)
 	if err != nil {
-		s.deps.Logger.Warn("start pending webhooks; the reconciler will retry", "projectId", projectID, "err", err)
+		s.deps.Logger.Warn("start pending webhooks; the reconciler will retry", "projectId", projectID, "error", err)
 	}
 	if n > 0 {
 		s.deps.Logger.Info("started pending webhooks", "projectId", projectID, "count", n)

@@ -27,8 +27,6 @@ type PaymentWorkflows interface {
 	// SelectNetwork picks the network of a payment created without one (the
 	// hosted page) and returns its deposit address; the window stays as it is.
 	SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (paywatch.Assignment, error)
-	// State queries the workflow's current state.
-	State(ctx context.Context, paymentID string) (paywatch.PaymentState, error)
 	// DeliverWebhook starts the delivery workflow of a webhook event. A
 	// delivery already running is kept, unless in.Redeliver asks for a
 	// fresh one, which replaces it.
@@ -123,16 +121,6 @@ func (t *TemporalWorkflows) SelectNetwork(ctx context.Context, paymentID string,
 	var a paywatch.Assignment
 	err := t.update(ctx, paymentID, workflows.UpdateSelectNetwork, req, &a)
 	return a, err
-}
-
-// State queries the workflow's state.
-func (t *TemporalWorkflows) State(ctx context.Context, paymentID string) (paywatch.PaymentState, error) {
-	var st paywatch.PaymentState
-	v, err := t.client.QueryWorkflow(ctx, workflows.PaymentWorkflowID(paymentID), "", workflows.QueryState)
-	if err != nil {
-		return st, err
-	}
-	return st, v.Get(&st)
 }
 
 // workflowClosed reports whether err says the payment's workflow no longer

@@ -196,7 +196,7 @@ func (d *Devnet) produce(ctx context.Context, n paywatch.Network, interval time.
 			return
 		case <-t.C:
 			if _, err := c.mine(ctx, 1); err != nil && ctx.Err() == nil {
-				d.log.Warn("devnet: block production failed", "network", n, "err", err)
+				d.log.Warn("devnet: block production failed", "network", n, "error", err)
 			}
 		}
 	}

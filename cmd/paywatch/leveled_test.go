@@ -1,0 +1,25 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The SDK's "Activity error." records of expected retries (a legacy
+// webhook 5xx, a chain rate limit, a webhook read during an outage) reach
+// the log at WARN; every other error stays at ERROR.
+func TestExpectedActivityErrorsAreWarnings(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(leveled{slog.NewTextHandler(&buf, nil), slog.LevelWarn})
+	log.Error("Activity error.", "ActivityType", "webhook.deliver", "Error", "webhook e attempt 2: HTTP 503: busy (type: WebhookRetry, retryable: true)")
+	assert.Contains(t, buf.String(), "level=WARN")
+	buf.Reset()
+	log.Error("Activity error.", "ActivityType", "payment.save-state", "Error", "save payment: connection refused")
+	assert.Contains(t, buf.String(), "level=ERROR")
+	buf.Reset()
+	slog.New(leveled{slog.NewTextHandler(&buf, nil), slog.LevelError}).Error("Activity error.", "Error", "x (type: RateLimited, retryable: true)")
+	assert.Empty(t, buf.String(), "below the SDK's level")
+}
