@@ -1,0 +1,61 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// deliveryView is an element of webhook-deliveries.
+type deliveryView struct {
+	ID           string  `json:"id"`
+	EventID      string  `json:"event_id"`
+	Event        string  `json:"event"`
+	PaymentID    string  `json:"payment_id"`
+	Attempt      int     `json:"attempt"`
+	StatusCode   *int    `json:"status_code"`
+	ResponseBody *string `json:"response_body"`
+	State        string  `json:"state"`
+	CreatedAt    string  `json:"created_at"`
+}
+
+// listDeliveries is GET /v1/projects/{slug}/webhook-deliveries.
+func (s *Server) listDeliveries(c echo.Context) error {
+	ctx := c.Request().Context()
+	f := store.DeliveryFilter{Limit: defaultListLimit, PaymentID: c.QueryParam("payment_id")}
+	q := c.QueryParams()
+	if _, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > maxListLimit {
+			return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
+		}
+		f.Limit = n
+	}
+	if _, ok := q["offset"]; ok {
+		n, err := strconv.Atoi(q.Get("offset"))
+		if err != nil || n < 0 {
+			return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
+		}
+		f.Offset = n
+	}
+	p, err := s.deps.Store.ProjectBySlug(ctx, c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	ds, err := s.deps.Store.ListDeliveries(ctx, p.ID, f)
+	if err != nil {
+		return err
+	}
+	items := make([]deliveryView, 0, len(ds))
+	for _, d := range ds {
+		items = append(items, deliveryView{
+			ID: d.ID, EventID: d.EventID, Event: d.Event, PaymentID: d.PaymentID, Attempt: d.Attempt, StatusCode: d.StatusCode,
+			ResponseBody: d.ResponseBody, State: d.State, CreatedAt: ts(d.CreatedAt),
+		})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "deliveries": items})
+}

@@ -1,0 +1,262 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// projectView is a project in operator responses; it never carries a
+// secret, only the API key's prefix.
+type projectView struct {
+	Name                 string                `json:"name"`
+	Slug                 string                `json:"slug"`
+	WebhookURL           *string               `json:"webhook_url"`
+	OwnerEmail           *string               `json:"owner_email"`
+	Active               bool                  `json:"active"`
+	AddressMode          paywatch.AddressMode  `json:"address_mode"`
+	PoolMatching         paywatch.PoolMatching `json:"pool_matching"`
+	MinAmount            *string               `json:"minAmount"`
+	MicroAmountDecimals  int                   `json:"micro_amount_decimals"`
+	RotationThreshold    *string               `json:"rotation_threshold"`
+	PaymentExpiryMinutes int                   `json:"payment_expiry_minutes"`
+	APIKeyPrefix         string                `json:"api_key_prefix"`
+	HasWallet            bool                  `json:"has_wallet"`
+	CreatedAt            string                `json:"created_at"`
+	UpdatedAt            string                `json:"updated_at"`
+}
+
+func projectOf(p *store.Project) projectView {
+	v := projectView{
+		Name: p.Name, Slug: p.Slug, WebhookURL: nullable(p.WebhookURL), OwnerEmail: nullable(p.OwnerEmail()),
+		Active: p.Active, AddressMode: p.AddressMode, PoolMatching: p.PoolMatching,
+		MicroAmountDecimals: p.MicroAmountDecimals, PaymentExpiryMinutes: p.PaymentExpiryMinutes,
+		APIKeyPrefix: p.APIKeyPrefix, HasWallet: p.HasWallet, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt),
+	}
+	if p.MinAmount != nil {
+		s := p.MinAmount.String()
+		v.MinAmount = &s
+	}
+	if p.RotationThreshold != nil {
+		s := p.RotationThreshold.String()
+		v.RotationThreshold = &s
+	}
+	return v
+}
+
+// projectRequest is the body of POST /v1/projects and PATCH
+// /v1/projects/{slug}.
+type projectRequest struct {
+	Slug                 json.RawMessage `json:"slug"`
+	Name                 json.RawMessage `json:"name"`
+	WebhookURL           json.RawMessage `json:"webhook_url"`
+	OwnerEmail           json.RawMessage `json:"owner_email"`
+	AddressMode          json.RawMessage `json:"address_mode"`
+	PoolMatching         json.RawMessage `json:"pool_matching"`
+	MinAmount            json.RawMessage `json:"minAmount"`
+	MinAmountSnake       json.RawMessage `json:"min_amount"`
+	MicroAmountDecimals  json.RawMessage `json:"micro_amount_decimals"`
+	RotationThreshold    json.RawMessage `json:"rotation_threshold"`
+	PaymentExpiryMinutes json.RawMessage `json:"payment_expiry_minutes"`
+	Active               json.RawMessage `json:"active"`
+}
+
+// optDecimal reads an optional decimal setting given as a JSON number or a
+// decimal string; set reports whether the field was present (null clears).
+func optDecimal(raw json.RawMessage, field string) (a *paywatch.Amount, set bool, err error) {
+	if len(raw) == 0 {
+		return nil, false, nil
+	}
+	if absent(raw) {
+		return nil, true, nil
+	}
+	var text string
+	if raw[0] == '"' {
+		if json.Unmarshal(raw, &text) != nil {
+			return nil, true, errInvalidBody
+		}
+	} else {
+		n, err := optNumber(raw)
+		if err != nil {
+			return nil, true, err
+		}
+		text = n.String()
+	}
+	v, err := paywatch.ParseAmount(text, 18)
+	if err != nil {
+		return nil, true, paywatch.Errorf(paywatch.EINVALID, "%s must be a positive number with at most 18 decimal places", field)
+	}
+	return &v, true, nil
+}
+
+// projectSettings reads and checks the settings of a project request,
+// including the webhook URL's address check.
+func (s *Server) projectSettings(c echo.Context, req projectRequest) (store.ProjectSettings, error) {
+	var ps store.ProjectSettings
+	var err error
+	if ps.Name, err = optString(req.Name); err != nil {
+		return ps, err
+	}
+	if ps.WebhookURL, err = optString(req.WebhookURL); err != nil {
+		return ps, err
+	}
+	if ps.WebhookURL == nil && len(req.WebhookURL) > 0 {
+		empty := "" // null removes the webhook URL
+		ps.WebhookURL = &empty
+	}
+	if ps.WebhookURL != nil && *ps.WebhookURL != "" {
+		u := strings.TrimSpace(*ps.WebhookURL)
+		ps.WebhookURL = &u
+		if err := checkWebhookURL(c.Request().Context(), u, s.deps.WebhookAllowPrivate, s.deps.WebhookRequireHTTPS); err != nil {
+			return ps, err
+		}
+	}
+	if ps.OwnerEmail, err = optString(req.OwnerEmail); err != nil {
+		return ps, err
+	}
+	if ps.OwnerEmail == nil && len(req.OwnerEmail) > 0 {
+		empty := ""
+		ps.OwnerEmail = &empty
+	}
+	if m, err := optString(req.AddressMode); err != nil {
+		return ps, err
+	} else if m != nil {
+		mode := paywatch.AddressMode(*m)
+		ps.AddressMode = &mode
+	}
+	if m, err := optString(req.PoolMatching); err != nil {
+		return ps, err
+	} else if m != nil {
+		pm := paywatch.PoolMatching(*m)
+		ps.PoolMatching = &pm
+	}
+	minRaw := req.MinAmount
+	if len(minRaw) == 0 {
+		minRaw = req.MinAmountSnake
+	}
+	var set bool
+	if ps.MinAmount, set, err = optDecimal(minRaw, "minAmount"); err != nil {
+		return ps, err
+	}
+	ps.ClearMinAmount = set && ps.MinAmount == nil
+	if ps.RotationThreshold, set, err = optDecimal(req.RotationThreshold, "rotation_threshold"); err != nil {
+		return ps, err
+	}
+	ps.ClearRotation = set && ps.RotationThreshold == nil
+	if ps.MicroAmountDecimals, err = optInt(req.MicroAmountDecimals); err != nil {
+		return ps, err
+	}
+	if ps.PaymentExpiryMinutes, err = optInt(req.PaymentExpiryMinutes); err != nil {
+		return ps, err
+	}
+	if ps.Active, err = optBool(req.Active); err != nil {
+		return ps, err
+	}
+	return ps, nil
+}
+
+// createProject is POST /v1/projects: 201 with the API key and webhook
+// secret, shown this once, and a warning when no owner was given. It is an
+// endpoint of interface.md, so every validation failure (slug, name,
+// webhook_url, owner_email, settings) is "Invalid request body" without
+// naming the field; PATCH /v1/projects/{slug} keeps the detailed messages.
+func (s *Server) createProject(c echo.Context) error {
+	p, creds, err := s.newProject(c)
+	if err != nil {
+		return schemaFailure(err)
+	}
+	view := map[string]any{}
+	b, _ := json.Marshal(projectOf(p))
+	_ = json.Unmarshal(b, &view)
+	view["api_key"] = creds.APIKey
+	view["webhook_secret"] = creds.WebhookSecret
+	out := map[string]any{
+		"success":        true,
+		"project":        view,
+		"api_key":        creds.APIKey,
+		"webhook_secret": creds.WebhookSecret,
+	}
+	if p.Owner == nil {
+		out["warning"] = paywatch.MsgNoOwnerWarning
+	}
+	return c.JSON(http.StatusCreated, out)
+}
+
+// newProject reads the body of POST /v1/projects and creates the project.
+func (s *Server) newProject(c echo.Context) (*store.Project, store.Credentials, error) {
+	var req projectRequest
+	if err := decodeBody(c, &req); err != nil {
+		return nil, store.Credentials{}, err
+	}
+	slug, err := optString(req.Slug)
+	if err != nil {
+		return nil, store.Credentials{}, err
+	}
+	if slug == nil {
+		return nil, store.Credentials{}, store.ValidateSlug("")
+	}
+	ps, err := s.projectSettings(c, req)
+	if err != nil {
+		return nil, store.Credentials{}, err
+	}
+	if ps.OwnerEmail != nil && *ps.OwnerEmail == "" {
+		ps.OwnerEmail = nil
+	}
+	return s.deps.Store.CreateProject(c.Request().Context(), store.NewProject{Slug: *slug, Settings: ps})
+}
+
+// listProjects is GET /v1/projects.
+func (s *Server) listProjects(c echo.Context) error {
+	ps, err := s.deps.Store.ListProjects(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	items := make([]projectView, 0, len(ps))
+	for _, p := range ps {
+		items = append(items, projectOf(p))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "projects": items})
+}
+
+// updateProject is PATCH /v1/projects/{slug}.
+func (s *Server) updateProject(c echo.Context) error {
+	var req projectRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if len(req.Slug) > 0 {
+		return paywatch.Errorf(paywatch.EINVALID, "slug cannot be changed")
+	}
+	ps, err := s.projectSettings(c, req)
+	if err != nil {
+		return err
+	}
+	p, err := s.deps.Store.UpdateProject(c.Request().Context(), c.Param("slug"), ps)
+	if err != nil {
+		return err
+	}
+	if p.WebhookURL != "" && ps.WebhookURL != nil {
+		// Events raised while the project had no URL were kept for now.
+		s.deliverPendingWebhooks(c.Request().Context(), p.ID)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "project": projectOf(p)})
+}
+
+// regenerateKeys is POST /v1/projects/{slug}/regenerate-keys.
+func (s *Server) regenerateKeys(c echo.Context) error {
+	creds, err := s.deps.Store.RegenerateKeys(c.Request().Context(), c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"success":        true,
+		"api_key":        creds.APIKey,
+		"api_secret":     creds.APISecret,
+		"webhook_secret": creds.WebhookSecret,
+	})
+}

@@ -1,0 +1,91 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+
+	"github.com/labstack/echo/v4"
+)
+
+//go:embed web
+var webFS embed.FS
+
+// asset is an embedded file served under /assets/.
+type asset struct {
+	body  []byte
+	ctype string
+	hash  string
+}
+
+// pageAssets are the URLs of the pages' stylesheet and script; the content
+// hash in the query lets browsers cache them for good.
+type pageAssets struct {
+	CSS string
+	JS  string
+}
+
+var (
+	assetFiles = map[string]asset{}
+	assetURLs  pageAssets
+	pages      = map[string]*template.Template{}
+)
+
+func init() {
+	entries, err := fs.ReadDir(webFS, "web/assets")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		body, err := webFS.ReadFile("web/assets/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		sum := sha256.Sum256(body)
+		ctype := mime.TypeByExtension(path.Ext(e.Name()))
+		switch path.Ext(e.Name()) {
+		case ".js":
+			ctype = "text/javascript; charset=utf-8"
+		case ".css":
+			ctype = "text/css; charset=utf-8"
+		}
+		assetFiles[e.Name()] = asset{body: body, ctype: ctype, hash: hex.EncodeToString(sum[:6])}
+	}
+	assetURLs = pageAssets{
+		CSS: "/assets/pay.css?v=" + assetFiles["pay.css"].hash,
+		JS:  "/assets/pay.js?v=" + assetFiles["pay.js"].hash,
+	}
+	for _, name := range []string{"payment", "link", "error"} {
+		pages[name] = template.Must(template.New(name).ParseFS(webFS, "web/templates/base.html", "web/templates/"+name+".html"))
+	}
+}
+
+// serveAsset serves an embedded stylesheet or script.
+func (s *Server) serveAsset(c echo.Context) error {
+	a, ok := assetFiles[c.Param("name")]
+	if !ok {
+		return echo.ErrNotFound
+	}
+	cache := "public, max-age=300"
+	if c.QueryParam("v") == a.hash {
+		cache = "public, max-age=31536000, immutable"
+	}
+	c.Response().Header().Set("Cache-Control", cache)
+	return c.Blob(http.StatusOK, a.ctype, a.body)
+}
+
+// render writes a page template.
+func render(c echo.Context, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "base", data); err != nil {
+		return fmt.Errorf("render %s page: %w", name, err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}

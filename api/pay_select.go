@@ -1,0 +1,188 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// Hosted select-network limits (interface.md "Limits"), counted in
+// PostgreSQL so that every replica shares them.
+const (
+	// SelectNetworkPerIP is the number of selections per minute per client IP.
+	SelectNetworkPerIP = 5
+	// SelectNetworkPerPayment is the number of selections per minute per payment.
+	SelectNetworkPerPayment = 3
+)
+
+// selectNetworkRequest is the body of POST /api/pay/{id}/select-network.
+type selectNetworkRequest struct {
+	Network *string `json:"network"`
+	Token   *string `json:"token"`
+}
+
+// selectNetworkJSON is POST {pay_url}/api/pay/{id}/select-network: 200
+// {success, address, network, token, amount, qr_code}, or one of the
+// errors of interface.md's table.
+func (s *Server) selectNetworkJSON(c echo.Context) error {
+	id := c.Param("id")
+	if err := s.limitSelection(c, id); err != nil {
+		return err
+	}
+	var req selectNetworkRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	a, err := s.selectNetwork(c.Request().Context(), id, req.Network, req.Token)
+	if err != nil {
+		return err
+	}
+	qr, err := s.qr.get(a.Address)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"success": true,
+		"address": a.Address,
+		"network": a.Network,
+		"token":   a.Token,
+		"amount":  a.Amount.String(),
+		"qr_code": qr,
+	})
+}
+
+// selectNetworkForm is the page's network choice without JavaScript: a
+// form post whose success redirects (303) back to the page, and whose
+// refusal shows the page with the message.
+func (s *Server) selectNetworkForm(c echo.Context) error {
+	id := c.Param("id")
+	if !store.ValidPaymentID(id) {
+		return paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgPaymentNotFound)
+	}
+	err := s.limitSelection(c, id)
+	if err == nil {
+		network, token := c.FormValue("network"), c.FormValue("token")
+		if pair := c.FormValue("pair"); pair != "" {
+			network, token, _ = strings.Cut(pair, ":")
+		}
+		_, err = s.selectNetwork(c.Request().Context(), id, &network, &token)
+	}
+	if err != nil {
+		status, b, ok := clientError(err)
+		if !ok || status == http.StatusNotFound {
+			return err
+		}
+		p, perr := s.deps.Store.PaymentByID(c.Request().Context(), id)
+		if perr != nil {
+			return perr
+		}
+		msg, _ := b["error"].(string)
+		return s.renderPayment(c, status, p, msg)
+	}
+	return c.Redirect(http.StatusSeeOther, "/"+id)
+}
+
+// limitSelection applies the select-network limits: 5 per minute per client
+// IP, then 3 per minute per payment (429 "Too many requests" with
+// Retry-After). Every attempt counts, valid or not.
+func (s *Server) limitSelection(c echo.Context, id string) error {
+	over, err := s.hitPerIP(c, "select-network-ip", SelectNetworkPerIP)
+	if err != nil {
+		return err
+	}
+	if over {
+		return tooMany(paywatch.MsgTooManyRequests)
+	}
+	if !store.ValidPaymentID(id) {
+		return nil // paywatch.MsgPaymentNotFound comes next
+	}
+	w, err := s.deps.Store.HitRate(c.Request().Context(), "select-network-payment:"+strings.ToLower(id), time.Minute)
+	if err != nil {
+		return err
+	}
+	if w.Count > SelectNetworkPerPayment {
+		setRetryAfter(c, w)
+		return tooMany(paywatch.MsgTooManyRequests)
+	}
+	return nil
+}
+
+// pairName matches what may be echoed back in "X on Y is not available".
+var pairName = regexp.MustCompile(`^[A-Z0-9]{1,16}$`)
+
+// notAvailable is the 400 for a pair the merchant does not take.
+func notAvailable(n paywatch.Network, t paywatch.Token) error {
+	return paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgNotAvailable(paywatch.Pair{Network: n, Token: t}))
+}
+
+// selectPair reads the requested network and token. Names are exact and
+// uppercase, as in POST /v1/payments: "erc20" is refused in both places.
+func selectPair(network, token *string) (paywatch.Network, paywatch.Token, error) {
+	if network == nil || token == nil || strings.TrimSpace(*network) == "" || strings.TrimSpace(*token) == "" {
+		return "", "", paywatch.Errorf(paywatch.EINVALID, paywatch.MsgNetworkTokenRequired)
+	}
+	n, t := paywatch.Network(*network), paywatch.Token(*token)
+	if !n.Valid() || !t.Valid() {
+		if !pairName.MatchString(string(n)) || !pairName.MatchString(string(t)) {
+			return "", "", errInvalidBody
+		}
+		return "", "", notAvailable(n, t)
+	}
+	if err := paywatch.ValidatePair(n, t); err != nil {
+		return "", "", err // "USDC is not supported on TRC20"
+	}
+	return n, t, nil
+}
+
+// selectNetwork picks the network of a network-less payment through its
+// workflow's select-network update, whose validator and activity give the
+// verdicts of interface.md's table (409, 410, 400, 429). The window is
+// never extended. A workflow that has ended answers from the row.
+func (s *Server) selectNetwork(ctx context.Context, id string, network, token *string) (paywatch.Assignment, error) {
+	var none paywatch.Assignment
+	n, t, err := selectPair(network, token)
+	if err != nil {
+		return none, err
+	}
+	p, err := s.deps.Store.PaymentByID(ctx, id)
+	if err != nil {
+		return none, err
+	}
+	if !p.AwaitingNetwork() {
+		return none, paywatch.SelectNetworkRefusal(true, p.Status, p.ExpiresAt, s.clock())
+	}
+	if p.Status == paywatch.StatusPending && s.clock().Before(p.ExpiresAt) {
+		only, err := s.deps.Store.PaymentLinkToken(ctx, p.ID)
+		if err != nil {
+			return none, err
+		}
+		if only != "" && only != t {
+			return none, notAvailable(n, t)
+		}
+	}
+	if err := s.ensureStarted(ctx, p); err != nil {
+		return none, err
+	}
+	a, err := s.deps.Workflows.SelectNetwork(ctx, p.ID, workflows.SelectNetworkRequest{Network: n, Token: t})
+	if workflowClosed(err) {
+		if p, err = s.deps.Store.PaymentByID(ctx, id); err != nil {
+			return none, err
+		}
+		if err := paywatch.SelectNetworkRefusal(!p.AwaitingNetwork(), p.Status, p.ExpiresAt, s.clock()); err != nil {
+			return none, err
+		}
+		return none, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgNotPending) // the workflow ended: no longer pending
+	}
+	if err != nil {
+		return none, err
+	}
+	return a, nil
+}

@@ -1,0 +1,274 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// payView is GET {pay_url}/api/pay/{id}: what the page shows and nothing
+// of the merchant's (no webhook URL, metadata, references or keys).
+type payView struct {
+	Status      paywatch.Status `json:"status"`
+	Amount      string          `json:"amount"`
+	Address     *string         `json:"address"`
+	Network     *string         `json:"network"`
+	NetworkName string          `json:"network_name,omitempty"`
+	Token       *string         `json:"token"`
+	QRCode      *string         `json:"qr_code"`
+	ExpiresAt   string          `json:"expires_at"`
+	Notice      string          `json:"notice,omitempty"`
+	// AvailableNetworks is present while the customer has to choose.
+	AvailableNetworks *[]networkView `json:"available_networks,omitempty"`
+	// PaidAmount is the confirmed amount received.
+	PaidAmount string `json:"paid_amount"`
+	// MissingAmount is what a partial payment still lacks.
+	MissingAmount string `json:"missing_amount,omitempty"`
+	// Confirmations and RequiredConfirmations follow a transfer that is
+	// still confirming.
+	Confirmations         *int `json:"confirmations,omitempty"`
+	RequiredConfirmations *int `json:"required_confirmations,omitempty"`
+
+	// available backs AvailableNetworks for the page.
+	available []paywatch.NetworkInfo
+}
+
+// payView builds what the hosted page shows of p.
+func (s *Server) payView(ctx context.Context, p *store.Payment) (payView, error) {
+	now := s.clock()
+	v := payView{
+		Status:     paywatch.ShownStatus(p.Status, p.ExpiresAt, now),
+		Amount:     p.Amount.String(),
+		Address:    nullable(p.Address),
+		Network:    nullable(string(p.Network)),
+		Token:      nullable(string(p.Token)),
+		ExpiresAt:  ts(p.ExpiresAt),
+		PaidAmount: p.PaidAmount.String(),
+	}
+	if info, ok := paywatch.LookupNetwork(p.Network); ok {
+		v.NetworkName = info.Name
+	}
+	if microApplied(p) {
+		v.Notice = notice(p)
+	}
+	if p.Address != "" {
+		qr, err := s.qr.get(p.Address)
+		if err != nil {
+			return v, err
+		}
+		v.QRCode = &qr
+	}
+	if p.AwaitingNetwork() {
+		avail, err := s.choices(ctx, p)
+		if err != nil {
+			return v, err
+		}
+		views := networkViews(avail, false)
+		for i := range views {
+			views[i].Explorer = ""
+		}
+		v.available, v.AvailableNetworks = avail, &views
+	}
+	if v.Status == paywatch.StatusPartial {
+		v.MissingAmount = p.Amount.Sub(p.PaidAmount).String()
+	}
+	if info, ok := paywatch.LookupNetwork(p.Network); ok {
+		best, unconfirmed := 0, false
+		for _, tx := range transactions(p.Transactions) {
+			if !tx.Confirmed {
+				unconfirmed = true
+				best = max(best, tx.Confirmations)
+			}
+		}
+		if unconfirmed {
+			required := info.Confirmations
+			v.Confirmations, v.RequiredConfirmations = &best, &required
+		}
+	}
+	return v, nil
+}
+
+// choices lists the network+token combinations the customer may choose for
+// a network-less payment: the wallet's available networks, narrowed to the
+// token of the payment link it came from, if any.
+func (s *Server) choices(ctx context.Context, p *store.Payment) ([]paywatch.NetworkInfo, error) {
+	w, err := s.deps.Store.WalletOf(ctx, p.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	avail := s.deps.Store.AvailableNetworks(p.Mode, w)
+	only, err := s.deps.Store.PaymentLinkToken(ctx, p.ID)
+	if err != nil || only == "" {
+		return avail, err
+	}
+	var out []paywatch.NetworkInfo
+	for _, info := range avail {
+		for _, t := range info.Tokens {
+			if t == only {
+				info.Tokens = []paywatch.Token{only}
+				out = append(out, info)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// tokensLabel names the tokens of a list of networks: "USDT", or "USDT or
+// USDC".
+func tokensLabel(infos []paywatch.NetworkInfo) string {
+	var tokens []string
+	seen := map[paywatch.Token]bool{}
+	for _, info := range infos {
+		for _, t := range info.Tokens {
+			if !seen[t] {
+				seen[t] = true
+				tokens = append(tokens, string(t))
+			}
+		}
+	}
+	return strings.Join(tokens, " or ")
+}
+
+// pageState is the state the page shows: the status, refined by whether a
+// network was chosen and whether the window is still open (pay.js's
+// stateOf does the same in the browser).
+func pageState(status paywatch.Status, awaitingNetwork bool, expiresAt, now time.Time) string {
+	if status != paywatch.StatusPending {
+		return string(status)
+	}
+	open := now.Before(expiresAt)
+	switch {
+	case awaitingNetwork && open:
+		return "choose"
+	case awaitingNetwork:
+		return "choose-closed"
+	case open:
+		return "pending"
+	}
+	return "pending-late"
+}
+
+// paymentPageData is the data of the payment template.
+type paymentPageData struct {
+	Assets pageAssets
+
+	ID          string
+	Status      paywatch.Status
+	State       string
+	Network     string
+	NetworkName string
+	Amount      string
+	TokenLabel  string
+	Address     string
+	QR          template.URL
+	Notice      string
+
+	NowMs       int64
+	ExpiresMs   int64
+	ExpiresAt   string
+	ExpiresText string
+	Countdown   string
+
+	PaidAmount            string
+	MissingAmount         string
+	Confirmations         int
+	RequiredConfirmations int
+
+	ShowChoose    bool
+	ShowPay       bool
+	ShowCountdown bool
+	Networks      []networkChoice
+	Error         string
+}
+
+// networkChoice is one network of the choice form with its token buttons.
+type networkChoice struct {
+	Name          string
+	Confirmations int
+	Pairs         []pairChoice
+}
+
+// pairChoice is one button of the choice form; Value is "NETWORK:TOKEN".
+type pairChoice struct {
+	Value string
+	Token string
+}
+
+// countdown formats the time left as the page's script does: m:ss under an
+// hour, h:mm:ss above.
+func countdown(d time.Duration) string {
+	secs := max(int64(d/time.Second), 0)
+	h, m, sec := secs/3600, secs%3600/60, secs%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
+	}
+	return fmt.Sprintf("%02d:%02d", m, sec)
+}
+
+// renderPayment renders the payment page of p with an optional error
+// (a refused network choice of the form fallback).
+func (s *Server) renderPayment(c echo.Context, status int, p *store.Payment, errMsg string) error {
+	v, err := s.payView(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	now := s.clock()
+	d := paymentPageData{
+		Assets:      assetURLs,
+		ID:          p.ID,
+		Status:      v.Status,
+		State:       pageState(v.Status, p.AwaitingNetwork(), p.ExpiresAt, now),
+		Network:     string(p.Network),
+		NetworkName: v.NetworkName,
+		Amount:      v.Amount,
+		TokenLabel:  string(p.Token),
+		Address:     p.Address,
+		Notice:      v.Notice,
+		NowMs:       now.UnixMilli(),
+		ExpiresMs:   p.ExpiresAt.UnixMilli(),
+		ExpiresAt:   v.ExpiresAt,
+		ExpiresText: p.ExpiresAt.UTC().Format("2 Jan 2006, 15:04 UTC"),
+		Countdown:   countdown(p.ExpiresAt.Sub(now)),
+		PaidAmount:  v.PaidAmount,
+		Error:       errMsg,
+	}
+	if v.QRCode != nil {
+		d.QR = template.URL(*v.QRCode) // our own data:image/png URI
+	}
+	if v.Status == paywatch.StatusPartial {
+		d.MissingAmount = v.MissingAmount
+	}
+	if v.Confirmations != nil {
+		d.Confirmations, d.RequiredConfirmations = *v.Confirmations, *v.RequiredConfirmations
+	} else if info, ok := paywatch.LookupNetwork(p.Network); ok {
+		d.RequiredConfirmations = info.Confirmations
+	}
+	if p.AwaitingNetwork() {
+		d.TokenLabel = tokensLabel(v.available)
+		for _, info := range v.available {
+			nc := networkChoice{Name: info.Name, Confirmations: info.Confirmations}
+			for _, t := range info.Tokens {
+				nc.Pairs = append(nc.Pairs, pairChoice{Value: string(info.Network) + ":" + string(t), Token: string(t)})
+			}
+			d.Networks = append(d.Networks, nc)
+		}
+	}
+	switch d.State {
+	case "choose":
+		d.ShowChoose, d.ShowCountdown = true, true
+	case "pending", "confirming", "partial":
+		d.ShowPay, d.ShowCountdown = true, true
+	case "pending-late":
+		d.ShowPay = true
+	}
+	d.ShowPay = d.ShowPay && p.Address != ""
+	return render(c, status, "payment", d)
+}

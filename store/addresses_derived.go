@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// derive takes the next derivation index of (wallet, family) and records the
+// derived address. The counter row is updated in place, so concurrent
+// payments serialise on it and never share an index; index 0 stays
+// reserved for gas. An index whose address already has an owner (see
+// claimDerivedAddress) is skipped, so the sequence can have gaps.
+// externalRef, network and token are set for per_user addresses only.
+func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Family, externalRef *string, n paywatch.Network, t paywatch.Token) (int64, string, error) {
+	x, err := parseXPub(w.XPubs[f])
+	if err != nil {
+		return 0, "", fmt.Errorf("stored xpub of wallet %d: %w", w.ID, err)
+	}
+	for {
+		var index int64
+		err := tx.QueryRow(ctx, `
+			INSERT INTO wallet_counters (wallet_id, family, next_index) VALUES ($1, $2, $3)
+			ON CONFLICT (wallet_id, family) DO UPDATE SET next_index = wallet_counters.next_index + 1
+			RETURNING next_index - 1`, w.ID, f, paywatch.FirstPaymentIndex+1).Scan(&index)
+		if err != nil {
+			return 0, "", fmt.Errorf("take derivation index: %w", err)
+		}
+		if index >= 1<<31 {
+			return 0, "", fmt.Errorf("wallet %d family %s: derivation indices exhausted", w.ID, f)
+		}
+		address, err := x.Address(f, uint32(index))
+		if err != nil {
+			continue // BIP32: an invalid child index is skipped
+		}
+		// An address that already has an owner (another project's, or this
+		// wallet's static one) is skipped like an invalid index: a
+		// transfer to it would pay two payments.
+		claimed, err := claimDerivedAddress(ctx, tx, w.ID, f, address)
+		if err != nil {
+			return 0, "", err
+		}
+		if !claimed {
+			continue
+		}
+		var network, token *string
+		if externalRef != nil {
+			ns, ts := string(n), string(t)
+			network, token = &ns, &ts
+		}
+		var id int64
+		err = tx.QueryRow(ctx, `
+			INSERT INTO derived_addresses (wallet_id, family, derivation_index, address, external_ref, network, token, decimals)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			w.ID, f, index, address, externalRef, network, token, paywatch.Decimals(n, t)).Scan(&id)
+		if uniqueViolation(err, "") {
+			return 0, "", errRetry
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("record derived address: %w", err)
+		}
+		return id, address, nil
+	}
+}
+
+// perUserAddress returns the customer's current address for the network
+// and token, deriving one on first use, or a fresh one when the cumulative
+// confirmed amount received on the current one (kept by SavePaymentState)
+// exceeds the project's rotation_threshold, or when the wallet's xPub was
+// replaced since the current one was derived.
+func (s *Store) perUserAddress(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, ref string, n paywatch.Network, t paywatch.Token) (int64, string, error) {
+	var id, index int64
+	var address, received string
+	var decimals int
+	err := tx.QueryRow(ctx, `
+		SELECT id, derivation_index, address, received::text, decimals FROM derived_addresses
+		WHERE wallet_id = $1 AND external_ref = $2 AND network = $3 AND token = $4 AND active
+		FOR UPDATE`, w.ID, ref, n, t).Scan(&id, &index, &address, &received, &decimals)
+	switch {
+	case noRows(err):
+	case err != nil:
+		return 0, "", fmt.Errorf("load per_user address: %w", err)
+	default:
+		got, err := amountOf(received, decimals)
+		if err != nil {
+			return 0, "", err
+		}
+		current, err := derivedByCurrentXPub(w, n.Family(), index, address)
+		if err != nil {
+			return 0, "", err
+		}
+		if current && (prj.RotationThreshold == nil || got.Cmp(*prj.RotationThreshold) <= 0) {
+			return id, address, nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE derived_addresses SET active = false WHERE id = $1`, id); err != nil {
+			return 0, "", fmt.Errorf("rotate per_user address: %w", err)
+		}
+	}
+	return s.derive(ctx, tx, w, n.Family(), &ref, n, t)
+}
+
+// derivedByCurrentXPub reports whether the wallet's current xPub of family
+// f derives address at index: false once the xPub was replaced.
+func derivedByCurrentXPub(w *Wallet, f paywatch.Family, index int64, address string) (bool, error) {
+	x, err := parseXPub(w.XPubs[f])
+	if err != nil {
+		return false, fmt.Errorf("stored xpub of wallet %d: %w", w.ID, err)
+	}
+	a, err := x.Address(f, uint32(index))
+	if err != nil {
+		return false, nil
+	}
+	return a == address, nil
+}

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// NewPayment is a validated POST /v1/payments request.
+type NewPayment struct {
+	ProjectID int64
+	// Amount is the requested amount, parsed at the token's decimals (or
+	// at the smallest decimals of any token when Network is "").
+	Amount          paywatch.Amount
+	ExternalRef     string
+	ExternalOrderID *string
+	// Network is "" when the customer selects it on the hosted page.
+	Network paywatch.Network
+	Token   paywatch.Token
+	// ExpiresIn is the payment window; 0 means the project's setting.
+	ExpiresIn time.Duration
+	// Address pre-assigns a static address (dedicated mode only); "" for none.
+	Address  string
+	Metadata json.RawMessage
+}
+
+// CreatePayment writes a new payment with its address, or returns the
+// existing payment of an idempotent repeat (existing is then true). Every
+// rule of POST /v1/payments that needs the database is applied here, in one
+// transaction:
+//
+//   - the project minimum and the micro-amount precision;
+//   - idempotency by external_order_id, and the in-progress rule of the
+//     per_user and dedicated modes, both settled by unique indexes: a
+//     concurrent duplicate waits for the first insert and then returns it;
+//   - address assignment in the project's mode (AssignAddress's code).
+//
+// The row is written with workflow_started false; the caller starts the
+// workflow and calls MarkWorkflowStarted.
+func (s *Store) CreatePayment(ctx context.Context, np NewPayment) (*Payment, bool, error) {
+	var out *Payment
+	var existing bool
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, existing, err = s.createPayment(ctx, tx, np)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, existing, nil
+}
+
+func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*Payment, bool, error) {
+	prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.id = $1 FOR SHARE OF p`, np.ProjectID))
+	if err != nil {
+		return nil, false, fmt.Errorf("load project: %w", err)
+	}
+	if min := paywatch.DustMinimum(prj.MinAmount); np.Amount.Cmp(min) < 0 {
+		return nil, false, invalid(fmt.Sprintf(paywatch.MsgProjectMinimumFormat, min.String()))
+	}
+	if paywatch.PolicyOf(prj.AddressMode, prj.PoolMatching).ExactMatch {
+		if err := paywatch.ValidateMicroPrecision(np.Amount, prj.MicroAmountDecimals); err != nil {
+			return nil, false, err
+		}
+	}
+	if np.Address != "" && (prj.AddressMode != paywatch.ModeDedicated || np.Network == "") {
+		return nil, false, invalid(paywatch.MsgInvalidRequestBody)
+	}
+
+	// Idempotency, then the in-progress rule.
+	if np.ExternalOrderID != nil {
+		p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.project_id = $1 AND pay.external_order_id = $2`,
+			np.ProjectID, *np.ExternalOrderID))
+		if err == nil {
+			return sameOrder(p, np)
+		}
+		if !noRows(err) {
+			return nil, false, err
+		}
+	}
+	inProgressRule := (prj.AddressMode == paywatch.ModePerUser || prj.AddressMode == paywatch.ModeDedicated) && np.Network != ""
+	if inProgressRule {
+		p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+`
+			WHERE pay.project_id = $1 AND pay.external_ref = $2 AND pay.network = $3 AND pay.token = $4
+			  AND pay.status IN ('pending', 'confirming', 'partial') AND pay.address_mode IN ('per_user', 'dedicated')`,
+			np.ProjectID, np.ExternalRef, np.Network, np.Token))
+		if err == nil {
+			return sameInProgressOrder(p, np)
+		}
+		if !noRows(err) {
+			return nil, false, err
+		}
+	}
+
+	w, err := walletByProject(ctx, tx, prj.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	if w == nil {
+		return nil, false, invalid(paywatch.MsgNoWallet)
+	}
+	if np.Network == "" {
+		if len(s.AvailableNetworks(prj.AddressMode, w)) == 0 {
+			if prj.AddressMode.UsesXPub() {
+				return nil, false, invalid(paywatch.MsgNoXPub)
+			}
+			return nil, false, invalid(paywatch.MsgNoAddressesCreate)
+		}
+	} else if !s.Offered(np.Network) {
+		return nil, false, invalid(paywatch.MsgNotAvailable(paywatch.Pair{Network: np.Network, Token: np.Token}))
+	}
+
+	orderID := np.ExternalOrderID
+	if np.Network == "" && orderID == nil {
+		id := GeneratedOrderIDPrefix + strings.ToUpper(rand.Text()[:16])
+		orderID = &id
+	}
+	expiresIn := np.ExpiresIn
+	if expiresIn == 0 {
+		expiresIn = time.Duration(prj.PaymentExpiryMinutes) * time.Minute
+	}
+	now := s.clock()
+	var poolMatching *paywatch.PoolMatching
+	if prj.AddressMode == paywatch.ModePool {
+		poolMatching = &prj.PoolMatching
+	}
+	var network, token *string
+	if np.Network != "" {
+		n, t := string(np.Network), string(np.Token)
+		network, token = &n, &t
+	}
+	var metadata any
+	if len(np.Metadata) > 0 {
+		metadata = string(np.Metadata)
+	}
+	var id string
+	err = tx.QueryRow(ctx, `
+		INSERT INTO payments (id, project_id, address_mode, pool_matching, network, token, amount, decimals,
+		                      external_ref, external_order_id, metadata, expires_at, created_without_network,
+		                      created_at, updated_at)
+		VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6::numeric, $7, $8, $9, $10::jsonb, $11, $12, $13, $13)
+		ON CONFLICT DO NOTHING
+		RETURNING id::text`,
+		prj.ID, prj.AddressMode, poolMatching, network, token, units(np.Amount), np.Amount.Decimals(),
+		np.ExternalRef, orderID, metadata, now.Add(expiresIn), np.Network == "", now).Scan(&id)
+	if noRows(err) {
+		// A concurrent request inserted the same order or in-progress
+		// payment and has committed: the next attempt returns it.
+		return nil, false, errRetry
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("insert payment: %w", err)
+	}
+	if np.Network != "" {
+		row := &paymentRow{id: id, mode: prj.AddressMode, poolMatching: prj.PoolMatching, amount: np.Amount, externalRef: np.ExternalRef}
+		_, err := s.assign(ctx, tx, prj, w, row, np.Network, np.Token, np.Address, now)
+		switch err {
+		case errNoXPub:
+			return nil, false, invalid(paywatch.MsgNoXPub)
+		case errNoAddresses:
+			return nil, false, invalid(paywatch.MsgNoAddressesCreate)
+		case nil:
+		default:
+			return nil, false, err
+		}
+	}
+	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, id))
+	if err != nil {
+		return nil, false, fmt.Errorf("reload payment: %w", err)
+	}
+	return p, false, nil
+}
+
+// sameOrder applies the idempotency rule to the payment p that already has
+// the request's external_order_id.
+func sameOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
+	if p.ExternalRef != np.ExternalRef {
+		return nil, false, conflict(paywatch.MsgOrderOtherRef)
+	}
+	samePair := p.CreatedWithoutNetwork && np.Network == "" ||
+		!p.CreatedWithoutNetwork && p.Network == np.Network && p.Token == np.Token
+	if !samePair {
+		return nil, false, conflict(paywatch.MsgOrderOtherPair)
+	}
+	if p.RequestedAmount().Cmp(np.Amount) != 0 {
+		return nil, false, differentAmount(p)
+	}
+	return p, true, nil
+}
+
+// sameInProgressOrder applies the per_user and dedicated rule to the
+// in-progress payment p of the same customer, network and token: the same
+// order returns it, a different one is refused.
+func sameInProgressOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
+	sameOrderID := np.ExternalOrderID == nil || (p.ExternalOrderID != nil && *p.ExternalOrderID == *np.ExternalOrderID)
+	if sameOrderID && p.RequestedAmount().Cmp(np.Amount) == 0 {
+		return p, true, nil
+	}
+	return nil, false, &paywatch.Error{Code: paywatch.ECONFLICT, Message: paywatch.MsgInProgress, Fields: map[string]any{
+		"existing_payment_id": p.ID,
+		"existing_amount":     p.Amount.String(),
+	}}
+}
+
+func differentAmount(p *Payment) error {
+	return &paywatch.Error{Code: paywatch.ECONFLICT, Message: paywatch.MsgDifferentAmount, Fields: map[string]any{
+		"existing_amount": p.Amount.String(),
+	}}
+}

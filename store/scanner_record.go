@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// ChainTransfer is a recorded token transfer (a chain_transfers row).
+type ChainTransfer struct {
+	TxHash      string
+	LogIndex    uint32
+	BlockNumber uint64
+	BlockHash   string
+	Token       paywatch.Token
+	From, To    string
+	// Amount is in the token's base units.
+	Amount *big.Int
+	// Removed is set once the transfer left the canonical chain.
+	Removed bool
+}
+
+// TransferKey identifies a transfer on a network.
+type TransferKey struct {
+	TxHash   string
+	LogIndex uint32
+}
+
+// Key returns the transfer's key.
+func (t ChainTransfer) Key() TransferKey { return TransferKey{t.TxHash, t.LogIndex} }
+
+// ScanBatch is one scanned range of blocks and the transfers in it that
+// concern watched payments.
+type ScanBatch struct {
+	Network paywatch.Network
+	// Height is the last block of the range: the new cursor.
+	Height uint64
+	// BlockHash is the hash of block Height as the scanner saw it.
+	BlockHash string
+	// Head is the chain head when the range was read.
+	Head uint64
+	// Transfers are the matching transfers of the range.
+	Transfers []ChainTransfer
+	// Claims propose the payment each matching transfer counts for
+	// (ClaimOwner); a transfer claimed before keeps its payment.
+	Claims []TransferClaim
+}
+
+// RecordResult says what RecordScan changed.
+type RecordResult struct {
+	// Inserted counts transfers recorded for the first time.
+	Inserted int
+	// Moved counts transfers already recorded that now sit in another block
+	// (re-mined after a reorg) or had been marked removed.
+	Moved int
+}
+
+// RecordScan records a batch's transfers, each once (unique by network, tx
+// hash and log index; a transfer seen again in another block gets that
+// block), and moves the network's cursor to the batch's height, in one
+// transaction: the cursor never passes a transfer that is not recorded.
+//
+// The batch's claims are recorded in the same transaction (ClaimTransfers
+// explains them); owners maps every claimed transfer to the payment it
+// counts for, which is the proposed one unless an earlier claim gave the
+// transfer to another.
+//
+// beforeCommit, if set, runs inside the transaction after the writes and
+// before the commit, with the owners; the scanners signal the payment
+// workflows there. If it fails, nothing is recorded and the cursor stays,
+// so the batch is scanned and signalled again; if the process dies after it
+// but before the commit, the same happens. Either way every recorded
+// transfer has been signalled, and the workflows ignore repeats.
+func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, owners map[TransferKey]string) error) (RecordResult, error) {
+	var res RecordResult
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = recordTransfers(ctx, tx, b.Network, b.Transfers, s.clock())
+		if err != nil {
+			return err
+		}
+		owners, err := claimTransfers(ctx, tx, b.Network, b.Claims, nil, s.clock())
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO chain_cursors (network, height, block_hash, head, updated_at)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (network) DO UPDATE SET
+				height = EXCLUDED.height, block_hash = EXCLUDED.block_hash,
+				head = EXCLUDED.head, updated_at = EXCLUDED.updated_at`,
+			string(b.Network), int64(b.Height), b.BlockHash, int64(max(b.Head, b.Height)), s.clock()); err != nil {
+			return fmt.Errorf("advance %s cursor to %d: %w", b.Network, b.Height, err)
+		}
+		if beforeCommit != nil {
+			return beforeCommit(ctx, owners)
+		}
+		return nil
+	})
+	if err != nil {
+		return RecordResult{}, err
+	}
+	return res, nil
+}
+
+// recordTransfers inserts transfers with one statement.
+func recordTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []ChainTransfer, now time.Time) (RecordResult, error) {
+	var res RecordResult
+	if len(ts) == 0 {
+		return res, nil
+	}
+	// ON CONFLICT DO UPDATE cannot touch one row twice in a statement.
+	seen := make(map[TransferKey]bool, len(ts))
+	var (
+		hashes, blockHashes, tokens, froms, tos, amounts []string
+		logIndexes, blocks                               []int64
+	)
+	for _, t := range ts {
+		if seen[t.Key()] {
+			continue
+		}
+		seen[t.Key()] = true
+		if t.Amount == nil || t.Amount.Sign() < 0 {
+			return res, fmt.Errorf("record transfer %s/%d: bad amount %v", t.TxHash, t.LogIndex, t.Amount)
+		}
+		hashes = append(hashes, t.TxHash)
+		logIndexes = append(logIndexes, int64(t.LogIndex))
+		blocks = append(blocks, int64(t.BlockNumber))
+		blockHashes = append(blockHashes, t.BlockHash)
+		tokens = append(tokens, string(t.Token))
+		froms = append(froms, t.From)
+		tos = append(tos, t.To)
+		amounts = append(amounts, t.Amount.String())
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO chain_transfers (network, tx_hash, log_index, block_number, block_hash, token,
+		                             from_address, to_address, amount, created_at)
+		SELECT $1, t.tx_hash, t.log_index, t.block_number, t.block_hash, t.token,
+		       t.from_address, t.to_address, t.amount::numeric, $10
+		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+		     AS t(tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount)
+		ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET
+			block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, removed = false
+		WHERE chain_transfers.block_hash <> EXCLUDED.block_hash OR chain_transfers.removed
+		RETURNING (xmax = 0)`,
+		string(n), hashes, logIndexes, blocks, blockHashes, tokens, froms, tos, amounts, now)
+	if err != nil {
+		return res, fmt.Errorf("record %d %s transfers: %w", len(hashes), n, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var inserted bool
+		if err := rows.Scan(&inserted); err != nil {
+			return res, err
+		}
+		if inserted {
+			res.Inserted++
+		} else {
+			res.Moved++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("record %d %s transfers: %w", len(hashes), n, err)
+	}
+	return res, nil
+}
+
+// MarkTransfersRemoved flags recorded transfers of network n as no longer
+// canonical (a reorg dropped them). Unknown keys are ignored.
+func (s *Store) MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []TransferKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	hashes := make([]string, len(keys))
+	indexes := make([]int64, len(keys))
+	for i, k := range keys {
+		hashes[i], indexes[i] = k.TxHash, int64(k.LogIndex)
+	}
+	_, err := s.pool.Exec(ctx, `
+		UPDATE chain_transfers t SET removed = true
+		FROM unnest($2::text[], $3::bigint[]) AS k(tx_hash, log_index)
+		WHERE t.network = $1 AND t.tx_hash = k.tx_hash AND t.log_index = k.log_index`,
+		string(n), hashes, indexes)
+	if err != nil {
+		return fmt.Errorf("mark %d %s transfers removed: %w", len(keys), n, err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// watchedCondition returns the SQL condition of a payment p the scanners
+// watch, with $1 the network and the parameter late the start of the late
+// window (now − 24 h): an address on the network, and either in progress or
+// expired inside the late window of a mode whose late funds count
+// (per_payment and pool + txid; interface.md "States and transitions").
+// Cancelled, paid and overpaid payments are never watched: their workflows
+// have ended or ignore transfers.
+func watchedCondition(late string) string {
+	return `
+	p.network = $1 AND p.address IS NOT NULL
+	AND (
+		p.status IN ('pending', 'confirming', 'partial')
+		OR (p.status = 'expired' AND p.expires_at > ` + late + ` AND ` + paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.LateFunds }) + `)
+	)`
+}
+
+// EarliestWatchedBlock returns the smallest start block of the payments
+// watched on network n; ok is false when none is. A scanner without a cursor
+// starts there, so a payment created before the network's first scan is not
+// missed.
+func (s *Store) EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (uint64, bool, error) {
+	var earliest *int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT min(p.start_block) FROM payments p
+		WHERE `+watchedCondition("$2")+` AND p.start_block > 0`,
+		string(n), s.lateWindowStart()).Scan(&earliest)
+	if err != nil {
+		return 0, false, fmt.Errorf("earliest watched block on %s: %w", n, err)
+	}
+	if earliest == nil {
+		return 0, false, nil
+	}
+	return uint64(*earliest), true, nil
+}
+
+// lateWindowStart is the oldest expires_at whose payment still takes late
+// funds.
+func (s *Store) lateWindowStart() time.Time {
+	return s.clock().Add(-paywatch.LateWindow)
+}
+
+// WatchedPayment is a payment watching an address, as the scanners match
+// transfers against it.
+type WatchedPayment struct {
+	PaymentID string
+	Token     paywatch.Token
+	// StartBlock is the chain head when the address was assigned: earlier
+	// transfers to a reused address (per_user, dedicated, pool) belong to
+	// earlier payments.
+	StartBlock uint64
+	// TxidOnly marks a pool + txid payment: only transactions claimed for it
+	// (ClaimedTxHashes) concern it.
+	TxidOnly bool
+	// ClaimedTxHashes are the hashes, among those WatchedAddresses was
+	// asked about, that this payment has claimed.
+	ClaimedTxHashes []string
+	// Amount is the payment's expected amount, with its micro offset.
+	Amount paywatch.Amount
+	// Micro marks a pool + micro_amount payment: only a single transfer
+	// within the match window of Amount can be its (ClaimOwner).
+	Micro bool
+}
+
+// Accepts reports whether a transfer of token in transaction txHash at
+// height block concerns the payment.
+func (w WatchedPayment) Accepts(token paywatch.Token, txHash string, block uint64) bool {
+	if token != w.Token || block < w.StartBlock {
+		return false
+	}
+	return !w.TxidOnly || slices.Contains(w.ClaimedTxHashes, txHash)
+}
+
+// WatchedAddresses returns, for those of addresses (normalised) that
+// watched payments on network n use, the payments watching each one. A pool
+// address is shared: every payment on it is listed. txHashes are the
+// transactions of the batch being matched; a pool + txid payment is listed
+// only if it claimed one of them (the others ignore transfers they did not
+// claim, and a busy pool address may have thousands of them).
+//
+// It is one query, on the (network, address) index and the tx_claims
+// primary key, whatever the number of watched addresses: the scanners call
+// it once per batch with the batch's distinct recipients.
+func (s *Store) WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]WatchedPayment, error) {
+	return s.watchedAddresses(ctx, s.pool, n, addresses, txHashes)
+}
+
+// rowsQuerier is what pgxpool.Pool and pgx.Tx share for multi-row reads.
+type rowsQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// watchedAddresses is WatchedAddresses on q (the pool, or a transaction
+// that claims transfers).
+func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.Network, addresses, txHashes []string) (map[string][]WatchedPayment, error) {
+	out := map[string][]WatchedPayment{}
+	if len(addresses) == 0 {
+		return out, nil
+	}
+	if txHashes == nil {
+		txHashes = []string{}
+	}
+	rows, err := q.Query(ctx, `
+		WITH claims AS (
+			SELECT c.payment_id, array_agg(c.tx_hash ORDER BY c.tx_hash) AS hashes
+			FROM tx_claims c
+			WHERE c.network = $1 AND c.tx_hash = ANY($4::text[])
+			GROUP BY c.payment_id
+		)
+		SELECT p.address, p.id::text, p.token, COALESCE(p.start_block, 0), p.address_mode, COALESCE(p.pool_matching, ''),
+		       COALESCE(c.hashes, '{}'), p.amount::text, p.decimals
+		FROM payments p
+		LEFT JOIN claims c ON c.payment_id = p.id
+		WHERE `+watchedCondition("$3")+` AND p.address = ANY($2::text[])
+		  AND (NOT `+paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.TxIDOnly })+` OR c.hashes IS NOT NULL)
+		ORDER BY p.address, p.created_at, p.id`,
+		string(n), addresses, s.lateWindowStart(), txHashes)
+	if err != nil {
+		return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var addr, token, amount string
+		var mode paywatch.AddressMode
+		var matching paywatch.PoolMatching
+		var start int64
+		var decimals int
+		var w WatchedPayment
+		if err := rows.Scan(&addr, &w.PaymentID, &token, &start, &mode, &matching, &w.ClaimedTxHashes, &amount, &decimals); err != nil {
+			return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
+		}
+		policy := paywatch.PolicyOf(mode, matching)
+		w.TxidOnly, w.Micro = policy.TxIDOnly, policy.ExactMatch
+		w.Token, w.StartBlock = paywatch.Token(token), uint64(start)
+		if w.Amount, err = amountOf(amount, decimals); err != nil {
+			return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
+		}
+		if !w.TxidOnly {
+			w.ClaimedTxHashes = nil
+		}
+		out[addr] = append(out[addr], w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
+	}
+	return out, nil
+}
