@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
-	"strings"
 	"sync"
 
 	"github.com/paywatch/paywatch"
@@ -196,37 +194,14 @@ func (s *Server) status(p *store.Payment, withQR bool) (statusView, error) {
 	return v, nil
 }
 
-// transactions renders the transactions the workflow persisted. It reads
-// both the API form (tx_hash) and the Go field names (TxHash) the
-// workflow's state uses, so the storage format can evolve without
-// breaking the API.
-func transactions(raw json.RawMessage) []txView {
-	out := []txView{}
-	if len(raw) == 0 {
-		return out
-	}
-	var items []map[string]json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		return out
-	}
-	for _, item := range items {
-		norm := make(map[string]json.RawMessage, len(item))
-		for k, v := range item {
-			norm[strings.ReplaceAll(strings.ToLower(k), "_", "")] = v
-		}
-		var tx txView
-		_ = json.Unmarshal(norm["txhash"], &tx.TxHash)
-		_ = json.Unmarshal(norm["from"], &tx.From)
-		_ = json.Unmarshal(norm["confirmed"], &tx.Confirmed)
-		_ = json.Unmarshal(norm["confirmations"], &tx.Confirmations)
-		if a := norm["amount"]; len(a) > 0 {
-			var amount paywatch.Amount
-			text := bytes.Trim(a, `"`)
-			if amount.UnmarshalText(text) == nil {
-				tx.Amount = amount.String()
-			}
-		}
-		out = append(out, tx)
+// transactions renders a payment's counted transfers for its status
+// response.
+func transactions(txs []paywatch.Transaction) []txView {
+	out := make([]txView, 0, len(txs))
+	for _, t := range txs {
+		out = append(out, txView{
+			TxHash: t.TxHash, Amount: t.Amount.String(), From: t.From, Confirmed: t.Confirmed, Confirmations: t.Confirmations,
+		})
 	}
 	return out
 }

@@ -39,6 +39,29 @@ func PaymentTransactions(txs []paywatch.Transaction) []PaymentTransaction {
 	return out
 }
 
+// transactionsOf reads payments.transactions, whose amounts are at the
+// payment's decimals. A row it cannot read is an error, never an empty list.
+func transactionsOf(raw []byte, decimals int) ([]paywatch.Transaction, error) {
+	var stored []PaymentTransaction
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &stored); err != nil {
+			return nil, fmt.Errorf("read transactions: %w", err)
+		}
+	}
+	out := make([]paywatch.Transaction, 0, len(stored))
+	for _, t := range stored {
+		a, err := paywatch.ParseAmount(t.Amount, decimals)
+		if err != nil {
+			return nil, fmt.Errorf("read transaction %s: %w", t.TxHash, err)
+		}
+		out = append(out, paywatch.Transaction{
+			TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash,
+			From: t.From, Amount: a, Confirmations: t.Confirmations, Confirmed: t.Confirmed,
+		})
+	}
+	return out, nil
+}
+
 // SavePaymentState writes the workflow's view of a payment: status,
 // network, token, address, amounts, transactions, tx_hash, paid_at,
 // late_payment and updated_at. It is idempotent and ordered by

@@ -61,4 +61,19 @@ func TestSavePaymentStateVersionGuard(t *testing.T) {
 	var rows []store.PaymentTransaction
 	require.NoError(t, json.Unmarshal(txs, &rows))
 	assert.Equal(t, []store.PaymentTransaction{{TxHash: "0xabc", BlockNumber: 7, BlockHash: "0xb", From: "0xf", Amount: "50.00", Confirmations: 12, Confirmed: true}}, rows)
+
+	// The row reads back as typed transactions, amounts exact.
+	p, err := s.PaymentByID(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, p.Transactions, 1)
+	assert.Equal(t, v2.Transactions[0].TxHash, p.Transactions[0].TxHash)
+	assert.Equal(t, 0, p.Transactions[0].Amount.Cmp(v2.Transactions[0].Amount))
+	assert.Equal(t, 6, p.Transactions[0].Amount.Decimals())
+	assert.True(t, p.Transactions[0].Confirmed)
+
+	// A row that cannot be read is an error, never an empty list.
+	_, err = f.pool.Exec(ctx, `UPDATE payments SET transactions = '[{"tx_hash": "0xabc", "amount": "not a number"}]' WHERE id = $1`, id)
+	require.NoError(t, err)
+	_, err = s.PaymentByID(ctx, id)
+	assert.ErrorContains(t, err, "read transaction 0xabc")
 }

@@ -44,8 +44,8 @@ type Payment struct {
 	MicroOffset    *int
 	PaidAmount     paywatch.Amount
 	TxHash         string
-	// Transactions is the JSON the workflow persisted.
-	Transactions      json.RawMessage
+	// Transactions are the transfers the workflow counted, as it saved them.
+	Transactions      []paywatch.Transaction
 	LatePayment       bool
 	ExternalRef       string
 	ExternalOrderID   *string
@@ -119,9 +119,10 @@ func scanPayment(row scanner) (*Payment, error) {
 	var amount, paid string
 	var decimals int
 	var startBlock *int64
+	var txs []byte
 	if err := row.Scan(&p.ID, &p.ProjectID, &p.ProjectSlug, &p.Status, &p.Mode, &pool,
 		&network, &token, &address, &amount, &original, &decimals,
-		&p.MicroOffset, &paid, &txHash, &p.Transactions, &p.LatePayment,
+		&p.MicroOffset, &paid, &txHash, &txs, &p.LatePayment,
 		&p.ExternalRef, &p.ExternalOrderID, &p.Metadata, &p.ExpiresAt, &p.PaidAt,
 		&p.AddressAssignedAt, &startBlock, &p.CreatedWithoutNetwork, &p.WorkflowStarted,
 		&p.CreatedAt, &p.UpdatedAt, &minAmount); err != nil {
@@ -153,6 +154,9 @@ func scanPayment(row scanner) (*Payment, error) {
 	}
 	if p.DustMinimum, err = decimalOf(minAmount); err != nil {
 		return nil, err
+	}
+	if p.Transactions, err = transactionsOf(txs, decimals); err != nil {
+		return nil, fmt.Errorf("payment %s: %w", p.ID, err)
 	}
 	p.ExpiresAt = p.ExpiresAt.UTC()
 	p.CreatedAt = p.CreatedAt.UTC()
