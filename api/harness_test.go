@@ -28,6 +28,7 @@ import (
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/store/storetest"
 	"github.com/paywatch/paywatch/workflows"
@@ -143,20 +144,20 @@ func newEnvTB(t testing.TB, opts ...envOptions) *env {
 	}
 	st := store.New(storetest.NewPool(t), storeOpts...)
 	e := &env{clock: clk, store: st, chain: newFakeChains(), queue: "q-" + strings.ToLower(rand.Text()[:10])}
-	var wf api.PaymentWorkflows
+	var wf payments.Workflows
 	if !o.noWorkflows {
 		w := worker.New(temporal.client, e.queue, worker.Options{})
 		workflows.Register(w, activities.New(activities.Deps{Store: st, Chains: e.chain, AllowPrivate: true}))
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
-		wf = api.NewTemporalWorkflows(temporal.client, e.queue)
+		wf = payments.NewTemporalWorkflows(temporal.client, e.queue)
 	}
 	e.server = e.newServer(wf, o)
 	return e
 }
 
 // newServer builds an API server over the env's store and clock.
-func (e *env) newServer(wf api.PaymentWorkflows, o envOptions) *api.Server {
+func (e *env) newServer(wf payments.Workflows, o envOptions) *api.Server {
 	return api.New(api.Deps{
 		Version:             "test",
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -242,14 +242,14 @@ func (s *Server) updateProject(c echo.Context) error {
 	}
 	if p.WebhookURL != "" && ps.WebhookURL != nil {
 		// Events raised while the project had no URL were kept for now.
-		s.deliverPendingWebhooks(c.Request().Context(), p.ID)
+		s.payments.DeliverPendingWebhooks(c.Request().Context(), p.ID)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "project": projectOf(p)})
 }
 
 // regenerateKeys is POST /v1/projects/{slug}/regenerate-keys.
 func (s *Server) regenerateKeys(c echo.Context) error {
-	creds, err := s.deps.Store.RegenerateKeys(c.Request().Context(), c.Param("slug"))
+	creds, err := s.payments.RegenerateKeys(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // Hosted select-network limits (interface.md "Limits"), counted in
@@ -142,47 +141,12 @@ func selectPair(network, token *string) (paywatch.Network, paywatch.Token, error
 	return n, t, nil
 }
 
-// selectNetwork picks the network of a network-less payment through its
-// workflow's select-network update, whose validator and activity give the
-// verdicts of interface.md's table (409, 410, 400, 429). The window is
-// never extended. A workflow that has ended answers from the row.
+// selectNetwork reads the requested pair and picks the payment's network
+// (payments.Service.SelectNetwork gives the verdict).
 func (s *Server) selectNetwork(ctx context.Context, id string, network, token *string) (paywatch.Assignment, error) {
-	var none paywatch.Assignment
 	n, t, err := selectPair(network, token)
 	if err != nil {
-		return none, err
+		return paywatch.Assignment{}, err
 	}
-	p, err := s.deps.Store.PaymentByID(ctx, id)
-	if err != nil {
-		return none, err
-	}
-	if !p.AwaitingNetwork() {
-		return none, paywatch.SelectNetworkRefusal(true, p.Status, p.ExpiresAt, s.clock())
-	}
-	if p.Status == paywatch.StatusPending && s.clock().Before(p.ExpiresAt) {
-		only, err := s.deps.Store.PaymentLinkToken(ctx, p.ID)
-		if err != nil {
-			return none, err
-		}
-		if only != "" && only != t {
-			return none, notAvailable(n, t)
-		}
-	}
-	if err := s.ensureStarted(ctx, p); err != nil {
-		return none, err
-	}
-	a, err := s.deps.Workflows.SelectNetwork(ctx, p.ID, workflows.SelectNetworkRequest{Network: n, Token: t})
-	if workflowClosed(err) {
-		if p, err = s.deps.Store.PaymentByID(ctx, id); err != nil {
-			return none, err
-		}
-		if err := paywatch.SelectNetworkRefusal(!p.AwaitingNetwork(), p.Status, p.ExpiresAt, s.clock()); err != nil {
-			return none, err
-		}
-		return none, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgNotPending) // the workflow ended: no longer pending
-	}
-	if err != nil {
-		return none, err
-	}
-	return a, nil
+	return s.payments.SelectNetwork(ctx, id, n, t)
 }

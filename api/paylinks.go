@@ -224,7 +224,7 @@ func (s *Server) linkSubmit(c echo.Context) error {
 		return render(c, http.StatusBadRequest, "link", d)
 	}
 	np.ExternalRef = linkExternalRef(l.Slug, b.Email)
-	p, _, err := s.deps.Store.CreateLinkPayment(ctx, l, np, b)
+	p, err := s.payments.CreateFromLink(ctx, l, np, b)
 	if err != nil {
 		status, body, ok := clientError(err)
 		if !ok {
@@ -233,7 +233,6 @@ func (s *Server) linkSubmit(c echo.Context) error {
 		d.Error, _ = body["error"].(string)
 		return render(c, status, "link", d)
 	}
-	s.startWorkflow(ctx, p)
 	return c.Redirect(http.StatusSeeOther, "/"+p.ID)
 }
 

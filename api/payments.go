@@ -1,9 +1,7 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
-	"github.com/paywatch/paywatch/workflows"
 )
 
 // List pagination (operations.md §3).
@@ -134,75 +131,33 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 // createPayment is POST /v1/payments: 201 with a new payment, 200 with
 // existing: true for an idempotent repeat.
 func (s *Server) createPayment(c echo.Context) error {
-	ctx := c.Request().Context()
-	prj := project(c)
-	np, err := parseCreatePayment(c, prj.ID)
+	np, err := parseCreatePayment(c, project(c).ID)
 	if err != nil {
 		return err
 	}
-	p, existing, err := s.deps.Store.CreatePayment(ctx, np)
+	out, err := s.payments.Create(c.Request().Context(), np)
 	if err != nil {
 		return failed(paywatch.MsgFailedCreate, err)
 	}
-	// The payment is committed: from here on nothing may turn the answer
-	// into an error, or a client retrying without external_order_id would
-	// create a duplicate. A failing optional part is logged and left out.
-	s.startWorkflow(ctx, p)
-	var available []paywatch.NetworkInfo
-	if p.AwaitingNetwork() {
-		w, err := s.deps.Store.WalletOf(ctx, prj.ID)
-		if err != nil {
-			// No networks makes created leave available_networks out.
-			s.deps.Logger.Error("payment created without available_networks", "paymentId", p.ID, "error", err)
-		} else {
-			available = s.deps.Store.AvailableNetworks(p.Mode, w)
-		}
-	}
-	v, err := s.created(p, existing, available)
+	v, err := s.created(out.Payment, out.Existing, out.Available)
 	if err != nil {
 		// created fails only on the QR code of an assigned address, and
 		// then has every other field filled in (available_networks belongs
-		// to payments without an address); qr_code stays null.
-		s.deps.Logger.Error("payment created without qr_code", "paymentId", p.ID, "error", err)
+		// to payments without an address); qr_code stays null. The payment
+		// is committed: the answer must not turn into an error.
+		s.deps.Logger.Error("payment created without qr_code", "paymentId", out.Payment.ID, "error", err)
 	}
 	status := http.StatusCreated
-	if existing {
+	if out.Existing {
 		status = http.StatusOK
 	}
 	return c.JSON(status, map[string]any{"success": true, "payment": v})
 }
 
-// startWorkflow starts the payment's workflow and records it. A failure is
-// only logged: the row is the truth, and the reconciler starts any workflow
-// whose row says it has none.
-func (s *Server) startWorkflow(ctx context.Context, p *store.Payment) {
-	if err := s.ensureStarted(ctx, p); err != nil {
-		s.deps.Logger.Warn("payment workflow not started; the reconciler will retry", "paymentId", p.ID, "error", err)
-	}
-}
-
-// ensureStarted starts the payment's workflow unless its row says it runs.
-func (s *Server) ensureStarted(ctx context.Context, p *store.Payment) error {
-	if s.deps.Workflows == nil {
-		return fmt.Errorf("no workflow client")
-	}
-	if p.WorkflowStarted {
-		return nil
-	}
-	if err := s.deps.Workflows.Start(ctx, p.WorkflowInput()); err != nil {
-		return err
-	}
-	if err := s.deps.Store.MarkWorkflowStarted(ctx, p.ID); err != nil {
-		return err
-	}
-	p.WorkflowStarted = true
-	return nil
-}
-
 // getPayment is GET /v1/payments/:id, read from PostgreSQL, where the
 // workflow persists every change.
 func (s *Server) getPayment(c echo.Context) error {
-	p, err := s.deps.Store.GetPayment(c.Request().Context(), project(c).ID, c.Param("id"))
+	p, err := s.payments.Get(c.Request().Context(), project(c).ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -261,7 +216,7 @@ func (s *Server) listPayments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, total, err := s.deps.Store.ListPayments(c.Request().Context(), project(c).ID, f)
+	ps, total, err := s.payments.List(c.Request().Context(), project(c).ID, f)
 	if err != nil {
 		return err
 	}
@@ -290,11 +245,9 @@ type cancelRequest struct {
 	Status json.RawMessage `json:"status"`
 }
 
-// cancelPayment is PATCH /v1/payments/:id with {"status": "cancelled"}.
-// The workflow's cancel update gives the verdict, so a cancel racing a
-// detected transfer is settled in one place.
+// cancelPayment is PATCH /v1/payments/:id with {"status": "cancelled"}
+// (payments.Service.Cancel gives the verdict).
 func (s *Server) cancelPayment(c echo.Context) error {
-	ctx := c.Request().Context()
 	var req cancelRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
@@ -303,49 +256,15 @@ func (s *Server) cancelPayment(c echo.Context) error {
 	if err != nil || st == nil || *st != string(paywatch.StatusCancelled) {
 		return errInvalidBody
 	}
-	p, err := s.deps.Store.GetPayment(ctx, project(c).ID, c.Param("id"))
+	p, err := s.payments.Cancel(c.Request().Context(), project(c).ID, c.Param("id"))
 	if err != nil {
 		return err
-	}
-	// What GET shows is what the merchant may cancel: a pending payment
-	// shown as expired (3 minutes past expires_at, its final check perhaps
-	// still running) is refused here, and by the workflow's validator.
-	if st := paywatch.ShownStatus(p.Status, p.ExpiresAt, s.clock()); st != paywatch.StatusPending {
-		return cannotCancel(st)
-	}
-	if err := s.ensureStarted(ctx, p); err != nil {
-		return err
-	}
-	state, err := s.deps.Workflows.Cancel(ctx, p.ID)
-	if workflowClosed(err) {
-		// The workflow has ended, so the payment is final: refuse as the
-		// workflow's validator would.
-		if p, err = s.deps.Store.GetPayment(ctx, p.ProjectID, p.ID); err != nil {
-			return err
-		}
-		return cannotCancel(p.Status)
-	}
-	if err != nil {
-		return err
-	}
-	if p, err = s.deps.Store.GetPayment(ctx, p.ProjectID, p.ID); err != nil {
-		return err
-	}
-	// The workflow saved the state before answering; should the save have
-	// failed, the update's own answer still shows the cancellation.
-	if p.Status != state.Status && state.Status != "" {
-		p.Status = state.Status
 	}
 	v, err := s.status(p, true)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "payment": v})
-}
-
-// cannotCancel is the 409 for a payment that is not pending.
-func cannotCancel(st paywatch.Status) error {
-	return paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgCancelRefused(st))
 }
 
 // confirmRequest is the body of POST /v1/payments/:id/confirm.
@@ -366,23 +285,7 @@ func (s *Server) confirmPayment(c echo.Context) error {
 	if err != nil || raw == nil || strings.TrimSpace(*raw) == "" {
 		return errInvalidBody
 	}
-	p, err := s.deps.Store.GetPayment(ctx, project(c).ID, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	hash := strings.TrimSpace(*raw)
-	if p.Network != "" {
-		if hash, err = paywatch.NormalizeTxHash(p.Network, hash); err != nil {
-			return errInvalidBody
-		}
-	}
-	if err := s.ensureStarted(ctx, p); err != nil {
-		return err
-	}
-	res, err := s.deps.Workflows.SubmitTxHash(ctx, p.ID, workflows.SubmitTxHashRequest{TxHash: hash})
-	if workflowClosed(err) {
-		return paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgFinalized)
-	}
+	res, err := s.payments.ConfirmTxHash(ctx, project(c).ID, c.Param("id"), strings.TrimSpace(*raw))
 	if err != nil {
 		return err
 	}

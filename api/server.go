@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -41,7 +42,7 @@ type Deps struct {
 	Store *store.Store
 	// Workflows starts and updates payment workflows; nil leaves payments
 	// unstarted (the reconciler starts them once it is set).
-	Workflows PaymentWorkflows
+	Workflows payments.Workflows
 	// MasterKey authenticates the operator endpoints (x-master-key); empty
 	// refuses them all.
 	MasterKey string
@@ -74,6 +75,7 @@ type Deps struct {
 // Server holds the two Echo instances and the shared draining flag.
 type Server struct {
 	deps     Deps
+	payments *payments.Service
 	started  time.Time
 	draining atomic.Bool
 	qr       qrCache
@@ -93,6 +95,7 @@ func New(deps Deps) *Server {
 		deps.SetupURL = deps.BaseURL + GuidePath
 	}
 	s := &Server{deps: deps}
+	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock})
 	s.started = s.clock()
 	s.api = s.newEcho(deps.BaseURL, apiHeaders)
 	s.pay = s.newEcho(deps.PayURL, payHeaders)
@@ -205,3 +208,6 @@ func (s *Server) SetDraining() { s.draining.Store(true) }
 
 // Draining reports whether shutdown has begun.
 func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Reconciler returns a reconciler over the server's store and workflows.
+func (s *Server) Reconciler() *payments.Reconciler { return s.payments.Reconciler() }

@@ -24,6 +24,7 @@ import (
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -178,7 +179,7 @@ func (m *Main) Run(ctx context.Context) error {
 			Logger:              m.logger,
 			Checks:              checks,
 			Store:               m.store,
-			Workflows:           api.NewTemporalWorkflows(tc, cfg.TaskQueue),
+			Workflows:           payments.NewTemporalWorkflows(tc, cfg.TaskQueue),
 			MasterKey:           cfg.MasterKey,
 			BaseURL:             cfg.BaseURL,
 			PayURL:              cfg.PayURL,

@@ -1,4 +1,4 @@
-package api
+package payments
 
 import (
 	"context"
@@ -31,18 +31,13 @@ const (
 // webhook events (Webhooks) and prunes old rate-limit windows on the side.
 type Reconciler struct {
 	Store     *store.Store
-	Workflows PaymentWorkflows
+	Workflows Workflows
 	Logger    *slog.Logger
 	// Interval is the time between passes; 0 means DefaultReconcileInterval.
 	Interval time.Duration
 	// MinAge is how old an unstarted row must be; 0 means
 	// DefaultReconcileMinAge.
 	MinAge time.Duration
-}
-
-// Reconciler returns a reconciler over the server's store and workflows.
-func (s *Server) Reconciler() *Reconciler {
-	return &Reconciler{Store: s.deps.Store, Workflows: s.deps.Workflows, Logger: s.deps.Logger}
 }
 
 // Run runs passes until ctx ends; it returns nil then.

@@ -1,4 +1,4 @@
-package api
+package payments
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"github.com/paywatch/paywatch/workflows"
 )
 
-// PaymentWorkflows is what the API asks of the payment workflows: start one
-// per payment, and send it the merchant's actions as updates whose
-// validators give the verdict (409, 410, 400, 429 as update rejections).
-type PaymentWorkflows interface {
+// Workflows is what the use cases ask of Temporal: start one payment
+// workflow per payment, send it the merchant's and the customer's actions
+// as updates whose validators give the verdict (409, 410, 400, 429 as
+// update rejections), and start webhook deliveries.
+type Workflows interface {
 	// Start starts the payment's workflow under its stable ID; starting a
 	// workflow that already exists (running or closed) succeeds.
 	Start(ctx context.Context, in paywatch.PaymentInput) error
@@ -33,13 +34,13 @@ type PaymentWorkflows interface {
 	DeliverWebhook(ctx context.Context, in workflows.WebhookInput) error
 }
 
-// TemporalWorkflows implements PaymentWorkflows over a Temporal client.
+// TemporalWorkflows implements Workflows over a Temporal client.
 type TemporalWorkflows struct {
 	client    client.Client
 	taskQueue string
 }
 
-// NewTemporalWorkflows returns PaymentWorkflows that start payment
+// NewTemporalWorkflows returns Workflows that start payment
 // workflows on taskQueue through c.
 func NewTemporalWorkflows(c client.Client, taskQueue string) *TemporalWorkflows {
 	return &TemporalWorkflows{client: c, taskQueue: taskQueue}

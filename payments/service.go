@@ -1,0 +1,325 @@
+// Package payments holds the use cases of paywatch: what a merchant, a
+// customer or an operator can do to a payment, whichever edge they come
+// through (the REST API, the hosted pages, paywatch admin through the API,
+// and the dashboard). It asks store for rows and Temporal, through
+// Workflows, to start payment workflows and send them updates, whose
+// validators give the verdicts. The edges decode a request, call a use
+// case and map its answer; no rule lives in them.
+package payments
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// pendingWebhookBatch bounds how many deliveries one call starts, so that
+// saving a URL on a project with a long backlog answers promptly; the
+// reconciler starts the rest on its next passes.
+const pendingWebhookBatch = 100
+
+// Deps are the collaborators of the use cases.
+type Deps struct {
+	Store *store.Store
+	// Workflows starts and updates payment workflows; nil leaves payments
+	// unstarted (the reconciler starts them once it is set).
+	Workflows Workflows
+	Logger    *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service runs the use cases. It is safe for concurrent use.
+type Service struct {
+	store     *store.Store
+	workflows Workflows
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// New returns the use cases over deps.
+func New(deps Deps) *Service {
+	s := &Service{store: deps.Store, workflows: deps.Workflows, log: deps.Logger, now: deps.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// Reconciler returns a reconciler over the service's store and workflows.
+func (s *Service) Reconciler() *Reconciler {
+	return &Reconciler{Store: s.store, Workflows: s.workflows, Logger: s.log}
+}
+
+// Created is the outcome of Create.
+type Created struct {
+	Payment *store.Payment
+	// Existing is set for an idempotent repeat of an earlier creation.
+	Existing bool
+	// Available lists the networks a payment created without one can
+	// still choose; nil when it has an address, or when they could not be
+	// read (the creation stands all the same).
+	Available []paywatch.NetworkInfo
+}
+
+// Create creates a payment (or finds the one an idempotent repeat names)
+// and starts its workflow. Once the row is committed nothing turns the
+// answer into an error, or a client retrying without external_order_id
+// would create a duplicate: a workflow that cannot start now is started by
+// the reconciler, and networks that cannot be read are left out.
+func (s *Service) Create(ctx context.Context, np store.NewPayment) (Created, error) {
+	p, existing, err := s.store.CreatePayment(ctx, np)
+	if err != nil {
+		return Created{}, err
+	}
+	s.startWorkflow(ctx, p)
+	out := Created{Payment: p, Existing: existing}
+	if p.AwaitingNetwork() {
+		w, err := s.store.WalletOf(ctx, np.ProjectID)
+		if err != nil {
+			s.log.Error("payment created without available_networks", "paymentId", p.ID, "error", err)
+		} else {
+			out.Available = s.store.AvailableNetworks(p.Mode, w)
+		}
+	}
+	return out, nil
+}
+
+// CreateFromLink creates the payment a buyer submits on payment link l,
+// within the link's cap of open payments and the owner's limits, and
+// starts its workflow as Create does.
+func (s *Service) CreateFromLink(ctx context.Context, l *store.PaymentLink, np store.NewPayment, b store.Buyer) (*store.Payment, error) {
+	p, _, err := s.store.CreateLinkPayment(ctx, l, np, b)
+	if err != nil {
+		return nil, err
+	}
+	s.startWorkflow(ctx, p)
+	return p, nil
+}
+
+// Get returns a project's payment, as the workflow last saved it.
+func (s *Service) Get(ctx context.Context, projectID int64, id string) (*store.Payment, error) {
+	return s.store.GetPayment(ctx, projectID, id)
+}
+
+// List returns a project's payments that f selects, newest first, and how
+// many there are in all.
+func (s *Service) List(ctx context.Context, projectID int64, f store.ListFilter) ([]*store.Payment, int, error) {
+	return s.store.ListPayments(ctx, projectID, f)
+}
+
+// Cancel cancels a project's pending payment through its workflow's cancel
+// update, whose validator gives the verdict, so a cancel racing a detected
+// transfer is settled in one place. What GET shows is what the merchant may
+// cancel: a pending payment shown as expired is refused here as by the
+// validator. It returns the payment as cancelled.
+func (s *Service) Cancel(ctx context.Context, projectID int64, id string) (*store.Payment, error) {
+	p, err := s.store.GetPayment(ctx, projectID, id)
+	if err != nil {
+		return nil, err
+	}
+	if st := paywatch.ShownStatus(p.Status, p.ExpiresAt, s.now()); st != paywatch.StatusPending {
+		return nil, cannotCancel(st)
+	}
+	if err := s.EnsureStarted(ctx, p); err != nil {
+		return nil, err
+	}
+	state, err := s.workflows.Cancel(ctx, p.ID)
+	if workflowClosed(err) {
+		// The workflow has ended, so the payment is final: refuse as the
+		// workflow's validator would.
+		if p, err = s.store.GetPayment(ctx, projectID, p.ID); err != nil {
+			return nil, err
+		}
+		return nil, cannotCancel(p.Status)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p, err = s.store.GetPayment(ctx, projectID, p.ID); err != nil {
+		return nil, err
+	}
+	// The workflow saved the state before answering; should the save have
+	// failed, the update's own answer still shows the cancellation.
+	if p.Status != state.Status && state.Status != "" {
+		p.Status = state.Status
+	}
+	return p, nil
+}
+
+// cannotCancel is the 409 for a payment that is not pending.
+func cannotCancel(st paywatch.Status) error {
+	return paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgCancelRefused(st))
+}
+
+// ConfirmTxHash submits a transaction hash for a project's pool + txid
+// payment: it is normalised for the payment's network (an invalid one is
+// "Invalid request body"), and the workflow's submit-tx-hash update
+// applies every rule and verifies it on chain.
+func (s *Service) ConfirmTxHash(ctx context.Context, projectID int64, id, hash string) (workflows.SubmitTxHashResult, error) {
+	var none workflows.SubmitTxHashResult
+	p, err := s.store.GetPayment(ctx, projectID, id)
+	if err != nil {
+		return none, err
+	}
+	if p.Network != "" {
+		if hash, err = paywatch.NormalizeTxHash(p.Network, hash); err != nil {
+			return none, paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgInvalidRequestBody)
+		}
+	}
+	if err := s.EnsureStarted(ctx, p); err != nil {
+		return none, err
+	}
+	res, err := s.workflows.SubmitTxHash(ctx, p.ID, workflows.SubmitTxHashRequest{TxHash: hash})
+	if workflowClosed(err) {
+		return none, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgFinalized)
+	}
+	return res, err
+}
+
+// SelectNetwork picks the network of a payment created without one (the
+// hosted page) through its workflow's select-network update, whose
+// validator and activity give the verdicts of interface.md's table (409,
+// 410, 400, 429). A payment link that fixes the token takes only that
+// token. The window is never extended. A workflow that has ended answers
+// from the row.
+func (s *Service) SelectNetwork(ctx context.Context, id string, n paywatch.Network, t paywatch.Token) (paywatch.Assignment, error) {
+	var none paywatch.Assignment
+	p, err := s.store.PaymentByID(ctx, id)
+	if err != nil {
+		return none, err
+	}
+	if !p.AwaitingNetwork() {
+		return none, paywatch.SelectNetworkRefusal(true, p.Status, p.ExpiresAt, s.now())
+	}
+	if p.Status == paywatch.StatusPending && s.now().Before(p.ExpiresAt) {
+		only, err := s.store.PaymentLinkToken(ctx, p.ID)
+		if err != nil {
+			return none, err
+		}
+		if only != "" && only != t {
+			return none, paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgNotAvailable(paywatch.Pair{Network: n, Token: t}))
+		}
+	}
+	if err := s.EnsureStarted(ctx, p); err != nil {
+		return none, err
+	}
+	a, err := s.workflows.SelectNetwork(ctx, p.ID, workflows.SelectNetworkRequest{Network: n, Token: t})
+	if workflowClosed(err) {
+		if p, err = s.store.PaymentByID(ctx, id); err != nil {
+			return none, err
+		}
+		if err := paywatch.SelectNetworkRefusal(!p.AwaitingNetwork(), p.Status, p.ExpiresAt, s.now()); err != nil {
+			return none, err
+		}
+		return none, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgNotPending) // the workflow ended: no longer pending
+	}
+	if err != nil {
+		return none, err
+	}
+	return a, nil
+}
+
+// RegenerateKeys gives a project a new API key, API secret and webhook
+// secret; the old ones stop working at once.
+func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Credentials, error) {
+	return s.store.RegenerateKeys(ctx, slug)
+}
+
+// EnsureStarted starts the payment's workflow unless its row says it runs.
+func (s *Service) EnsureStarted(ctx context.Context, p *store.Payment) error {
+	if s.workflows == nil {
+		return fmt.Errorf("no workflow client")
+	}
+	if p.WorkflowStarted {
+		return nil
+	}
+	if err := s.workflows.Start(ctx, p.WorkflowInput()); err != nil {
+		return err
+	}
+	if err := s.store.MarkWorkflowStarted(ctx, p.ID); err != nil {
+		return err
+	}
+	p.WorkflowStarted = true
+	return nil
+}
+
+// startWorkflow starts the payment's workflow and records it. A failure is
+// only logged: the row is the truth, and the reconciler starts any workflow
+// whose row says it has none.
+func (s *Service) startWorkflow(ctx context.Context, p *store.Payment) {
+	if err := s.EnsureStarted(ctx, p); err != nil {
+		s.log.Warn("payment workflow not started; the reconciler will retry", "paymentId", p.ID, "error", err)
+	}
+}
+
+// Redeliver sends one of a project's webhook events again now, with its
+// event_id and payload unchanged, signed with the project's current secret
+// at every attempt, with a fresh set of up to 5 attempts on the usual
+// schedule, logged after the event's earlier ones. A skipped event is sent
+// too and counts toward the daily quota now. It is the one implementation
+// of "send again": the operator endpoint, the merchant's and the
+// dashboard's call it with the project they authenticated, so another
+// project's event is "Event not found" for all of them.
+//
+// Once the event is marked pending the redelivery is durable: if its
+// workflow cannot be started now, the reconciler starts it, so the caller
+// still gets its answer.
+func (s *Service) Redeliver(ctx context.Context, projectID int64, eventID string) error {
+	ev, err := s.store.PrepareRedelivery(ctx, projectID, eventID)
+	if err != nil {
+		return err
+	}
+	if s.workflows == nil {
+		return nil
+	}
+	in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Redeliver: true}
+	if err := s.workflows.DeliverWebhook(ctx, in); err != nil {
+		s.log.Warn("start webhook redelivery; the reconciler will retry", "eventId", ev.EventID, "error", err)
+	}
+	return nil
+}
+
+// DeliverPendingWebhooks starts the deliveries a project's newly saved
+// webhook URL makes possible: events raised while it had none were kept
+// pending for this moment, even if their payment's workflow has ended. A
+// failure is logged, not returned: the URL is saved, and the reconciler
+// starts whatever is left.
+func (s *Service) DeliverPendingWebhooks(ctx context.Context, projectID int64) {
+	n, err := startPendingWebhooks(ctx, s.store, s.workflows, projectID, 0)
+	if err != nil {
+		s.log.Warn("start pending webhooks; the reconciler will retry", "projectId", projectID, "error", err)
+	}
+	if n > 0 {
+		s.log.Info("started pending webhooks", "projectId", projectID, "count", n)
+	}
+}
+
+// startPendingWebhooks starts the deliveries of pending events whose
+// project has a webhook URL (of one project, or of all for projectID 0),
+// leaving out those changed within minAge, and returns how many it started.
+// It stops at the first failure: Temporal is then unreachable, and the
+// events stay pending for the next call.
+func startPendingWebhooks(ctx context.Context, st *store.Store, wf Workflows, projectID int64, minAge time.Duration) (int, error) {
+	if wf == nil {
+		return 0, nil
+	}
+	evs, err := st.PendingWebhooks(ctx, projectID, minAge, pendingWebhookBatch)
+	if err != nil {
+		return 0, err
+	}
+	for i, ev := range evs {
+		if err := wf.DeliverWebhook(ctx, workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt}); err != nil {
+			return i, err
+		}
+	}
+	return len(evs), nil
+}
