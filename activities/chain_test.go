@@ -318,8 +318,9 @@ func (f *fakeStore) ReleaseAddress(_ context.Context, _ string, outcome paywatch
 	return nil
 }
 
-// Domain refusals become non-retryable errors of the workflows.ErrType*
-// types with the exact API message; other errors stay retryable.
+// Domain refusals become non-retryable errors whose type is their
+// paywatch.Error code, with the exact API message; other errors stay
+// retryable.
 func TestErrorMapping(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -328,10 +329,10 @@ func TestErrorMapping(t *testing.T) {
 		msg  string
 		keep bool
 	}{
-		{paywatch.Errorf(paywatch.EINVALID, "No addresses available for this network"), workflows.ErrTypeInvalid, "No addresses available for this network", false},
-		{paywatch.Errorf(paywatch.EFORBIDDEN, "This merchant is currently not accepting payments"), workflows.ErrTypeInvalid, "This merchant is currently not accepting payments", false},
-		{paywatch.Errorf(paywatch.ERATELIMIT, "Payment capacity exceeded. Please try again later."), workflows.ErrTypeCapacity, "Payment capacity exceeded. Please try again later.", false},
-		{paywatch.Errorf(paywatch.ECONFLICT, "Network already selected for this payment"), workflows.ErrTypeConflict, "Network already selected for this payment", false},
+		{paywatch.Errorf(paywatch.EINVALID, "No addresses available for this network"), paywatch.EINVALID, "No addresses available for this network", false},
+		{paywatch.Errorf(paywatch.EFORBIDDEN, "This merchant is currently not accepting payments"), paywatch.EFORBIDDEN, "This merchant is currently not accepting payments", false},
+		{paywatch.Errorf(paywatch.ERATELIMIT, "Payment capacity exceeded. Please try again later."), paywatch.ERATELIMIT, "Payment capacity exceeded. Please try again later.", false},
+		{paywatch.Errorf(paywatch.ECONFLICT, "Network already selected for this payment"), paywatch.ECONFLICT, "Network already selected for this payment", false},
 		{errors.New("connection reset"), "", "", true},
 	} {
 		fs := &fakeStore{assignErr: tc.err}

@@ -128,7 +128,7 @@ func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhook
 	}
 	body, err := json.Marshal(BuildWebhookPayload(in, info))
 	if err != nil {
-		return workflows.QueueWebhookResult{}, temporal.NewNonRetryableApplicationError("encode webhook payload", "Encoding", err)
+		return workflows.QueueWebhookResult{}, temporal.NewNonRetryableApplicationError("encode webhook payload", workflows.ErrTypeEncoding, err)
 	}
 	state, err := a.store.QueueWebhookEvent(ctx, store.WebhookEvent{
 		EventID: in.EventID, PaymentID: in.State.PaymentID, Event: in.Event, Sequence: in.Sequence, Payload: body,
@@ -227,7 +227,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in workflows.DeliverWeb
 	case store.WebhookFailed:
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeWebhookFailed, nil)
 	}
-	return temporal.NewApplicationErrorWithOptions(msg, "WebhookRetry", temporal.ApplicationErrorOptions{
+	return temporal.NewApplicationErrorWithOptions(msg, workflows.ErrTypeWebhookRetry, temporal.ApplicationErrorOptions{
 		NextRetryDelay: nextWebhookDelay(attempt, a.now().Sub(started)),
 	})
 }

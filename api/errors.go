@@ -49,7 +49,8 @@ func failed(public string, err error) error {
 	return &internalError{public: public, err: err}
 }
 
-// statusOf maps the application error codes to HTTP statuses.
+// statusOf maps the error codes to HTTP statuses: of a *paywatch.Error,
+// and of a workflow's refusal, whose type is the same code.
 var statusOf = map[string]int{
 	paywatch.EINVALID:      http.StatusBadRequest,
 	paywatch.EUNAUTHORIZED: http.StatusUnauthorized,
@@ -58,16 +59,6 @@ var statusOf = map[string]int{
 	paywatch.ECONFLICT:     http.StatusConflict,
 	paywatch.EGONE:         http.StatusGone,
 	paywatch.ERATELIMIT:    http.StatusTooManyRequests,
-}
-
-// statusOfWorkflowError maps the payment workflow's update rejection types
-// (workflows.ErrType*) to HTTP statuses.
-var statusOfWorkflowError = map[string]int{
-	workflows.ErrTypeConflict: http.StatusConflict,
-	workflows.ErrTypeGone:     http.StatusGone,
-	workflows.ErrTypeInvalid:  http.StatusBadRequest,
-	workflows.ErrTypeCapacity: http.StatusTooManyRequests,
-	workflows.ErrTypeNotFound: http.StatusNotFound,
 }
 
 // clientError classifies an error that carries a message meant for the
@@ -83,7 +74,7 @@ func clientError(err error) (int, map[string]any, bool) {
 	}
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
-		status, ok := statusOfWorkflowError[ae.Type()]
+		status, ok := statusOf[workflows.ErrorCode(err)]
 		if !ok {
 			return 0, nil, false
 		}

@@ -208,7 +208,8 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 		return paywatch.Assignment{}, fmt.Errorf("load project: %w", err)
 	}
 	if !prj.Active || prj.Owner == nil || prj.Owner.Status != AccountActive {
-		return paywatch.Assignment{}, forbidden(paywatch.MsgNotAccepting)
+		// 400, not 403: interface.md's select-network table answers it so.
+		return paywatch.Assignment{}, invalid(paywatch.MsgNotAccepting)
 	}
 	notAvailable := invalid(paywatch.MsgNotAvailable(paywatch.Pair{Network: n, Token: t}))
 	w, err := walletByProject(ctx, tx, prj.ID)

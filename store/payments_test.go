@@ -571,7 +571,7 @@ func TestAssignAddressErrors(t *testing.T) {
 	_, err = s.UpdateAccount(ctx, owner, store.AccountUpdate{Status: &suspended})
 	require.NoError(t, err)
 	_, err = s.AssignAddress(ctx, networkLessRaw(t, s, hd.ID), paywatch.ERC20, paywatch.USDT)
-	requireCode(t, err, paywatch.EFORBIDDEN, "This merchant is currently not accepting payments")
+	requireCode(t, err, paywatch.EINVALID, "This merchant is currently not accepting payments") // 400 on select-network (interface.md)
 
 	// Expired.
 	late := networkLess(micro, "u", "20")

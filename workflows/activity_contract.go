@@ -70,6 +70,16 @@ const ErrTypeWebhookFailed = "WebhookFailed"
 // without using up one of the receiver's attempts.
 const ErrTypeWebhookNotSent = "WebhookNotSent"
 
+// Types of the retryable activity failures that are part of normal
+// operation: a legacy webhook attempt to retry at its next slot, a chain
+// provider's rate limit (retried after a back-off), and a payload that
+// cannot be encoded (not retried).
+const (
+	ErrTypeWebhookRetry = "WebhookRetry"
+	ErrTypeRateLimited  = "RateLimited"
+	ErrTypeEncoding     = "Encoding"
+)
+
 // ReleaseAddressInput is the payload of ActivityReleaseAddress.
 type ReleaseAddressInput struct {
 	PaymentID string

@@ -10,27 +10,6 @@ import (
 	"github.com/paywatch/paywatch"
 )
 
-// rejectionTypes maps domain error codes to update rejection types, which
-// the API maps to HTTP statuses. EFORBIDDEN maps to Invalid because the one
-// place it reaches an update, select-network, answers "This merchant is
-// currently not accepting payments" with 400 (interface.md lists no 403
-// there).
-var rejectionTypes = map[string]string{
-	paywatch.EINVALID:   ErrTypeInvalid,
-	paywatch.EFORBIDDEN: ErrTypeInvalid,
-	paywatch.ERATELIMIT: ErrTypeCapacity,
-	paywatch.ECONFLICT:  ErrTypeConflict,
-	paywatch.EGONE:      ErrTypeGone,
-	paywatch.ENOTFOUND:  ErrTypeNotFound,
-}
-
-// RejectionType is the update rejection type of a domain error code; ok
-// is false for a code no update answers with.
-func RejectionType(code string) (typ string, ok bool) {
-	typ, ok = rejectionTypes[code]
-	return typ, ok
-}
-
 // reject returns an update rejection: a non-retryable application error
 // whose message is the API text and whose type selects the HTTP status.
 func reject(errType, msg string) error {
@@ -48,19 +27,17 @@ func rejectWithFields(errType, msg string, fields ErrorFields) error {
 // updateError turns an activity's domain error into the update's rejection,
 // keeping its type, message and fields; other errors pass unchanged.
 func updateError(err error) error {
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) {
+	code := ErrorCode(err)
+	if code == "" {
 		return err
 	}
-	switch app.Type() {
-	case ErrTypeConflict, ErrTypeGone, ErrTypeInvalid, ErrTypeCapacity, ErrTypeNotFound:
-		var fields ErrorFields
-		if app.HasDetails() && app.Details(&fields) == nil && len(fields) > 0 {
-			return rejectWithFields(app.Type(), app.Message(), fields)
-		}
-		return reject(app.Type(), app.Message())
+	var app *temporal.ApplicationError
+	errors.As(err, &app)
+	var fields ErrorFields
+	if app.HasDetails() && app.Details(&fields) == nil && len(fields) > 0 {
+		return rejectWithFields(code, app.Message(), fields)
 	}
-	return err
+	return reject(code, app.Message())
 }
 
 // validateCancel accepts a cancel only for a payment that is pending and
@@ -69,7 +46,7 @@ func updateError(err error) error {
 // running), and the cancel is refused with that status.
 func (p *payment) validateCancel(ctx workflow.Context, _ CancelRequest) error {
 	if st := paywatch.ShownStatus(p.st.Status, p.st.ExpiresAt, workflow.Now(ctx)); st != paywatch.StatusPending {
-		return reject(ErrTypeConflict, paywatch.MsgCancelRefused(st))
+		return reject(paywatch.ECONFLICT, paywatch.MsgCancelRefused(st))
 	}
 	return nil
 }
@@ -81,7 +58,7 @@ func (p *payment) validateCancel(ctx workflow.Context, _ CancelRequest) error {
 func (p *payment) cancel(ctx workflow.Context, _ CancelRequest) (paywatch.PaymentState, error) {
 	p.drainSignals(ctx)
 	if p.st.Status != paywatch.StatusPending {
-		return paywatch.PaymentState{}, reject(ErrTypeConflict, paywatch.MsgCancelChanged)
+		return paywatch.PaymentState{}, reject(paywatch.ECONFLICT, paywatch.MsgCancelChanged)
 	}
 	p.st.Status = paywatch.StatusCancelled
 	p.changed = true
@@ -94,12 +71,11 @@ func (p *payment) cancel(ctx workflow.Context, _ CancelRequest) (paywatch.Paymen
 // network yet, inside the window, still pending.
 func (p *payment) validateSelectNetwork(ctx workflow.Context, req SelectNetworkRequest) error {
 	if err := paywatch.ValidatePair(req.Network, req.Token); err != nil {
-		return reject(ErrTypeInvalid, paywatch.ErrorMessage(err))
+		return reject(paywatch.EINVALID, paywatch.ErrorMessage(err))
 	}
 	err := paywatch.SelectNetworkRefusal(p.st.Network != "" || p.selecting, p.st.Status, p.st.ExpiresAt, workflow.Now(ctx))
 	if err != nil {
-		typ, _ := RejectionType(paywatch.ErrorCode(err))
-		return reject(typ, paywatch.ErrorMessage(err))
+		return reject(paywatch.ErrorCode(err), paywatch.ErrorMessage(err))
 	}
 	return nil
 }
@@ -143,7 +119,7 @@ func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) 
 	if p.st.Status != paywatch.StatusPending {
 		// Cancelled while the address was being assigned: the address is
 		// recorded so that it is released, but the selection failed.
-		return paywatch.Assignment{}, reject(ErrTypeConflict, paywatch.MsgNotPending)
+		return paywatch.Assignment{}, reject(paywatch.ECONFLICT, paywatch.MsgNotPending)
 	}
 	return a, nil
 }
@@ -158,19 +134,19 @@ func (p *payment) hashKnown(h string) bool {
 // An expired pool + txid payment still takes hashes during its late window.
 func (p *payment) validateSubmitTxHash(ctx workflow.Context, req SubmitTxHashRequest) error {
 	if req.TxHash == "" {
-		return reject(ErrTypeInvalid, paywatch.MsgHashRequired)
+		return reject(paywatch.EINVALID, paywatch.MsgHashRequired)
 	}
 	if !p.txidMode() {
-		return reject(ErrTypeInvalid, paywatch.MsgNotTxidPayment)
+		return reject(paywatch.EINVALID, paywatch.MsgNotTxidPayment)
 	}
 	if p.st.Network == "" {
-		return reject(ErrTypeInvalid, paywatch.MsgNoNetworkForHash)
+		return reject(paywatch.EINVALID, paywatch.MsgNoNetworkForHash)
 	}
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
-		return reject(ErrTypeConflict, paywatch.MsgFinalized)
+		return reject(paywatch.ECONFLICT, paywatch.MsgFinalized)
 	}
 	if p.hashKnown(req.TxHash) {
-		return rejectWithFields(ErrTypeConflict, paywatch.MsgHashPending, ErrorFields{"submitted_tx_hash": req.TxHash})
+		return rejectWithFields(paywatch.ECONFLICT, paywatch.MsgHashPending, ErrorFields{"submitted_tx_hash": req.TxHash})
 	}
 	return nil
 }
@@ -197,7 +173,7 @@ func (p *payment) submitTxHash(ctx workflow.Context, req SubmitTxHashRequest) (S
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
 		// Cancelled (or final) while the hash was being verified: it is
 		// neither claimed nor recorded.
-		return SubmitTxHashResult{}, reject(ErrTypeConflict, paywatch.MsgFinalized)
+		return SubmitTxHashResult{}, reject(paywatch.ECONFLICT, paywatch.MsgFinalized)
 	}
 	amount, found, err := p.applyVerified(ctx, h, res)
 	if err != nil {
@@ -243,12 +219,12 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 		if res.Reason != "" {
 			msg = res.Reason
 		}
-		return amount, true, reject(ErrTypeInvalid, msg)
+		return amount, true, reject(paywatch.EINVALID, msg)
 	case len(valid) == 0:
-		return amount, true, reject(ErrTypeInvalid, paywatch.MsgHashBelowMinimum)
+		return amount, true, reject(paywatch.EINVALID, paywatch.MsgHashBelowMinimum)
 	}
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
-		return amount, true, reject(ErrTypeConflict, paywatch.MsgFinalized)
+		return amount, true, reject(paywatch.ECONFLICT, paywatch.MsgFinalized)
 	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivityClaimTxHash,
 		ClaimTxHashInput{PaymentID: p.st.PaymentID, Network: p.st.Network, TxHash: h}).Get(ctx, nil); err != nil {
@@ -261,7 +237,7 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 		// after a cancel it is for the merchant to refund. Only a
 		// resubmission of the same hash to another payment of the same pool
 		// address is refused because of it.
-		return amount, true, reject(ErrTypeConflict, paywatch.MsgFinalized)
+		return amount, true, reject(paywatch.ECONFLICT, paywatch.MsgFinalized)
 	}
 	if !slices.Contains(p.st.ClaimedHashes, h) {
 		p.st.ClaimedHashes = append(p.st.ClaimedHashes, h)
@@ -323,5 +299,6 @@ func hashRejected(err error) bool {
 	if !errors.As(err, &app) || !app.NonRetryable() {
 		return false
 	}
-	return app.Type() == ErrTypeConflict || app.Type() == ErrTypeInvalid
+	code := ErrorCode(err)
+	return code == paywatch.ECONFLICT || code == paywatch.EINVALID
 }

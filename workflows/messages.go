@@ -1,6 +1,10 @@
 package workflows
 
 import (
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/paywatch/paywatch"
 )
 
@@ -35,21 +39,47 @@ const (
 // payment, so starting it twice is harmless.
 func PaymentWorkflowID(paymentID string) string { return "payment/" + paymentID }
 
-// Error types of update rejections (temporal.ApplicationError.Type). The
-// message of such an error is the exact API message of interface.md; the API
-// maps the type to the HTTP status.
-const (
-	// ErrTypeConflict maps to 409.
-	ErrTypeConflict = "Conflict"
-	// ErrTypeGone maps to 410 (payment has expired).
-	ErrTypeGone = "Gone"
-	// ErrTypeInvalid maps to 400.
-	ErrTypeInvalid = "Invalid"
-	// ErrTypeCapacity maps to 429 (no micro offset left).
-	ErrTypeCapacity = "Capacity"
-	// ErrTypeNotFound maps to 404 (the payment row is gone).
-	ErrTypeNotFound = "NotFound"
-)
+// A domain error crosses the workflows as a Temporal application error
+// whose type is its paywatch.Error code (paywatch.ECONFLICT, ...) and whose
+// message is the exact API message: an activity's refusal, an update's
+// rejection and the API's HTTP status all read the one code.
+
+// legacyErrorTypes are the types the same errors had before they took the
+// codes' names; a failure recorded in a workflow's history then still
+// reads as its code.
+var legacyErrorTypes = map[string]string{
+	"Conflict": paywatch.ECONFLICT,
+	"Gone":     paywatch.EGONE,
+	"Invalid":  paywatch.EINVALID,
+	"Capacity": paywatch.ERATELIMIT,
+	"NotFound": paywatch.ENOTFOUND,
+}
+
+// rejectable are the codes an update or an activity may refuse with.
+var rejectable = map[string]bool{
+	paywatch.EINVALID: true, paywatch.EFORBIDDEN: true, paywatch.ERATELIMIT: true,
+	paywatch.ECONFLICT: true, paywatch.EGONE: true, paywatch.ENOTFOUND: true,
+}
+
+// Rejectable reports whether a paywatch.Error code is one an update or an
+// activity refuses with (a non-retryable application error of that type).
+func Rejectable(code string) bool { return rejectable[code] }
+
+// ErrorCode returns the paywatch.Error code err carries as an application
+// error's type (read through legacyErrorTypes), or "" when it carries none.
+func ErrorCode(err error) string {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		return ""
+	}
+	if code, ok := legacyErrorTypes[app.Type()]; ok {
+		return code
+	}
+	if rejectable[app.Type()] {
+		return app.Type()
+	}
+	return ""
+}
 
 // ErrorFields is the type of the single detail an update rejection carries
 // when the API response has extra fields, such as submitted_tx_hash on the

@@ -534,7 +534,7 @@ func (s *PaymentSuite) TestCancelNonPendingIsRefused() {
 	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
 	s.at(2*time.Minute, func() { s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err) })
 	s.run(s.input(), paywatch.StatusPaid)
-	s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
+	s.assertRejected(err, paywatch.ECONFLICT, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
 
@@ -548,7 +548,7 @@ func (s *PaymentSuite) TestCancelAfterTransferIsRefused() {
 		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &err)
 	})
 	s.run(s.input(), paywatch.StatusPaid)
-	s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
+	s.assertRejected(err, paywatch.ECONFLICT, `Cannot cancel payment with status "confirming". Only pending payments can be cancelled.`)
 	s.Equal(paywatch.StatusPaid, s.last().Status)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
@@ -587,7 +587,7 @@ func (s *PaymentSuite) cancelAt(offset time.Duration, status paywatch.Status, ev
 	if status == paywatch.StatusCancelled {
 		s.Require().NoError(err)
 	} else {
-		s.assertRejected(err, workflows.ErrTypeConflict, `Cannot cancel payment with status "expired". Only pending payments can be cancelled.`)
+		s.assertRejected(err, paywatch.ECONFLICT, `Cannot cancel payment with status "expired". Only pending payments can be cancelled.`)
 	}
 	s.Equal(status, s.last().Status)
 	s.Equal([]paywatch.Event{event}, s.events())
@@ -968,8 +968,8 @@ func (s *PaymentSuite) TestTwoSelectNetworkCallsRace() {
 	s.Equal(paywatch.ERC20, s.saved[0].Network)
 	s.Equal(paywatch.USDT, s.saved[0].Token)
 	s.Equal(address, s.saved[0].Address)
-	s.assertRejected(err2, workflows.ErrTypeConflict, "Network already selected for this payment")
-	s.assertRejected(err3, workflows.ErrTypeConflict, "Network already selected for this payment")
+	s.assertRejected(err2, paywatch.ECONFLICT, "Network already selected for this payment")
+	s.assertRejected(err3, paywatch.ECONFLICT, "Network already selected for this payment")
 	s.Equal(1, s.selects)
 }
 
@@ -978,7 +978,7 @@ func (s *PaymentSuite) TestTwoSelectNetworkCallsRace() {
 func (s *PaymentSuite) TestSelectNetworkRefusals() {
 	var res any
 	var errPair, errGone, errNoAddr error
-	s.selectErr = temporal.NewNonRetryableApplicationError("No addresses available for this network", workflows.ErrTypeInvalid, nil)
+	s.selectErr = temporal.NewNonRetryableApplicationError("No addresses available for this network", paywatch.EINVALID, nil)
 	s.at(time.Minute, func() {
 		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.TRC20, Token: paywatch.USDC}, &res, &errPair)
 		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.TRC20, Token: paywatch.USDT}, &res, &errNoAddr)
@@ -987,9 +987,9 @@ func (s *PaymentSuite) TestSelectNetworkRefusals() {
 		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &res, &errGone)
 	})
 	s.run(s.networkless(), noRelease)
-	s.assertRejected(errPair, workflows.ErrTypeInvalid, "USDC is not supported on TRC20")
-	s.assertRejected(errNoAddr, workflows.ErrTypeInvalid, "No addresses available for this network")
-	s.assertRejected(errGone, workflows.ErrTypeGone, "Payment has expired")
+	s.assertRejected(errPair, paywatch.EINVALID, "USDC is not supported on TRC20")
+	s.assertRejected(errNoAddr, paywatch.EINVALID, "No addresses available for this network")
+	s.assertRejected(errGone, paywatch.EGONE, "Payment has expired")
 	s.Empty(s.events())
 }
 
@@ -1002,7 +1002,7 @@ func (s *PaymentSuite) TestSelectNetworkOnCancelledPayment() {
 	})
 	s.run(s.networkless(), noRelease)
 	s.Require().NoError(errCancel)
-	s.assertRejected(errSel, workflows.ErrTypeConflict, "Payment is not in pending state")
+	s.assertRejected(errSel, paywatch.ECONFLICT, "Payment is not in pending state")
 	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
 }
 
@@ -1021,7 +1021,7 @@ func (s *PaymentSuite) TestCancelWhileSelectingReleasesTheAddress() {
 	})
 	s.run(s.networkless(), paywatch.StatusCancelled)
 	s.Require().NoError(errCancel)
-	s.assertRejected(errSel, workflows.ErrTypeConflict, "Payment is not in pending state")
+	s.assertRejected(errSel, paywatch.ECONFLICT, "Payment is not in pending state")
 	st := s.last()
 	s.Equal(paywatch.StatusCancelled, st.Status)
 	s.Equal(address, st.Address, "the assigned address is recorded, so that it is released")
@@ -1102,7 +1102,7 @@ func (s *PaymentSuite) TestSameHashTwice() {
 	})
 	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(e1)
-	s.assertRejected(e2, workflows.ErrTypeConflict, "Transaction hash already submitted and pending confirmation")
+	s.assertRejected(e2, paywatch.ECONFLICT, "Transaction hash already submitted and pending confirmation")
 	var app *temporal.ApplicationError
 	s.Require().True(errors.As(e2, &app))
 	var fields workflows.ErrorFields
@@ -1116,7 +1116,7 @@ func (s *PaymentSuite) TestSameHashTwice() {
 func (s *PaymentSuite) TestHashClaimedByAnotherPayment() {
 	var r any
 	var e error
-	s.claimErr["0xtaken"] = temporal.NewNonRetryableApplicationError("This transaction hash is already submitted for another payment", workflows.ErrTypeConflict, nil)
+	s.claimErr["0xtaken"] = temporal.NewNonRetryableApplicationError("This transaction hash is already submitted for another payment", paywatch.ECONFLICT, nil)
 	s.at(time.Minute, func() {
 		s.onChain("0xtaken", "50.00")
 		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xtaken"}, &r, &e)
@@ -1126,7 +1126,7 @@ func (s *PaymentSuite) TestHashClaimedByAnotherPayment() {
 		s.env.CancelWorkflow()
 	})
 	s.observe(s.txidInput())
-	s.assertRejected(e, workflows.ErrTypeConflict, "This transaction hash is already submitted for another payment")
+	s.assertRejected(e, paywatch.ECONFLICT, "This transaction hash is already submitted for another payment")
 }
 
 // A re-check drops a hash that can never count (claimed by another
@@ -1143,7 +1143,7 @@ func (s *PaymentSuite) TestRecheckKeepsHashOnTransientClaimFailure() {
 		s.onChain("0xtaken", "50.00")
 		s.onChain("0xflaky", "50.00")
 		s.mu.Lock()
-		s.claimErr["0xtaken"] = temporal.NewNonRetryableApplicationError("This transaction hash is already submitted for another payment", workflows.ErrTypeConflict, nil)
+		s.claimErr["0xtaken"] = temporal.NewNonRetryableApplicationError("This transaction hash is already submitted for another payment", paywatch.ECONFLICT, nil)
 		s.claimErr["0xflaky"] = errors.New("database unavailable")
 		s.mu.Unlock()
 	})
@@ -1187,7 +1187,7 @@ func (s *PaymentSuite) TestCancelWhileVerifyingTxHashSkipsClaim() {
 	})
 	s.run(s.txidInput(), paywatch.StatusCancelled)
 	s.Require().NoError(err)
-	s.assertRejected(e, workflows.ErrTypeConflict, "Payment already finalized")
+	s.assertRejected(e, paywatch.ECONFLICT, "Payment already finalized")
 	s.Empty(s.claims)
 	s.Equal([]paywatch.Event{paywatch.EventCancelled}, s.events())
 	st := s.last()
@@ -1223,8 +1223,8 @@ func (s *PaymentSuite) TestTxidOnlySubmittedHashesCount() {
 	s.run(s.txidInput(), paywatch.StatusPaid)
 	s.Require().NoError(eGood)
 	s.True(rGood.(workflows.SubmitTxHashResult).Verified)
-	s.assertRejected(eWrong, workflows.ErrTypeInvalid, "Transaction does not transfer USDT to this payment's address on ERC20")
-	s.assertRejected(eFinal, workflows.ErrTypeConflict, "Payment already finalized")
+	s.assertRejected(eWrong, paywatch.EINVALID, "Transaction does not transfer USDT to this payment's address on ERC20")
+	s.assertRejected(eFinal, paywatch.ECONFLICT, "Payment already finalized")
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 }
 

@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/paywatch/paywatch"
 )
 
 // WebhookWorkflowName is the registered name of WebhookWorkflow.
@@ -87,7 +89,7 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 			}
 		}
 		if err != nil {
-			if errorOfType(err, ErrTypeNotFound) {
+			if ErrorCode(err) == paywatch.ENOTFOUND {
 				logger.Error("webhook event not found", "eventId", in.EventID)
 				return nil
 			}
@@ -127,13 +129,6 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 // webhookNotSentWait is how long WebhookWorkflow waits before making again
 // an attempt that could not be made, after the activity's own retries.
 const webhookNotSentWait = time.Minute
-
-// errorOfType reports whether err is, or wraps, an application error of
-// type typ.
-func errorOfType(err error, typ string) bool {
-	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == typ
-}
 
 // attemptNotMade reports whether a send activity's error says that nothing
 // was sent: the activity failed with ErrTypeWebhookNotSent itself. A

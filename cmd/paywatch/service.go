@@ -441,7 +441,11 @@ func (l leveled) Enabled(ctx context.Context, lv slog.Level) bool {
 // webhook attempt answered 5xx, a chain provider's rate limit, a webhook
 // read during a database outage. The SDK logs every failed activity
 // attempt at ERROR; these are logged at WARN instead.
-var expectedActivityErrors = []string{"(type: WebhookRetry,", "(type: RateLimited,", "(type: WebhookNotSent,"}
+var expectedActivityErrors = []string{
+	"(type: " + workflows.ErrTypeWebhookRetry + ",",
+	"(type: " + workflows.ErrTypeRateLimited + ",",
+	"(type: " + workflows.ErrTypeWebhookNotSent + ",",
+}
 
 // Handle lowers the SDK's "Activity error." records of expected retries
 // to WARN, then passes every record on.
