@@ -44,7 +44,7 @@ type Store interface {
 	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) error
 	// ClaimTransfers claims transfers for the payments they count for (one
 	// payment per transfer) and returns each claimed transfer's payment.
-	ClaimTransfers(ctx context.Context, n paywatch.Network, ts []store.ChainTransfer) (map[store.TransferKey]string, error)
+	ClaimTransfers(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer) (map[paywatch.TransferKey]string, error)
 	// RecordedTransfersTo lists the scanner's recorded transfers of token to
 	// address from fromBlock up to the network's cursor, with the cursor.
 	RecordedTransfersTo(ctx context.Context, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (store.RecordedTransfers, error)

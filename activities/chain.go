@@ -10,7 +10,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
-	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -98,7 +97,7 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 	}
 	var found []chains.Transfer
 	for _, t := range rec.Transfers {
-		found = append(found, chainTransfer(in.Network, t))
+		found = append(found, t)
 	}
 	from := in.StartBlock
 	if rec.Scanned && in.Network.Family() != paywatch.FamilyEVM {
@@ -212,14 +211,6 @@ func mergeTransfers(recorded, onChain []chains.Transfer) []chains.Transfer {
 		return cmp.Or(cmp.Compare(a.BlockNumber, b.BlockNumber), cmp.Compare(a.LogIndex, b.LogIndex))
 	})
 	return out
-}
-
-// chainTransfer converts a recorded transfer back to the chain's form.
-func chainTransfer(n paywatch.Network, t store.ChainTransfer) chains.Transfer {
-	return chains.Transfer{
-		Network: n, Token: t.Token, TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber,
-		BlockHash: t.BlockHash, From: t.From, To: t.To, Amount: t.Amount,
-	}
 }
 
 // sameAddress compares addresses in their normalised forms: EVM addresses

@@ -119,9 +119,9 @@ func TestFinalCheckFiltersTokenAddressAndStartBlock(t *testing.T) {
 }
 
 // recorded is a recorded transfer fixture on BEP20 (25 at 18 decimals).
-func recorded(hash string, block uint64, tok paywatch.Token, to string) store.ChainTransfer {
+func recorded(hash string, block uint64, tok paywatch.Token, to string) paywatch.Transfer {
 	units, _ := new(big.Int).SetString("25000000000000000000", 10)
-	return store.ChainTransfer{TxHash: hash, LogIndex: 2, BlockNumber: block, BlockHash: fmt.Sprintf("0xh%d", block),
+	return paywatch.Transfer{TxHash: hash, LogIndex: 2, BlockNumber: block, BlockHash: fmt.Sprintf("0xh%d", block),
 		Token: tok, From: "0xf", To: to, Amount: units}
 }
 
@@ -156,7 +156,7 @@ func TestFinalCheckOnEVMAsksTheChainOverTheWholeWindow(t *testing.T) {
 		}
 		return got
 	}
-	cursor := func(height uint64, ts ...store.ChainTransfer) {
+	cursor := func(height uint64, ts ...paywatch.Transfer) {
 		t.Helper()
 		_, err := db.store.RecordScan(ctx, store.ScanBatch{Network: n, Height: height, BlockHash: "0xc", Head: 120, Transfers: ts}, nil)
 		require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestFinalCheckOnEVMAsksTheChainOverTheWholeWindow(t *testing.T) {
 		recorded("0xearly", 50, paywatch.USDT, payTo),
 		recorded("0xabove", 111, paywatch.USDT, payTo), // above the cursor: not the records' part
 		stale, removed)
-	require.NoError(t, db.store.MarkTransfersRemoved(ctx, n, []store.TransferKey{removed.Key()}))
+	require.NoError(t, db.store.MarkTransfersRemoved(ctx, n, []paywatch.TransferKey{removed.Key()}))
 	assert.Equal(t, []string{"0xr1", "0xt1", "0xtail"}, check())
 	assert.Equal(t, []uint64{60}, c.addressFroms, "the whole window, not only the blocks after the cursor")
 	res, err := acts.FinalCheck(ctx, in)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
-	"github.com/paywatch/paywatch/store"
 )
 
 // ownTransfers keeps those of ts (transfers to one payment's address) that
@@ -16,9 +15,9 @@ func (a *Activities) ownTransfers(ctx context.Context, n paywatch.Network, payme
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	stored := make([]store.ChainTransfer, len(ts))
+	stored := make([]paywatch.Transfer, len(ts))
 	for i, t := range ts {
-		stored[i] = storeTransfer(t)
+		stored[i] = t
 	}
 	owners, err := a.store.ClaimTransfers(ctx, n, stored)
 	if err != nil {

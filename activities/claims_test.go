@@ -106,7 +106,7 @@ func TestConcurrentClaimsAgreeOnOneOwner(t *testing.T) {
 		ids = append(ids, db.watchMicro(t, n, paywatch.USDT, addr, amount, time.Duration(3-i)*time.Minute))
 	}
 	for round := range 20 {
-		tr := store.ChainTransfer{
+		tr := paywatch.Transfer{
 			TxHash: "0x" + hexN(round), LogIndex: 0, BlockNumber: 10, BlockHash: "0xb", Token: paywatch.USDT,
 			From: randomAddress(t, n), To: addr, Amount: paywatch.MustParseAmount("10.66300", 18).Units(),
 		}
@@ -117,7 +117,7 @@ func TestConcurrentClaimsAgreeOnOneOwner(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				if g%2 == 0 {
-					got, err := db.store.ClaimTransfers(ctx, n, []store.ChainTransfer{tr})
+					got, err := db.store.ClaimTransfers(ctx, n, []paywatch.Transfer{tr})
 					assert.NoError(t, err)
 					owners[g] = got[tr.Key()]
 					return
@@ -125,8 +125,8 @@ func TestConcurrentClaimsAgreeOnOneOwner(t *testing.T) {
 				// The scanner's path proposes a payment of its own choosing:
 				// whoever commits first decides.
 				_, err := db.store.RecordScan(ctx, store.ScanBatch{Network: n, Height: 10, BlockHash: "0xb", Head: 10,
-					Transfers: []store.ChainTransfer{tr}, Claims: []store.TransferClaim{{Transfer: tr, PaymentID: ids[g%3]}}},
-					func(_ context.Context, o map[store.TransferKey]string) error {
+					Transfers: []paywatch.Transfer{tr}, Claims: []store.TransferClaim{{Transfer: tr, PaymentID: ids[g%3]}}},
+					func(_ context.Context, o map[paywatch.TransferKey]string) error {
 						owners[g] = o[tr.Key()]
 						return nil
 					})

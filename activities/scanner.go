@@ -29,13 +29,13 @@ type ScannerStore interface {
 	// RecordScan records a batch's transfers and their claims and moves the
 	// cursor in one transaction, running beforeCommit inside it with the
 	// payment each claimed transfer counts for.
-	RecordScan(ctx context.Context, b store.ScanBatch, beforeCommit func(ctx context.Context, owners map[store.TransferKey]string) error) (store.RecordResult, error)
+	RecordScan(ctx context.Context, b store.ScanBatch, beforeCommit func(ctx context.Context, owners map[paywatch.TransferKey]string) error) (store.RecordResult, error)
 	// TransferOwners returns the payments that claimed transfers.
-	TransferOwners(ctx context.Context, n paywatch.Network, keys []store.TransferKey) (map[store.TransferKey]string, error)
+	TransferOwners(ctx context.Context, n paywatch.Network, keys []paywatch.TransferKey) (map[paywatch.TransferKey]string, error)
 	// RecentTransfers lists recorded, still canonical transfers from a block on.
-	RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]store.ChainTransfer, error)
+	RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]paywatch.Transfer, error)
 	// MarkTransfersRemoved flags transfers a reorg dropped.
-	MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []store.TransferKey) error
+	MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []paywatch.TransferKey) error
 	// PaymentsWithoutWorkflow returns, for those of ids whose workflow is not
 	// recorded as started, when their row was created.
 	PaymentsWithoutWorkflow(ctx context.Context, ids []string) (map[string]time.Time, error)

@@ -98,7 +98,7 @@ func (s *Scanner) record(ctx context.Context, n paywatch.Network, ts []chains.Tr
 // cursor, signalling each transfer to that payment before it commits.
 func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (ScanStats, error) {
 	out := ScanStats{Transfers: len(ts)}
-	seen := map[store.TransferKey]workflows.TransferSeen{}
+	seen := map[paywatch.TransferKey]workflows.TransferSeen{}
 	if len(ts) > 0 {
 		recipients := make([]string, 0, len(ts))
 		hashes := make([]string, 0, len(ts))
@@ -113,7 +113,7 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 			return out, err
 		}
 		for _, t := range ts {
-			st := storeTransfer(t)
+			st := t
 			owner, ok := store.ClaimOwner(watched[t.To], st)
 			if !ok {
 				continue
@@ -124,7 +124,7 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 			seen[st.Key()] = transferSeen(n, t)
 		}
 	}
-	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context, owners map[store.TransferKey]string) error {
+	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context, owners map[paywatch.TransferKey]string) error {
 		signals := make([]signal, 0, len(b.Claims))
 		for _, c := range b.Claims {
 			if owner, ok := owners[c.Transfer.Key()]; ok {
@@ -135,14 +135,6 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 		return s.send(ctx, signals)
 	})
 	return out, err
-}
-
-// storeTransfer converts a chain transfer to its stored form.
-func storeTransfer(t chains.Transfer) store.ChainTransfer {
-	return store.ChainTransfer{
-		TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash,
-		Token: t.Token, From: t.From, To: t.To, Amount: t.Amount,
-	}
 }
 
 // sameHash compares block hashes as nodes print them.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
-	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -25,7 +24,7 @@ func (s *Scanner) reorg(ctx context.Context, st *scan) error {
 		return err
 	}
 	hashes := map[uint64]string{}
-	var gone []store.ChainTransfer
+	var gone []paywatch.Transfer
 	for _, t := range recent {
 		if t.BlockNumber > st.height {
 			continue
@@ -68,11 +67,11 @@ func (s *Scanner) reorg(ctx context.Context, st *scan) error {
 // payment each was claimed for, then marks them removed. Signals go first:
 // if marking fails, the next reorg check finds them again. The claims stay:
 // a transfer mined again with the same key counts for the same payment.
-func (s *Scanner) remove(ctx context.Context, n paywatch.Network, gone []store.ChainTransfer) error {
+func (s *Scanner) remove(ctx context.Context, n paywatch.Network, gone []paywatch.Transfer) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	keys := make([]store.TransferKey, 0, len(gone))
+	keys := make([]paywatch.TransferKey, 0, len(gone))
 	for _, t := range gone {
 		keys = append(keys, t.Key())
 	}

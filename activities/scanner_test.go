@@ -206,7 +206,7 @@ func TestScannerRunRecordsSignalsAndHandlesReorgs(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, workflows.SignalTransferRemoved, got[1].Name)
 	assert.Equal(t, workflows.TransferRemoved{TxHash: a.TxHash, LogIndex: seen.LogIndex}, got[1].Arg)
-	rec, ok, err := db.store.ChainTransferByKey(ctx, n, store.TransferKey{TxHash: a.TxHash, LogIndex: seen.LogIndex})
+	rec, ok, err := db.store.ChainTransferByKey(ctx, n, paywatch.TransferKey{TxHash: a.TxHash, LogIndex: seen.LogIndex})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.True(t, rec.Removed)

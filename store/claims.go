@@ -19,7 +19,7 @@ import (
 
 // TransferClaim proposes the payment a transfer counts for.
 type TransferClaim struct {
-	Transfer  ChainTransfer
+	Transfer  paywatch.Transfer
 	PaymentID string
 }
 
@@ -29,7 +29,7 @@ type TransferClaim struct {
 // the address (any mode but pool + micro_amount), or else the micro_amount
 // payment nearest its amount within the match window, the oldest on a tie
 // (paywatch.PickClaimant). ok is false when none takes it.
-func ClaimOwner(watchers []WatchedPayment, t ChainTransfer) (paymentID string, ok bool) {
+func ClaimOwner(watchers []WatchedPayment, t paywatch.Transfer) (paymentID string, ok bool) {
 	var cands []paywatch.ClaimCandidate
 	for _, w := range watchers {
 		if w.Accepts(t.Token, t.TxHash, t.BlockNumber) {
@@ -54,14 +54,14 @@ func ClaimOwner(watchers []WatchedPayment, t ChainTransfer) (paymentID string, o
 // that count for no payment are not in the map. A payment's final check
 // calls it with what it found on chain, so a transfer the scanner has not
 // seen is claimed by the same rule and never counts twice.
-func (s *Store) ClaimTransfers(ctx context.Context, n paywatch.Network, ts []ChainTransfer) (map[TransferKey]string, error) {
+func (s *Store) ClaimTransfers(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer) (map[paywatch.TransferKey]string, error) {
 	if len(ts) == 0 {
-		return map[TransferKey]string{}, nil
+		return map[paywatch.TransferKey]string{}, nil
 	}
-	var owners map[TransferKey]string
+	var owners map[paywatch.TransferKey]string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var addrs, hashes []string
-		keys := make([]TransferKey, 0, len(ts))
+		keys := make([]paywatch.TransferKey, 0, len(ts))
 		for _, t := range ts {
 			addrs = append(addrs, t.To)
 			hashes = append(hashes, t.TxHash)
@@ -92,8 +92,8 @@ func (s *Store) ClaimTransfers(ctx context.Context, n paywatch.Network, ts []Cha
 // owner of every claimed transfer and of every key in also that has a claim.
 // A claim that loses to a concurrent one waits for it (ON CONFLICT) and then
 // reads its owner.
-func claimTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, claims []TransferClaim, also []TransferKey, now time.Time) (map[TransferKey]string, error) {
-	owners := map[TransferKey]string{}
+func claimTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, claims []TransferClaim, also []paywatch.TransferKey, now time.Time) (map[paywatch.TransferKey]string, error) {
+	owners := map[paywatch.TransferKey]string{}
 	if len(claims) == 0 && len(also) == 0 {
 		return owners, nil
 	}
@@ -101,7 +101,7 @@ func claimTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, claims [
 		hashes, payments, tos, tokens, amounts []string
 		indexes                                []int64
 	)
-	seen := map[TransferKey]bool{}
+	seen := map[paywatch.TransferKey]bool{}
 	for _, c := range claims {
 		t := c.Transfer
 		if seen[t.Key()] || t.Amount == nil {
@@ -147,7 +147,7 @@ func claimTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, claims [
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k TransferKey
+		var k paywatch.TransferKey
 		var idx int64
 		var owner string
 		if err := rows.Scan(&k.TxHash, &idx, &owner); err != nil {
@@ -164,8 +164,8 @@ func claimTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, claims [
 
 // TransferOwners returns, for those of keys that have a claim on network n,
 // the payment each counts for.
-func (s *Store) TransferOwners(ctx context.Context, n paywatch.Network, keys []TransferKey) (map[TransferKey]string, error) {
-	var owners map[TransferKey]string
+func (s *Store) TransferOwners(ctx context.Context, n paywatch.Network, keys []paywatch.TransferKey) (map[paywatch.TransferKey]string, error) {
+	var owners map[paywatch.TransferKey]string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		owners, err = claimTransfers(ctx, tx, n, nil, keys, s.clock())

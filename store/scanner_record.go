@@ -3,36 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
-	"math/big"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/paywatch/paywatch"
 )
-
-// ChainTransfer is a recorded token transfer (a chain_transfers row).
-type ChainTransfer struct {
-	TxHash      string
-	LogIndex    uint32
-	BlockNumber uint64
-	BlockHash   string
-	Token       paywatch.Token
-	From, To    string
-	// Amount is in the token's base units.
-	Amount *big.Int
-	// Removed is set once the transfer left the canonical chain.
-	Removed bool
-}
-
-// TransferKey identifies a transfer on a network.
-type TransferKey struct {
-	TxHash   string
-	LogIndex uint32
-}
-
-// Key returns the transfer's key.
-func (t ChainTransfer) Key() TransferKey { return TransferKey{t.TxHash, t.LogIndex} }
 
 // ScanBatch is one scanned range of blocks and the transfers in it that
 // concern watched payments.
@@ -45,7 +21,7 @@ type ScanBatch struct {
 	// Head is the chain head when the range was read.
 	Head uint64
 	// Transfers are the matching transfers of the range.
-	Transfers []ChainTransfer
+	Transfers []paywatch.Transfer
 	// Claims propose the payment each matching transfer counts for
 	// (ClaimOwner); a transfer claimed before keeps its payment.
 	Claims []TransferClaim
@@ -76,7 +52,7 @@ type RecordResult struct {
 // so the batch is scanned and signalled again; if the process dies after it
 // but before the commit, the same happens. Either way every recorded
 // transfer has been signalled, and the workflows ignore repeats.
-func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, owners map[TransferKey]string) error) (RecordResult, error) {
+func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, owners map[paywatch.TransferKey]string) error) (RecordResult, error) {
 	var res RecordResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -109,13 +85,13 @@ func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(c
 }
 
 // recordTransfers inserts transfers with one statement.
-func recordTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []ChainTransfer, now time.Time) (RecordResult, error) {
+func recordTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []paywatch.Transfer, now time.Time) (RecordResult, error) {
 	var res RecordResult
 	if len(ts) == 0 {
 		return res, nil
 	}
 	// ON CONFLICT DO UPDATE cannot touch one row twice in a statement.
-	seen := make(map[TransferKey]bool, len(ts))
+	seen := make(map[paywatch.TransferKey]bool, len(ts))
 	var (
 		hashes, blockHashes, tokens, froms, tos, amounts []string
 		logIndexes, blocks                               []int64
@@ -172,7 +148,7 @@ func recordTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []Ch
 
 // MarkTransfersRemoved flags recorded transfers of network n as no longer
 // canonical (a reorg dropped them). Unknown keys are ignored.
-func (s *Store) MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []TransferKey) error {
+func (s *Store) MarkTransfersRemoved(ctx context.Context, n paywatch.Network, keys []paywatch.TransferKey) error {
 	if len(keys) == 0 {
 		return nil
 	}

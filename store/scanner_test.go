@@ -222,8 +222,8 @@ func TestStartBlockIsTheChainHeadAtAssignment(t *testing.T) {
 }
 
 // transfer is a recorded transfer fixture.
-func transfer(hash string, logIndex uint32, block uint64, blockHash string, units int64) store.ChainTransfer {
-	return store.ChainTransfer{
+func transfer(hash string, logIndex uint32, block uint64, blockHash string, units int64) paywatch.Transfer {
+	return paywatch.Transfer{
 		TxHash: hash, LogIndex: logIndex, BlockNumber: block, BlockHash: blockHash, Token: paywatch.USDT,
 		From: tronAddrs[0], To: tronAddrs[1], Amount: big.NewInt(units),
 	}
@@ -243,7 +243,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	b := transfer("bb", 3, 102, "h102", 7_000_000)
 	var inside bool
 	res, err := s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 150,
-		Transfers: []store.ChainTransfer{a, b, a}}, func(ctx context.Context, _ map[store.TransferKey]string) error {
+		Transfers: []paywatch.Transfer{a, b, a}}, func(ctx context.Context, _ map[paywatch.TransferKey]string) error {
 		// The batch is visible inside the transaction only.
 		_, ok, err := s.ChainTransferByKey(context.Background(), n, a.Key())
 		require.NoError(t, err)
@@ -262,7 +262,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 
 	// Scanning the same blocks again changes nothing.
 	res, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 150,
-		Transfers: []store.ChainTransfer{a, b}}, nil)
+		Transfers: []paywatch.Transfer{a, b}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, store.RecordResult{}, res)
 
@@ -270,7 +270,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	c := transfer("cc", 0, 120, "h120", 1)
 	boom := errors.New("signal failed")
 	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 130, BlockHash: "h130", Head: 150,
-		Transfers: []store.ChainTransfer{c}}, func(context.Context, map[store.TransferKey]string) error { return boom })
+		Transfers: []paywatch.Transfer{c}}, func(context.Context, map[paywatch.TransferKey]string) error { return boom })
 	require.ErrorIs(t, err, boom)
 	_, ok, err = s.ChainTransferByKey(ctx, n, c.Key())
 	require.NoError(t, err)
@@ -285,7 +285,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	require.Len(t, recent, 1)
 	assert.Equal(t, b.Key(), recent[0].Key())
 	assert.Equal(t, big.NewInt(7_000_000), recent[0].Amount)
-	require.NoError(t, s.MarkTransfersRemoved(ctx, n, []store.TransferKey{b.Key(), {TxHash: "unknown"}}))
+	require.NoError(t, s.MarkTransfersRemoved(ctx, n, []paywatch.TransferKey{b.Key(), {TxHash: "unknown"}}))
 	recent, err = s.RecentTransfers(ctx, n, 0)
 	require.NoError(t, err)
 	require.Len(t, recent, 1, "removed transfers are not recent")
@@ -293,7 +293,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 
 	b2 := transfer("bb", 3, 104, "h104b", 7_000_000)
 	res, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 112, BlockHash: "h112", Head: 150,
-		Transfers: []store.ChainTransfer{b2}}, nil)
+		Transfers: []paywatch.Transfer{b2}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, store.RecordResult{Moved: 1}, res)
 	got, ok, err := s.ChainTransferByKey(ctx, n, b.Key())
@@ -341,7 +341,7 @@ func TestRecordedTransfersToStopsAtTheCursor(t *testing.T) {
 	usdc := transfer("usdc", 1, 101, "h101", 1)
 	usdc.Token = paywatch.USDC
 	gone := transfer("gone", 0, 103, "h103", 1)
-	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 120, Transfers: []store.ChainTransfer{
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 120, Transfers: []paywatch.Transfer{
 		transfer("late", 0, 105, "h105", 7_000_000),
 		transfer("early", 0, 90, "h90", 1),
 		transfer("first", 2, 100, "h100", 5_000_000),
@@ -349,7 +349,7 @@ func TestRecordedTransfersToStopsAtTheCursor(t *testing.T) {
 		other, usdc, gone,
 	}}, nil)
 	require.NoError(t, err)
-	require.NoError(t, s.MarkTransfersRemoved(ctx, n, []store.TransferKey{gone.Key()}))
+	require.NoError(t, s.MarkTransfersRemoved(ctx, n, []paywatch.TransferKey{gone.Key()}))
 	// The scanner went back (a reorg) and re-recorded a transfer above its
 	// new cursor: that block is the chain's to read again.
 	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 104, BlockHash: "h104b", Head: 120}, nil)
@@ -365,7 +365,9 @@ func TestRecordedTransfersToStopsAtTheCursor(t *testing.T) {
 	}
 	assert.Equal(t, []string{"second", "first"}, hashes,
 		"in chain order; not before the start block, above the cursor, removed, of another token or to another address")
-	assert.Equal(t, transfer("second", 1, 100, "h100", 6_000_000), got.Transfers[0])
+	want := transfer("second", 1, 100, "h100", 6_000_000)
+	want.Network = n // a recorded transfer reads back with its network
+	assert.Equal(t, want, got.Transfers[0])
 
 	got, err = s.RecordedTransfersTo(ctx, n, paywatch.USDT, to, 105)
 	require.NoError(t, err)

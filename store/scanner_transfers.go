@@ -17,7 +17,7 @@ const maxRecentTransfers = 10_000
 // RecentTransfers returns network n's recorded transfers that are still
 // canonical as far as the store knows, in blocks from fromBlock on, oldest
 // first (at most 10,000).
-func (s *Store) RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]ChainTransfer, error) {
+func (s *Store) RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]paywatch.Transfer, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount::text
 		FROM chain_transfers
@@ -29,9 +29,9 @@ func (s *Store) RecentTransfers(ctx context.Context, n paywatch.Network, fromBlo
 		return nil, fmt.Errorf("recent %s transfers: %w", n, err)
 	}
 	defer rows.Close()
-	var out []ChainTransfer
+	var out []paywatch.Transfer
 	for rows.Next() {
-		var t ChainTransfer
+		var t paywatch.Transfer
 		var logIndex, block int64
 		var token, amount string
 		if err := rows.Scan(&t.TxHash, &logIndex, &block, &t.BlockHash, &token, &t.From, &t.To, &amount); err != nil {
@@ -60,7 +60,7 @@ type RecordedTransfers struct {
 	Height uint64
 	// Transfers are the recorded, still canonical transfers in blocks up
 	// to Height, oldest first.
-	Transfers []ChainTransfer
+	Transfers []paywatch.Transfer
 }
 
 // RecordedTransfersTo returns network n's recorded, still canonical
@@ -111,7 +111,7 @@ func recordedTransfersTo(ctx context.Context, tx pgx.Tx, n paywatch.Network, tok
 	}
 	defer rows.Close()
 	for rows.Next() {
-		t := ChainTransfer{Token: token, To: address}
+		t := paywatch.Transfer{Network: n, Token: token, To: address}
 		var logIndex, block int64
 		var amount string
 		if err := rows.Scan(&t.TxHash, &logIndex, &block, &t.BlockHash, &t.From, &amount); err != nil {
@@ -129,8 +129,8 @@ func recordedTransfersTo(ctx context.Context, tx pgx.Tx, n paywatch.Network, tok
 
 // ChainTransferByKey returns one recorded transfer; ok is false if it is
 // not recorded.
-func (s *Store) ChainTransferByKey(ctx context.Context, n paywatch.Network, k TransferKey) (ChainTransfer, bool, error) {
-	t := ChainTransfer{TxHash: k.TxHash, LogIndex: k.LogIndex}
+func (s *Store) ChainTransferByKey(ctx context.Context, n paywatch.Network, k paywatch.TransferKey) (paywatch.Transfer, bool, error) {
+	t := paywatch.Transfer{Network: n, TxHash: k.TxHash, LogIndex: k.LogIndex}
 	var block int64
 	var token, amount string
 	err := s.pool.QueryRow(ctx, `
@@ -138,15 +138,15 @@ func (s *Store) ChainTransferByKey(ctx context.Context, n paywatch.Network, k Tr
 		FROM chain_transfers WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
 		string(n), k.TxHash, int64(k.LogIndex)).Scan(&block, &t.BlockHash, &token, &t.From, &t.To, &amount, &t.Removed)
 	if noRows(err) {
-		return ChainTransfer{}, false, nil
+		return paywatch.Transfer{}, false, nil
 	}
 	if err != nil {
-		return ChainTransfer{}, false, fmt.Errorf("read %s transfer %s/%d: %w", n, k.TxHash, k.LogIndex, err)
+		return paywatch.Transfer{}, false, fmt.Errorf("read %s transfer %s/%d: %w", n, k.TxHash, k.LogIndex, err)
 	}
 	t.BlockNumber, t.Token = uint64(block), paywatch.Token(token)
 	var ok bool
 	if t.Amount, ok = new(big.Int).SetString(amount, 10); !ok {
-		return ChainTransfer{}, false, fmt.Errorf("read %s transfer %s/%d: bad amount %q", n, k.TxHash, k.LogIndex, amount)
+		return paywatch.Transfer{}, false, fmt.Errorf("read %s transfer %s/%d: bad amount %q", n, k.TxHash, k.LogIndex, amount)
 	}
 	return t, true, nil
 }

@@ -9,31 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"sync/atomic"
 
 	"github.com/paywatch/paywatch"
 )
 
-// Transfer is one token Transfer event seen on chain.
-type Transfer struct {
-	Network  paywatch.Network
-	Token    paywatch.Token
-	Contract string // normalised token contract address
-	TxHash   string // normalised as paywatch.NormalizeTxHash
-	// LogIndex identifies the log within its block. EVM: the log's index in
-	// its block, as the node reports it. Tron: the log's position in the
-	// block's flattened log list, that is in the logs of the block's
-	// TransactionInfos taken in block order (every log counts, whatever its
-	// contract or its transaction's result), because Tron nodes report no
-	// log index at all.
-	LogIndex    uint32
-	BlockNumber uint64
-	BlockHash   string // "0x…" EVM; 64 lowercase hex Tron block id
-	From, To    string // normalised addresses (EIP-55 / Tron base58)
-	Amount      *big.Int
-}
+// Transfer is one token Transfer event seen on chain (paywatch.Transfer).
+type Transfer = paywatch.Transfer
 
 // Client reads one network. Implementations are safe for concurrent use.
 type Client interface {
