@@ -82,26 +82,53 @@ type Policy struct {
 	// transfer within the match window of it is the payment's (pool +
 	// micro_amount).
 	ExactMatch bool
+	// OneInProgress: a customer (external_ref) has at most one payment in
+	// progress per network and token, since it reuses their address
+	// (per_user, dedicated).
+	OneInProgress bool
 }
 
 // PolicyOf returns the policy of mode m with pool matching pm (read in
 // pool mode only; any pool matching other than txid is micro_amount).
 //
-//	mode                  late funds  txid only  exact match
-//	per_payment           yes         no         no
-//	per_user, dedicated   no          no         no
-//	pool + micro_amount   no          no         yes
-//	pool + txid           yes         yes        no
+//	mode                  late funds  txid only  exact match  one in progress
+//	per_payment           yes         no         no           no
+//	per_user, dedicated   no          no         no           yes
+//	pool + micro_amount   no          no         yes          no
+//	pool + txid           yes         yes        no           no
 func PolicyOf(m AddressMode, pm PoolMatching) Policy {
 	switch {
 	case m == ModePerPayment:
 		return Policy{LateFunds: true}
+	case m == ModePerUser, m == ModeDedicated:
+		return Policy{OneInProgress: true}
 	case m == ModePool && pm == MatchTxID:
 		return Policy{LateFunds: true, TxIDOnly: true}
 	case m == ModePool:
 		return Policy{ExactMatch: true}
 	}
 	return Policy{}
+}
+
+// CreationRefusal is the verdict of the rules of creating a payment that
+// need only its project's settings: the amount is at least the project
+// minimum (or the global 0.10), has no more decimals than
+// micro_amount_decimals in pool + micro_amount, and a pre-assigned address
+// comes only in dedicated mode with a network. The store applies it in the
+// transaction that reads the project, before the rules that need rows.
+func CreationRefusal(m AddressMode, pm PoolMatching, projectMin *Amount, microDecimals int, amount Amount, network Network, address string) error {
+	if min := DustMinimum(projectMin); amount.Cmp(min) < 0 {
+		return Errorf(EINVALID, MsgProjectMinimumFormat, min.String())
+	}
+	if PolicyOf(m, pm).ExactMatch {
+		if err := ValidateMicroPrecision(amount, microDecimals); err != nil {
+			return err
+		}
+	}
+	if address != "" && (m != ModeDedicated || network == "") {
+		return Errorf(EINVALID, "%s", MsgInvalidRequestBody)
+	}
+	return nil
 }
 
 // PolicySQL is a rule of the policy table as an SQL condition on the

@@ -309,8 +309,8 @@ func TestPolicyOf(t *testing.T) {
 		want     paywatch.Policy
 	}{
 		{paywatch.ModePerPayment, "", paywatch.Policy{LateFunds: true}},
-		{paywatch.ModePerUser, "", paywatch.Policy{}},
-		{paywatch.ModeDedicated, "", paywatch.Policy{}},
+		{paywatch.ModePerUser, "", paywatch.Policy{OneInProgress: true}},
+		{paywatch.ModeDedicated, "", paywatch.Policy{OneInProgress: true}},
 		{paywatch.ModePool, paywatch.MatchMicroAmount, paywatch.Policy{ExactMatch: true}},
 		{paywatch.ModePool, paywatch.MatchTxID, paywatch.Policy{LateFunds: true, TxIDOnly: true}},
 	} {
@@ -320,6 +320,41 @@ func TestPolicyOf(t *testing.T) {
 		paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.LateFunds }))
 	assert.Equal(t, "(false OR (p.address_mode = 'pool' AND p.pool_matching = 'txid'))",
 		paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.TxIDOnly }))
+}
+
+// The creation rules that need only the project's settings.
+func TestCreationRefusal(t *testing.T) {
+	amount := func(s string) paywatch.Amount { return paywatch.MustParseAmount(s, 6) }
+	min := amount("5")
+	for _, c := range []struct {
+		name    string
+		mode    paywatch.AddressMode
+		pm      paywatch.PoolMatching
+		min     *paywatch.Amount
+		amount  string
+		network paywatch.Network
+		address string
+		msg     string
+	}{
+		{"ok", paywatch.ModePerPayment, "", nil, "10", paywatch.TRC20, "", ""},
+		{"global minimum", paywatch.ModePerPayment, "", nil, "0.09", paywatch.TRC20, "", "Amount must be at least $0.10 (project minimum)"},
+		{"project minimum", paywatch.ModePerPayment, "", &min, "4.99", paywatch.TRC20, "", "Amount must be at least $5.00 (project minimum)"},
+		{"micro precision", paywatch.ModePool, paywatch.MatchMicroAmount, nil, "10.123", paywatch.TRC20, "", "x"},
+		{"txid takes any precision", paywatch.ModePool, paywatch.MatchTxID, nil, "10.123", paywatch.TRC20, "", ""},
+		{"address outside dedicated", paywatch.ModePerUser, "", nil, "10", paywatch.TRC20, "T...", paywatch.MsgInvalidRequestBody},
+		{"address without network", paywatch.ModeDedicated, "", nil, "10", "", "T...", paywatch.MsgInvalidRequestBody},
+		{"address in dedicated", paywatch.ModeDedicated, "", nil, "10", paywatch.TRC20, "T...", ""},
+	} {
+		err := paywatch.CreationRefusal(c.mode, c.pm, c.min, 2, amount(c.amount), c.network, c.address)
+		switch c.msg {
+		case "":
+			assert.NoError(t, err, c.name)
+		case "x":
+			assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err), c.name)
+		default:
+			assert.Equal(t, c.msg, paywatch.ErrorMessage(err), c.name)
+		}
+	}
 }
 
 // The select-network verdicts, in the table's order.

@@ -63,16 +63,9 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 	if err != nil {
 		return nil, false, fmt.Errorf("load project: %w", err)
 	}
-	if min := paywatch.DustMinimum(prj.MinAmount); np.Amount.Cmp(min) < 0 {
-		return nil, false, invalid(fmt.Sprintf(paywatch.MsgProjectMinimumFormat, min.String()))
-	}
-	if paywatch.PolicyOf(prj.AddressMode, prj.PoolMatching).ExactMatch {
-		if err := paywatch.ValidateMicroPrecision(np.Amount, prj.MicroAmountDecimals); err != nil {
-			return nil, false, err
-		}
-	}
-	if np.Address != "" && (prj.AddressMode != paywatch.ModeDedicated || np.Network == "") {
-		return nil, false, invalid(paywatch.MsgInvalidRequestBody)
+	if err := paywatch.CreationRefusal(prj.AddressMode, prj.PoolMatching, prj.MinAmount, prj.MicroAmountDecimals,
+		np.Amount, np.Network, np.Address); err != nil {
+		return nil, false, err
 	}
 
 	// Idempotency, then the in-progress rule.
@@ -86,11 +79,11 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 			return nil, false, err
 		}
 	}
-	inProgressRule := (prj.AddressMode == paywatch.ModePerUser || prj.AddressMode == paywatch.ModeDedicated) && np.Network != ""
-	if inProgressRule {
+	if paywatch.PolicyOf(prj.AddressMode, prj.PoolMatching).OneInProgress && np.Network != "" {
 		p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+`
 			WHERE pay.project_id = $1 AND pay.external_ref = $2 AND pay.network = $3 AND pay.token = $4
-			  AND pay.status IN ('pending', 'confirming', 'partial') AND pay.address_mode IN ('per_user', 'dedicated')`,
+			  AND pay.status IN ('pending', 'confirming', 'partial')
+			  AND `+paywatch.PolicySQL("pay", func(p paywatch.Policy) bool { return p.OneInProgress }),
 			np.ProjectID, np.ExternalRef, np.Network, np.Token))
 		if err == nil {
 			return sameInProgressOrder(p, np)
