@@ -73,7 +73,7 @@ func (p *payment) validateSelectNetwork(ctx workflow.Context, req SelectNetworkR
 	if err := paywatch.ValidatePair(req.Network, req.Token); err != nil {
 		return reject(paywatch.EINVALID, paywatch.ErrorMessage(err))
 	}
-	err := paywatch.SelectNetworkRefusal(p.st.Network != "" || p.selecting, p.st.Status, p.st.ExpiresAt, workflow.Now(ctx))
+	err := paywatch.SelectNetworkRefusal(p.st.Network != "" || p.held.network, p.st.Status, p.st.ExpiresAt, workflow.Now(ctx))
 	if err != nil {
 		return reject(paywatch.ErrorCode(err), paywatch.ErrorMessage(err))
 	}
@@ -87,11 +87,7 @@ func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) 
 	if err := p.validateSelectNetwork(ctx, req); err != nil {
 		return paywatch.Assignment{}, err
 	}
-	p.selecting = true
-	defer func() {
-		p.selecting = false
-		p.wake = true
-	}()
+	defer p.reserveNetwork()()
 	var a paywatch.Assignment
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivitySelectNetwork,
 		SelectNetworkInput{PaymentID: p.st.PaymentID, Network: req.Network, Token: req.Token}).Get(ctx, &a); err != nil {
@@ -126,7 +122,7 @@ func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) 
 
 // hashKnown reports whether a hash was already submitted to this payment.
 func (p *payment) hashKnown(h string) bool {
-	return slices.Contains(p.st.SubmittedHashes, h) || slices.Contains(p.verifying, h) ||
+	return slices.Contains(p.st.SubmittedHashes, h) || slices.Contains(p.held.hashes, h) ||
 		slices.ContainsFunc(p.st.Transactions, func(t paywatch.Transaction) bool { return t.TxHash == h })
 }
 
@@ -159,11 +155,7 @@ func (p *payment) submitTxHash(ctx workflow.Context, req SubmitTxHashRequest) (S
 		return SubmitTxHashResult{}, err
 	}
 	h := req.TxHash
-	p.verifying = append(p.verifying, h)
-	defer func() {
-		p.verifying = slices.DeleteFunc(p.verifying, func(v string) bool { return v == h })
-		p.wake = true
-	}()
+	defer p.reserveHash(h)()
 	var res VerifyTxHashResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivityVerifyTxHash,
 		p.verifyInput(h)).Get(ctx, &res); err != nil {

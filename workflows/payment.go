@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -74,6 +75,19 @@ const (
 
 // payment is the whole state of a payment workflow run. Only st (and in)
 // survive continue-as-new; the rest is rebuilt by setup.
+//
+// Interleaving discipline. Update handlers and the main loop run in the
+// workflow's single thread and interleave only where one of them awaits (an
+// activity, a timer). So:
+//   - a handler validates and changes state without awaiting in between;
+//   - a handler that must await before its decision is made (selecting a
+//     network, verifying a hash) first reserves what it is deciding
+//     (held.reserve*), and releases it when done, which wakes the main loop;
+//     validators refuse what is reserved, and the main loop holds the
+//     deadline while a network is reserved (deadlineHeld), the one place it
+//     looks at handlers;
+//   - after any await, code decides on the state as it is then, never on
+//     what it read before (passDeadline, expireAfterCheck).
 type payment struct {
 	in paywatch.PaymentInput
 	st paywatch.PaymentState
@@ -84,11 +98,12 @@ type payment struct {
 	// changed is set by every state change not yet committed.
 	changed bool
 
-	selecting   bool     // a select-network handler is awaiting its activity
-	verifying   []string // submit-tx-hash handlers awaiting their activities
-	webhooksOut int      // webhook coroutines still running
-	wake        bool     // a handler asks the main loop to look again
-	done        bool     // the payment is over; finish and end
+	// held is what update handlers awaiting an activity have reserved
+	// (the interleaving discipline above).
+	held        reservations
+	webhooksOut int  // webhook coroutines still running
+	wake        bool // a handler asks the main loop to look again
+	done        bool // the payment is over; finish and end
 
 	nextConfCheck time.Time
 	nextHashCheck time.Time
@@ -236,7 +251,7 @@ func (p *payment) advance(ctx workflow.Context) {
 	if len(p.st.SubmittedHashes) > 0 && !now.Before(p.nextHashCheck) && p.acceptsTransfers(now) {
 		p.recheckHashes(ctx)
 	}
-	if !p.selecting {
+	if !p.deadlineHeld() {
 		if d := p.deadline(); !d.IsZero() && !workflow.Now(ctx).Before(d) {
 			switch p.st.Status {
 			case paywatch.StatusExpired:
@@ -248,6 +263,38 @@ func (p *payment) advance(ctx workflow.Context) {
 	}
 	p.done = p.over(workflow.Now(ctx))
 }
+
+// reservations are what update handlers awaiting an activity are about to
+// decide: the payment's network (select-network) and hashes being verified
+// (submit-tx-hash).
+type reservations struct {
+	network bool
+	hashes  []string
+}
+
+// reserveNetwork reserves the network for a select-network handler; the
+// returned release ends the reservation and wakes the main loop.
+func (p *payment) reserveNetwork() (release func()) {
+	p.held.network = true
+	return func() {
+		p.held.network = false
+		p.wake = true
+	}
+}
+
+// reserveHash reserves hash h for a submit-tx-hash handler; the returned
+// release ends the reservation and wakes the main loop.
+func (p *payment) reserveHash(h string) (release func()) {
+	p.held.hashes = append(p.held.hashes, h)
+	return func() {
+		p.held.hashes = slices.DeleteFunc(p.held.hashes, func(v string) bool { return v == h })
+		p.wake = true
+	}
+}
+
+// deadlineHeld reports whether the deadline must wait: a network is being
+// assigned, and expiring the payment meanwhile would strand its address.
+func (p *payment) deadlineHeld() bool { return p.held.network }
 
 // over reports whether the payment is finished: paid, overpaid, cancelled,
 // or expired with no late window left.
@@ -276,7 +323,7 @@ func (p *payment) nextWake() time.Time {
 	if len(p.st.SubmittedHashes) > 0 {
 		consider(p.nextHashCheck)
 	}
-	if !p.selecting {
+	if !p.deadlineHeld() {
 		consider(p.deadline())
 	}
 	return next
