@@ -74,6 +74,8 @@ const (
 	MsgHashNoTransfer       = "Transaction does not pay this payment's address"                   // paywatch's own
 	MsgTxVerified           = "Transaction verified. Waiting for confirmations."
 	MsgTxUnverified         = "Transaction not found on chain yet. It will be verified automatically."
+	MsgNoNetworkToRecheck   = "Select a network before re-checking the chain"      // paywatch's own
+	MsgRecheckFailed        = "The chain could not be read; try again in a minute" // paywatch's own
 )
 
 // MsgCancelRefused is the 409 of cancelling a payment whose shown status

@@ -228,6 +228,36 @@ func (s *Service) SelectNetwork(ctx context.Context, id string, n paywatch.Netwo
 	return a, nil
 }
 
+// RecheckChain asks a project's payment's workflow to check the chain now
+// for transfers to its address, as the final check does (the dashboard's
+// "re-check chain", operations.md §6). The status changes only as a
+// transfer found would; the payment is returned as the workflow then
+// shows it. A payment whose workflow has ended is final.
+func (s *Service) RecheckChain(ctx context.Context, projectID int64, id string) (*store.Payment, error) {
+	p, err := s.store.GetPayment(ctx, projectID, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.EnsureStarted(ctx, p); err != nil {
+		return nil, err
+	}
+	state, err := s.workflows.Recheck(ctx, p.ID)
+	if workflowClosed(err) {
+		return nil, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgFinalized)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p, err = s.store.GetPayment(ctx, projectID, p.ID); err != nil {
+		return nil, err
+	}
+	if state.Version > 0 && len(state.Transactions) > len(p.Transactions) {
+		// Not saved yet: the update's own answer shows what was found.
+		p.Transactions = state.Transactions
+	}
+	return p, nil
+}
+
 // RegenerateKeys gives a project a new API key, API secret and webhook
 // secret; the old ones stop working at once.
 func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Credentials, error) {

@@ -28,6 +28,8 @@ type Workflows interface {
 	// SelectNetwork picks the network of a payment created without one (the
 	// hosted page) and returns its deposit address; the window stays as it is.
 	SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (paywatch.Assignment, error)
+	// Recheck asks the payment's workflow to check the chain now.
+	Recheck(ctx context.Context, paymentID string) (paywatch.PaymentState, error)
 	// DeliverWebhook starts the delivery workflow of a webhook event. A
 	// delivery already running is kept, unless in.Redeliver asks for a
 	// fresh one, which replaces it.
@@ -107,6 +109,13 @@ func (t *TemporalWorkflows) update(ctx context.Context, paymentID, name string, 
 func (t *TemporalWorkflows) Cancel(ctx context.Context, paymentID string) (paywatch.PaymentState, error) {
 	var st paywatch.PaymentState
 	err := t.update(ctx, paymentID, workflows.UpdateCancel, workflows.CancelRequest{}, &st)
+	return st, err
+}
+
+// Recheck sends the recheck update.
+func (t *TemporalWorkflows) Recheck(ctx context.Context, paymentID string) (paywatch.PaymentState, error) {
+	var st paywatch.PaymentState
+	err := t.update(ctx, paymentID, workflows.UpdateRecheck, workflows.RecheckRequest{}, &st)
 	return st, err
 }
 

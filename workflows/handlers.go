@@ -294,3 +294,30 @@ func hashRejected(err error) bool {
 	code := ErrorCode(err)
 	return code == paywatch.ECONFLICT || code == paywatch.EINVALID
 }
+
+// validateRecheck accepts a re-check of a payment whose address can still
+// receive funds that count: open, or expired inside its late window.
+func (p *payment) validateRecheck(ctx workflow.Context, _ RecheckRequest) error {
+	if p.st.Network == "" {
+		return reject(paywatch.EINVALID, paywatch.MsgNoNetworkToRecheck)
+	}
+	if !p.acceptsTransfers(workflow.Now(ctx)) {
+		return reject(paywatch.ECONFLICT, paywatch.MsgFinalized)
+	}
+	return nil
+}
+
+// recheck asks the chain now for transfers to the payment's address, as the
+// final check does, and counts what it finds; the status changes only as a
+// transfer found would, once the main loop has looked at it. A chain that
+// cannot be read is refused with a message to try again.
+func (p *payment) recheck(ctx workflow.Context, req RecheckRequest) (paywatch.PaymentState, error) {
+	if err := p.validateRecheck(ctx, req); err != nil {
+		return paywatch.PaymentState{}, err
+	}
+	if !p.finalCheck(ctx) {
+		return paywatch.PaymentState{}, reject(paywatch.ERATELIMIT, paywatch.MsgRecheckFailed)
+	}
+	p.wake = true
+	return p.snapshot(), nil
+}

@@ -30,6 +30,9 @@ const (
 	UpdateSelectNetwork = "select-network"
 	// UpdateSubmitTxHash submits a transaction hash (POST /v1/payments/:id/confirm, pool + txid).
 	UpdateSubmitTxHash = "submit-tx-hash"
+	// UpdateRecheck asks the chain now for transfers to the payment's
+	// address, as the final check does (the dashboard's "re-check chain").
+	UpdateRecheck = "recheck"
 
 	// QueryState returns the PaymentState; it never changes anything.
 	QueryState = "state"
@@ -111,6 +114,9 @@ type SelectNetworkRequest struct {
 	Network paywatch.Network
 	Token   paywatch.Token
 }
+
+// RecheckRequest is the payload of UpdateRecheck.
+type RecheckRequest struct{}
 
 // SubmitTxHashRequest is the payload of UpdateSubmitTxHash; TxHash is normalised.
 type SubmitTxHashRequest struct {

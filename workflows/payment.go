@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -173,6 +172,10 @@ func (p *payment) setup(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: p.validateSubmitTxHash}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRecheck, p.recheck,
+		workflow.UpdateHandlerOptions{Validator: p.validateRecheck}); err != nil {
+		return err
+	}
 	p.publish(ctx)
 	now := workflow.Now(ctx)
 	if p.hasUnconfirmed() {
@@ -263,38 +266,6 @@ func (p *payment) advance(ctx workflow.Context) {
 	}
 	p.done = p.over(workflow.Now(ctx))
 }
-
-// reservations are what update handlers awaiting an activity are about to
-// decide: the payment's network (select-network) and hashes being verified
-// (submit-tx-hash).
-type reservations struct {
-	network bool
-	hashes  []string
-}
-
-// reserveNetwork reserves the network for a select-network handler; the
-// returned release ends the reservation and wakes the main loop.
-func (p *payment) reserveNetwork() (release func()) {
-	p.held.network = true
-	return func() {
-		p.held.network = false
-		p.wake = true
-	}
-}
-
-// reserveHash reserves hash h for a submit-tx-hash handler; the returned
-// release ends the reservation and wakes the main loop.
-func (p *payment) reserveHash(h string) (release func()) {
-	p.held.hashes = append(p.held.hashes, h)
-	return func() {
-		p.held.hashes = slices.DeleteFunc(p.held.hashes, func(v string) bool { return v == h })
-		p.wake = true
-	}
-}
-
-// deadlineHeld reports whether the deadline must wait: a network is being
-// assigned, and expiring the payment meanwhile would strand its address.
-func (p *payment) deadlineHeld() bool { return p.held.network }
 
 // over reports whether the payment is finished: paid, overpaid, cancelled,
 // or expired with no late window left.

@@ -647,6 +647,45 @@ func (s *PaymentSuite) TestFinalCheckFindsMissedTransfer() {
 	s.Equal(deadline.Add(9*blockTime), s.now())
 }
 
+// "Re-check chain" asks the chain now: a transfer the scanners missed is
+// counted at once, not at the deadline, and then confirms as any other.
+// A payment without a network, or a finished one, refuses the re-check.
+func (s *PaymentSuite) TestRecheckFindsMissedTransferNow() {
+	in := s.input()
+	block := s.baseHead + uint64(10*time.Minute/blockTime) - 2
+	s.final = []workflows.TransferSeen{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
+	var r any
+	var e error
+	s.at(10*time.Minute, func() {
+		s.update(workflows.UpdateRecheck, workflows.RecheckRequest{}, &r, &e)
+	})
+	s.run(in, paywatch.StatusPaid)
+	s.Require().NoError(e)
+	st := r.(paywatch.PaymentState)
+	s.Require().Len(st.Transactions, 1)
+	s.Equal("0xmissed", st.Transactions[0].TxHash)
+	s.Equal(1, s.finalRuns, "one look at the chain, no deadline check needed")
+	s.Equal(paywatch.StatusPaid, s.last().Status)
+	// Paid once its 12 confirmations are in: long before the window ends.
+	s.Less(s.last().PaidAt.UTC().Sub(s.start), 15*time.Minute)
+}
+
+// A payment without a network has no address to re-check: refused, and
+// nothing is asked of the chain.
+func (s *PaymentSuite) TestRecheckWithoutNetworkIsRefused() {
+	var r any
+	var e error
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateRecheck, workflows.RecheckRequest{}, &r, &e)
+		s.env.CancelWorkflow()
+	})
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.networkless())
+	s.Require().Error(e)
+	s.Equal(paywatch.EINVALID, workflows.ErrorCode(e))
+	s.Contains(e.Error(), paywatch.MsgNoNetworkToRecheck)
+	s.Zero(s.finalRuns)
+}
+
 // A final check that fails (after its activity's retries) does not expire
 // the payment: it is tried again a minute later, and a transfer it then
 // finds counts as on time.
