@@ -5,7 +5,7 @@ import "math/big"
 // Transfer is one token Transfer event on chain: the one form a transfer
 // has from the chain clients, through the scanners' records and claims,
 // to the checks the payment workflow asks for. (The workflow's own signal,
-// workflows.TransferSeen, carries what a payment needs of it, its amount at
+// paywatch.Transaction, carries what a payment needs of it, its amount at
 // the token's decimals.)
 type Transfer struct {
 	Network  Network

@@ -175,8 +175,8 @@ func (a *Activities) VerifyTxHash(ctx context.Context, in workflows.VerifyTxHash
 
 // transferSeen converts a chain transfer to the workflow's form, with the
 // amount at the token's decimals.
-func transferSeen(n paywatch.Network, t chains.Transfer) workflows.TransferSeen {
-	return workflows.TransferSeen{
+func transferSeen(n paywatch.Network, t chains.Transfer) paywatch.Transaction {
+	return paywatch.Transaction{
 		TxHash:      t.TxHash,
 		LogIndex:    t.LogIndex,
 		BlockNumber: t.BlockNumber,

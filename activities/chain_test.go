@@ -185,7 +185,7 @@ func TestFinalCheckOnEVMAsksTheChainOverTheWholeWindow(t *testing.T) {
 	res, err := acts.FinalCheck(ctx, in)
 	require.NoError(t, err)
 	require.Len(t, res.Transfers, 3)
-	assert.Equal(t, workflows.TransferSeen{TxHash: "0xr1", LogIndex: 2, BlockNumber: 100, BlockHash: "0xh100", From: "0xf",
+	assert.Equal(t, paywatch.Transaction{TxHash: "0xr1", LogIndex: 2, BlockNumber: 100, BlockHash: "0xh100", From: "0xf",
 		Amount: paywatch.MustParseAmount("25", 18)}, res.Transfers[0], "as the scanner signals it: the amount at the token's decimals")
 	assert.Equal(t, uint64(100), res.Transfers[1].BlockNumber, "the chain's block for a transfer in both")
 	assert.Equal(t, "0xaa", res.Transfers[1].BlockHash)

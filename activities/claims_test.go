@@ -69,7 +69,7 @@ func TestOneTransferCountsForOnePoolPayment(t *testing.T) {
 	assert.Equal(t, activities.ScanStats{Transfers: 3, Matched: 2, Signals: 2}, b)
 	to := map[string]string{}
 	for _, sg := range sig.signals() {
-		to[sg.Arg.(workflows.TransferSeen).TxHash] = sg.WorkflowID
+		to[sg.Arg.(paywatch.Transaction).TxHash] = sg.WorkflowID
 	}
 	assert.Equal(t, map[string]string{
 		tie.TxHash:  workflows.PaymentWorkflowID(older),
@@ -85,7 +85,7 @@ func TestOneTransferCountsForOnePoolPayment(t *testing.T) {
 	got := sig.signals()[2:]
 	require.Len(t, got, 2)
 	for _, sg := range got {
-		assert.Equal(t, to[sg.Arg.(workflows.TransferSeen).TxHash], sg.WorkflowID, "not %s", nearer)
+		assert.Equal(t, to[sg.Arg.(paywatch.Transaction).TxHash], sg.WorkflowID, "not %s", nearer)
 	}
 	var claims int
 	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM transfer_claims`).Scan(&claims))

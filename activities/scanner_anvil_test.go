@@ -176,7 +176,7 @@ func TestEVMScannerAgainstAnvil(t *testing.T) {
 	got := sig.signals()
 	require.Len(t, got, 1)
 	assert.Equal(t, workflows.PaymentWorkflowID(id), got[0].WorkflowID)
-	seen := got[0].Arg.(workflows.TransferSeen)
+	seen := got[0].Arg.(paywatch.Transaction)
 	assert.Equal(t, r.TxHash.Hex(), seen.TxHash)
 	assert.Equal(t, block, seen.BlockNumber)
 	assert.Equal(t, r.BlockHash.Hex(), seen.BlockHash)

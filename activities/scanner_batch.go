@@ -98,7 +98,7 @@ func (s *Scanner) record(ctx context.Context, n paywatch.Network, ts []chains.Tr
 // cursor, signalling each transfer to that payment before it commits.
 func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (ScanStats, error) {
 	out := ScanStats{Transfers: len(ts)}
-	seen := map[paywatch.TransferKey]workflows.TransferSeen{}
+	seen := map[paywatch.TransferKey]paywatch.Transaction{}
 	if len(ts) > 0 {
 		recipients := make([]string, 0, len(ts))
 		hashes := make([]string, 0, len(ts))

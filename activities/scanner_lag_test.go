@@ -65,7 +65,7 @@ func TestScannerDoesNotPassABlockTheLogIndexLacks(t *testing.T) {
 	got := sig.signals()
 	require.Len(t, got, 1, "the transfer in the block the index lacked was signalled")
 	assert.Equal(t, workflows.PaymentWorkflowID(id), got[0].WorkflowID)
-	seen := got[0].Arg.(workflows.TransferSeen)
+	seen := got[0].Arg.(paywatch.Transaction)
 	assert.Equal(t, sent.TxHash, seen.TxHash)
 	assert.Equal(t, sent.BlockNumber, seen.BlockNumber)
 	assert.Equal(t, "7.00", seen.Amount.String())

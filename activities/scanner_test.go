@@ -190,7 +190,7 @@ func TestScannerRunRecordsSignalsAndHandlesReorgs(t *testing.T) {
 	require.Len(t, got, 1, "a finished workflow's NotFound is not an error")
 	assert.Equal(t, workflows.PaymentWorkflowID(id), got[0].WorkflowID)
 	assert.Equal(t, workflows.SignalTransferSeen, got[0].Name)
-	seen := got[0].Arg.(workflows.TransferSeen)
+	seen := got[0].Arg.(paywatch.Transaction)
 	assert.Equal(t, a.TxHash, seen.TxHash)
 	assert.Equal(t, "7.00", seen.Amount.String())
 
@@ -268,7 +268,7 @@ func TestScanRangeMatchesOnlyWatchedPayments(t *testing.T) {
 	assert.Equal(t, activities.ScanStats{Transfers: 6, Matched: 2, Signals: 2}, b,
 		"another token, an unwatched address and a transfer before the start block do not match")
 	for _, sg := range sig.signals() {
-		ts := sg.Arg.(workflows.TransferSeen)
+		ts := sg.Arg.(paywatch.Transaction)
 		assert.Equal(t, 18, ts.Amount.Decimals())
 		assert.Equal(t, "1.50", ts.Amount.String())
 	}
@@ -408,7 +408,7 @@ func TestScannerWaitsForAWorkflowNotStartedYet(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, wf(id), got[0].WorkflowID)
 	assert.Equal(t, workflows.SignalTransferSeen, got[0].Name)
-	assert.Equal(t, sent[0].TxHash, got[0].Arg.(workflows.TransferSeen).TxHash)
+	assert.Equal(t, sent[0].TxHash, got[0].Arg.(paywatch.Transaction).TxHash)
 	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
 	assert.Equal(t, 3, rows, "every matching transfer recorded, for the final checks")
 }

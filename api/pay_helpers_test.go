@@ -109,7 +109,7 @@ func (e *env) startOfMinute() {
 func (e *env) sendTransfer(id string, n paywatch.Network, t paywatch.Token, txHash, amount string, block uint64) {
 	e.t.Helper()
 	err := temporal.client.SignalWorkflow(context.Background(), workflows.PaymentWorkflowID(id), "", workflows.SignalTransferSeen,
-		workflows.TransferSeen{
+		paywatch.Transaction{
 			TxHash: txHash, BlockNumber: block, BlockHash: blockHash(block),
 			From:   "0x000000000000000000000000000000000000dEaD",
 			Amount: paywatch.MustParseAmount(amount, paywatch.Decimals(n, t)),

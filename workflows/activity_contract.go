@@ -145,7 +145,7 @@ type FinalCheckInput struct {
 // StartBlock, as a scanner would have signalled them.
 type FinalCheckResult struct {
 	Head      uint64
-	Transfers []TransferSeen
+	Transfers []paywatch.Transaction
 }
 
 // VerifyTxHashInput is the payload of ActivityVerifyTxHash.
@@ -163,7 +163,7 @@ type VerifyTxHashResult struct {
 	Found bool
 	// Transfers are the transaction's transfers of the token to the address
 	// in blocks ≥ StartBlock.
-	Transfers []TransferSeen
+	Transfers []paywatch.Transaction
 	// Reason says why a found transaction has no such transfer.
 	Reason string
 }

@@ -199,7 +199,7 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 	if !res.Found {
 		return amount, false, nil
 	}
-	var valid []TransferSeen
+	var valid []paywatch.Transaction
 	for _, t := range res.Transfers {
 		if !paywatch.IsDust(t.Amount, p.in.DustMinimum) {
 			valid = append(valid, t)

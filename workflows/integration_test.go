@@ -134,7 +134,7 @@ func TestPaymentEndToEnd(t *testing.T) {
 	// The transfer was mined 30 blocks ago: 31 confirmations of 40, so the
 	// workflow waits about 9 × 250 ms while the payment shows confirming.
 	h := chain.head() - 30
-	require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalTransferSeen, workflows.TransferSeen{
+	require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalTransferSeen, paywatch.Transaction{
 		TxHash: "0xe2e", BlockNumber: h, BlockHash: blockHash(h), From: "0xpayer", Amount: paywatch.MustParseAmount("12.50", 6),
 	}))
 	sawConfirming := false

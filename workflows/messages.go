@@ -18,7 +18,7 @@ const (
 	// PaymentWorkflowName is the registered name of the payment workflow.
 	PaymentWorkflowName = "payment"
 
-	// SignalTransferSeen carries a TransferSeen from a scanner. Safe to repeat:
+	// SignalTransferSeen carries a paywatch.Transaction from a scanner. Safe to repeat:
 	// the workflow keys transfers by (tx hash, log index).
 	SignalTransferSeen = "transfer-seen"
 	// SignalTransferRemoved carries a TransferRemoved: the transfer vanished in a reorg.
@@ -88,17 +88,6 @@ func ErrorCode(err error) string {
 // when the API response has extra fields, such as submitted_tx_hash on the
 // 409 of submit-tx-hash: decode it with ApplicationError.Details(&fields).
 type ErrorFields = map[string]any
-
-// TransferSeen is one token transfer to the payment's address, as a scanner
-// (or a txid verification) saw it.
-type TransferSeen struct {
-	TxHash      string
-	LogIndex    uint32
-	BlockNumber uint64
-	BlockHash   string
-	From        string
-	Amount      paywatch.Amount // at the token's decimals
-}
 
 // TransferRemoved reports that a transfer is no longer in the canonical chain.
 type TransferRemoved struct {

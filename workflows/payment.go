@@ -229,7 +229,7 @@ func (p *payment) wait(ctx workflow.Context) error {
 // drainSignals handles every buffered signal without blocking.
 func (p *payment) drainSignals(ctx workflow.Context) {
 	for {
-		var t TransferSeen
+		var t paywatch.Transaction
 		if p.seen.ReceiveAsync(&t) {
 			p.addTransfer(ctx, t, false)
 			continue

@@ -43,7 +43,7 @@ type PaymentSuite struct {
 	baseHead  uint64
 	stallAt   *uint64         // head frozen here when set
 	reorged   map[string]bool // tx hashes whose block is no longer canonical
-	final     []workflows.TransferSeen
+	final     []paywatch.Transaction
 	finalRuns int
 	// finalFails and checkFails are how many attempts of the final check
 	// and of the confirmation check fail (with a transient error) before
@@ -288,9 +288,9 @@ func (s *PaymentSuite) input() paywatch.PaymentInput {
 }
 
 // transfer is a transfer mined in the current head block.
-func (s *PaymentSuite) transfer(hash, amount string) workflows.TransferSeen {
+func (s *PaymentSuite) transfer(hash, amount string) paywatch.Transaction {
 	h := s.head()
-	return workflows.TransferSeen{TxHash: hash, LogIndex: 0, BlockNumber: h, BlockHash: fmt.Sprintf("0xblock%d", h), From: "0xfrom", Amount: amt(amount)}
+	return paywatch.Transaction{TxHash: hash, LogIndex: 0, BlockNumber: h, BlockHash: fmt.Sprintf("0xblock%d", h), From: "0xfrom", Amount: amt(amount)}
 }
 
 // at runs fn at start + d.
@@ -640,7 +640,7 @@ func (s *PaymentSuite) TestFinalCheckFindsMissedTransfer() {
 	in.Mode = paywatch.ModePerUser
 	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
 	block := s.baseHead + uint64(deadline.Sub(s.start)/blockTime) - 2
-	s.final = []workflows.TransferSeen{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
+	s.final = []paywatch.Transaction{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
 	s.run(in, paywatch.StatusPaid)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
 	// 3 confirmations at the check, 9 blocks missing.
@@ -653,7 +653,7 @@ func (s *PaymentSuite) TestFinalCheckFindsMissedTransfer() {
 func (s *PaymentSuite) TestRecheckFindsMissedTransferNow() {
 	in := s.input()
 	block := s.baseHead + uint64(10*time.Minute/blockTime) - 2
-	s.final = []workflows.TransferSeen{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
+	s.final = []paywatch.Transaction{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
 	var r any
 	var e error
 	s.at(10*time.Minute, func() {
@@ -693,7 +693,7 @@ func (s *PaymentSuite) TestFailedFinalCheckIsRetried() {
 	in := s.input()
 	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
 	block := s.baseHead + uint64(deadline.Sub(s.start)/blockTime) - 2
-	s.final = []workflows.TransferSeen{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
+	s.final = []paywatch.Transaction{{TxHash: "0xmissed", BlockNumber: block, BlockHash: fmt.Sprintf("0xblock%d", block), From: "0xf", Amount: amt("50.00")}}
 	s.finalFails = 8 // two runs of the activity, 4 attempts each
 	s.at(deadline.Sub(s.start)+30*time.Second, func() {
 		s.Equal(paywatch.StatusPending, s.query().Status, "not expired by a failed check")
@@ -1078,7 +1078,7 @@ func (s *PaymentSuite) txidInput() paywatch.PaymentInput {
 func (s *PaymentSuite) onChain(hash, amount string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.verify[hash] = workflows.VerifyTxHashResult{Found: true, Transfers: []workflows.TransferSeen{s.transfer(hash, amount)}}
+	s.verify[hash] = workflows.VerifyTxHashResult{Found: true, Transfers: []paywatch.Transaction{s.transfer(hash, amount)}}
 }
 
 // Submitted hashes verified at once count, and several add up (25 + 25).

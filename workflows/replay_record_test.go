@@ -398,16 +398,16 @@ func (e *recorder) start(t *testing.T, p *store.Payment) client.WorkflowRun {
 
 // transfer is a USDT transfer to the payment's address, mined so that it
 // has confs confirmations now.
-func (e *recorder) transfer(p *store.Payment, label string, logIndex uint32, amount string, confs int) workflows.TransferSeen {
+func (e *recorder) transfer(p *store.Payment, label string, logIndex uint32, amount string, confs int) paywatch.Transaction {
 	block := e.chain.head() - uint64(confs) + 1
-	return workflows.TransferSeen{
+	return paywatch.Transaction{
 		TxHash: recTxHash(p.ID, label), LogIndex: logIndex, BlockNumber: block, BlockHash: recBlockHash(block),
 		From: "0x90f79bf6eb2c4f870365e785982e1f101e93b906", Amount: paywatch.MustParseAmount(amount, paywatch.Decimals(paywatch.ARBITRUM, paywatch.USDT)),
 	}
 }
 
 // seen signals a transfer as the scanner does.
-func (e *recorder) seen(t *testing.T, p *store.Payment, ts workflows.TransferSeen) {
+func (e *recorder) seen(t *testing.T, p *store.Payment, ts paywatch.Transaction) {
 	t.Helper()
 	e.signal(t, p, workflows.SignalTransferSeen, ts)
 }
@@ -562,7 +562,7 @@ func (c *recChain) AddressTransfers(context.Context, string, uint64) ([]chains.T
 func (c *recChain) Close() {}
 
 // mine puts the transfer on chain as a USDT transfer to p's address.
-func (c *recChain) mine(p *store.Payment, ts workflows.TransferSeen) {
+func (c *recChain) mine(p *store.Payment, ts paywatch.Transaction) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.txs[ts.TxHash] = append(c.txs[ts.TxHash], chains.Transfer{

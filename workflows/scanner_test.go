@@ -292,7 +292,7 @@ func (e *scanEnv) transferRows(n paywatch.Network, txHash string) (rows int, rem
 
 // recorded is what recorderWorkflow received.
 type recorded struct {
-	Seen    []workflows.TransferSeen
+	Seen    []paywatch.Transaction
 	Removed []workflows.TransferRemoved
 }
 
@@ -307,7 +307,7 @@ func recorderWorkflow(ctx workflow.Context, _ paywatch.PaymentInput) error {
 	}
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(workflow.GetSignalChannel(ctx, workflows.SignalTransferSeen), func(c workflow.ReceiveChannel, _ bool) {
-		var t workflows.TransferSeen
+		var t paywatch.Transaction
 		c.Receive(ctx, &t)
 		r.Seen = append(r.Seen, t)
 	})

@@ -66,7 +66,7 @@ func (p *payment) fullyPaid() bool {
 // verified submitted hash (submitted true) or one claimed for this payment
 // before (ClaimedHashes). A repeated transfer is a no-op unless
 // it was re-mined in another block, which restarts its confirmations.
-func (p *payment) addTransfer(ctx workflow.Context, t TransferSeen, submitted bool) bool {
+func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, submitted bool) bool {
 	now := workflow.Now(ctx)
 	if !p.acceptsTransfers(now) {
 		return false
