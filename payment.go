@@ -110,3 +110,53 @@ type PaymentState struct {
 
 // AwaitingNetwork reports whether the payment still waits for a network.
 func (s PaymentState) AwaitingNetwork() bool { return s.Network == "" }
+
+// Order is what a creation request, or the payment it may repeat, says of
+// the order: the fields the idempotency rules compare.
+type Order struct {
+	ExternalRef     string
+	ExternalOrderID *string
+	// Networkless is a payment created without a network (the customer
+	// picks it on the hosted page); Pair is then empty.
+	Networkless bool
+	Pair        Pair
+	// Amount is the amount asked for, before any micro offset.
+	Amount Amount
+}
+
+// OrderRepeatRefusal is the verdict on a creation whose external_order_id
+// names an existing payment, its amount shown as shownAmount: nil when it
+// is the same order (an idempotent repeat, answered with the existing
+// payment), else the 409 for what differs: the customer, the network and
+// token, or the amount.
+func OrderRepeatRefusal(existing, requested Order, shownAmount Amount) error {
+	if existing.ExternalRef != requested.ExternalRef {
+		return Errorf(ECONFLICT, "%s", MsgOrderOtherRef)
+	}
+	samePair := existing.Networkless && requested.Networkless ||
+		!existing.Networkless && !requested.Networkless && existing.Pair == requested.Pair
+	if !samePair {
+		return Errorf(ECONFLICT, "%s", MsgOrderOtherPair)
+	}
+	if existing.Amount.Cmp(requested.Amount) != 0 {
+		return &Error{Code: ECONFLICT, Message: MsgDifferentAmount, Fields: map[string]any{"existing_amount": shownAmount.String()}}
+	}
+	return nil
+}
+
+// InProgressRefusal is the per_user and dedicated verdict on a creation
+// while the customer has payment existingID in progress on the same
+// network and token: nil when it is the same order (same external_order_id
+// if one is given, same amount), else the 409 naming the payment in
+// progress.
+func InProgressRefusal(existing, requested Order, existingID string, shownAmount Amount) error {
+	sameOrderID := requested.ExternalOrderID == nil ||
+		(existing.ExternalOrderID != nil && *existing.ExternalOrderID == *requested.ExternalOrderID)
+	if sameOrderID && existing.Amount.Cmp(requested.Amount) == 0 {
+		return nil
+	}
+	return &Error{Code: ECONFLICT, Message: MsgInProgress, Fields: map[string]any{
+		"existing_payment_id": existingID,
+		"existing_amount":     shownAmount.String(),
+	}}
+}

@@ -383,3 +383,27 @@ func TestSelectNetworkRefusal(t *testing.T) {
 		assert.Equal(t, c.msg, paywatch.ErrorMessage(err), c.name)
 	}
 }
+
+// The idempotency verdicts on a creation that repeats an order.
+func TestOrderRepeatAndInProgressRefusals(t *testing.T) {
+	ten, eleven := paywatch.MustParseAmount("10", 6), paywatch.MustParseAmount("11", 6)
+	trc := paywatch.Pair{Network: paywatch.TRC20, Token: paywatch.USDT}
+	id := "A-1"
+	base := paywatch.Order{ExternalRef: "bob", ExternalOrderID: &id, Pair: trc, Amount: ten}
+	with := func(f func(*paywatch.Order)) paywatch.Order { o := base; f(&o); return o }
+
+	assert.NoError(t, paywatch.OrderRepeatRefusal(base, base, ten))
+	assert.Equal(t, paywatch.MsgOrderOtherRef, paywatch.ErrorMessage(paywatch.OrderRepeatRefusal(base, with(func(o *paywatch.Order) { o.ExternalRef = "eve" }), ten)))
+	assert.Equal(t, paywatch.MsgOrderOtherPair, paywatch.ErrorMessage(paywatch.OrderRepeatRefusal(base, with(func(o *paywatch.Order) { o.Networkless, o.Pair = true, paywatch.Pair{} }), ten)))
+	err := paywatch.OrderRepeatRefusal(base, with(func(o *paywatch.Order) { o.Amount = eleven }), ten)
+	assert.Equal(t, paywatch.MsgDifferentAmount, paywatch.ErrorMessage(err))
+	var pe *paywatch.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "10.00", pe.Fields["existing_amount"])
+
+	assert.NoError(t, paywatch.InProgressRefusal(base, with(func(o *paywatch.Order) { o.ExternalOrderID = nil }), "p1", ten))
+	err = paywatch.InProgressRefusal(base, with(func(o *paywatch.Order) { o.Amount = eleven }), "p1", ten)
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, paywatch.MsgInProgress, pe.Message)
+	assert.Equal(t, "p1", pe.Fields["existing_payment_id"])
+}

@@ -172,39 +172,36 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 	return p, false, nil
 }
 
-// sameOrder applies the idempotency rule to the payment p that already has
-// the request's external_order_id.
+// order is what payment p says of its order, for the idempotency rules.
+func (p *Payment) order() paywatch.Order {
+	return paywatch.Order{
+		ExternalRef: p.ExternalRef, ExternalOrderID: p.ExternalOrderID, Networkless: p.CreatedWithoutNetwork,
+		Pair: paywatch.Pair{Network: p.Network, Token: p.Token}, Amount: p.RequestedAmount(),
+	}
+}
+
+// order is what request np says of its order.
+func (np NewPayment) order() paywatch.Order {
+	return paywatch.Order{
+		ExternalRef: np.ExternalRef, ExternalOrderID: np.ExternalOrderID, Networkless: np.Network == "",
+		Pair: paywatch.Pair{Network: np.Network, Token: np.Token}, Amount: np.Amount,
+	}
+}
+
+// sameOrder answers a creation whose external_order_id names payment p
+// (paywatch.OrderRepeatRefusal).
 func sameOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
-	if p.ExternalRef != np.ExternalRef {
-		return nil, false, conflict(paywatch.MsgOrderOtherRef)
-	}
-	samePair := p.CreatedWithoutNetwork && np.Network == "" ||
-		!p.CreatedWithoutNetwork && p.Network == np.Network && p.Token == np.Token
-	if !samePair {
-		return nil, false, conflict(paywatch.MsgOrderOtherPair)
-	}
-	if p.RequestedAmount().Cmp(np.Amount) != 0 {
-		return nil, false, differentAmount(p)
+	if err := paywatch.OrderRepeatRefusal(p.order(), np.order(), p.Amount); err != nil {
+		return nil, false, err
 	}
 	return p, true, nil
 }
 
-// sameInProgressOrder applies the per_user and dedicated rule to the
-// in-progress payment p of the same customer, network and token: the same
-// order returns it, a different one is refused.
+// sameInProgressOrder answers a creation while the customer's payment p is
+// in progress on the same network and token (paywatch.InProgressRefusal).
 func sameInProgressOrder(p *Payment, np NewPayment) (*Payment, bool, error) {
-	sameOrderID := np.ExternalOrderID == nil || (p.ExternalOrderID != nil && *p.ExternalOrderID == *np.ExternalOrderID)
-	if sameOrderID && p.RequestedAmount().Cmp(np.Amount) == 0 {
-		return p, true, nil
+	if err := paywatch.InProgressRefusal(p.order(), np.order(), p.ID, p.Amount); err != nil {
+		return nil, false, err
 	}
-	return nil, false, &paywatch.Error{Code: paywatch.ECONFLICT, Message: paywatch.MsgInProgress, Fields: map[string]any{
-		"existing_payment_id": p.ID,
-		"existing_amount":     p.Amount.String(),
-	}}
-}
-
-func differentAmount(p *Payment) error {
-	return &paywatch.Error{Code: paywatch.ECONFLICT, Message: paywatch.MsgDifferentAmount, Fields: map[string]any{
-		"existing_amount": p.Amount.String(),
-	}}
+	return p, true, nil
 }
