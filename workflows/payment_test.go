@@ -1,11 +1,13 @@
 package workflows_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -339,14 +341,19 @@ func (s *PaymentSuite) run(in paywatch.PaymentInput, outcome paywatch.Status) {
 }
 
 // assertSavedInOrder checks that the saved versions follow each other
-// from the run's first commit on: none skipped, none saved twice.
+// from the run's first commit on: none skipped, none saved twice. Saves
+// issued by two handlers at once are concurrent activities that may run in
+// either order (the store keeps the newer version), so they are compared
+// by version.
 func (s *PaymentSuite) assertSavedInOrder(in paywatch.PaymentInput) {
 	s.T().Helper()
 	next := int64(1)
 	if in.Carry != nil {
 		next = in.Carry.Version + 1
 	}
-	for _, st := range s.saved {
+	saved := slices.Clone(s.saved)
+	slices.SortStableFunc(saved, func(a, b paywatch.PaymentState) int { return cmp.Compare(a.Version, b.Version) })
+	for _, st := range saved {
 		s.Equal(next, st.Version, "saved versions in order")
 		next = st.Version + 1
 	}
@@ -362,9 +369,11 @@ func (s *PaymentSuite) events() []paywatch.Event {
 	return out
 }
 
+// last is the newest saved state, the one the store keeps (its version
+// guard ignores an older save that runs after a newer one).
 func (s *PaymentSuite) last() paywatch.PaymentState {
 	s.Require().NotEmpty(s.saved)
-	return s.saved[len(s.saved)-1]
+	return slices.MaxFunc(s.saved, func(a, b paywatch.PaymentState) int { return cmp.Compare(a.Version, b.Version) })
 }
 
 // assertRejected checks an update rejection's type and exact message.
