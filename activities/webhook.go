@@ -171,9 +171,13 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeNoURL}, nil
 	}
 	res := a.sender.Send(ctx, d.URL, d.Secret, d.Payload)
-	if res.Outcome != webhooks.Delivered {
+	switch {
+	case res.Err != nil: // refused URL or a network failure: the detail is for the service log
 		activity.GetLogger(ctx).Warn("webhook attempt failed", "eventId", in.EventID, "attempt", in.Attempt,
-			"outcome", res.Outcome, "answer", failureText(res.StatusCode, res.Answer), "error", res.Err)
+			"outcome", res.Outcome, "answer", res.Answer, "error", res.Err)
+	case res.Outcome != webhooks.Delivered: // the receiver answered: its business
+		activity.GetLogger(ctx).Info("webhook attempt failed", "eventId", in.EventID, "attempt", in.Attempt,
+			"outcome", res.Outcome, "answer", failureText(res.StatusCode, res.Answer))
 	}
 	return workflows.SendWebhookResult{
 		Outcome: workflows.WebhookOutcome(res.Outcome), StatusCode: res.StatusCode, ResponseBody: store.CutResponseBody(res.Answer),
