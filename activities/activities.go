@@ -48,6 +48,11 @@ type Store interface {
 	// RecordedTransfersTo lists the scanner's recorded transfers of token to
 	// address from fromBlock up to the network's cursor, with the cursor.
 	RecordedTransfersTo(ctx context.Context, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (store.RecordedTransfers, error)
+	// MailByID, MarkMailSent and RecordMailFailure keep the outgoing
+	// e-mail (SendMail).
+	MailByID(ctx context.Context, id string) (store.Mail, bool, error)
+	MarkMailSent(ctx context.Context, id string) error
+	RecordMailFailure(ctx context.Context, id, reason string) error
 }
 
 // Chains gives the chain client of a network; the scanners' registry
@@ -75,6 +80,8 @@ type Deps struct {
 	RequireHTTPS bool
 	// Logger logs outside Temporal's activity logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Mailer sends e-mail; nil files every message in the dev outbox.
+	Mailer Mailer
 	// BlockTimes overrides a network's block time for confirmation waits:
 	// a devnet chain makes blocks every PAYWATCH_DEVNET_BLOCK_INTERVAL, not
 	// at the mainnet pace of paywatch.NetworkInfo.BlockTime.
@@ -87,6 +94,7 @@ type Activities struct {
 	store      Store
 	chains     Chains
 	sender     *webhooks.Sender
+	mailer     Mailer
 	now        func() time.Time
 	log        *slog.Logger
 	blockTimes map[paywatch.Network]time.Duration
@@ -102,6 +110,7 @@ func New(deps Deps) *Activities {
 		now:        deps.Clock,
 		log:        deps.Logger,
 		blockTimes: deps.BlockTimes,
+		mailer:     deps.Mailer,
 	}
 	if a.now == nil {
 		a.now = time.Now

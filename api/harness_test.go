@@ -170,6 +170,7 @@ func (e *env) newServer(wf payments.Workflows, o envOptions) *api.Server {
 		WebhookAllowPrivate: o.allowPrivate,
 		WebhookRequireHTTPS: o.requireHTTPS,
 		TrustedProxies:      o.trustedProxies,
+		DevMail:             true,
 	})
 }
 

@@ -67,6 +67,9 @@ type Deps struct {
 	// rightmost address not in them. Empty ignores the header, so clients
 	// cannot dodge per-IP limits by sending it.
 	TrustedProxies []netip.Prefix
+	// DevMail serves the dev outbox at GET /dev/mail (paywatch dev without
+	// PAYWATCH_SMTP_URL).
+	DevMail bool
 	// Devnet serves the devnet endpoints of operations.md §4 on the API
 	// listener; nil (serve, or dev without devnet chains) answers 404.
 	Devnet http.Handler
@@ -193,6 +196,9 @@ func (s *Server) routes() {
 		s.api.POST(prefix+"/projects/:slug/payment-links", s.createPaymentLink, op)
 	}
 	s.api.GET(GuidePath, s.guide, s.limitPerIP("guide"))
+	if s.deps.DevMail {
+		s.api.GET(DevMailPath, s.devMail)
+	}
 	s.payRoutes()
 }
 

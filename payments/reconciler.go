@@ -55,6 +55,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		if _, err := r.Webhooks(ctx); err != nil && ctx.Err() == nil {
 			r.logger().Warn("reconcile webhooks", "error", err)
 		}
+		if _, err := r.Mail(ctx); err != nil && ctx.Err() == nil {
+			r.logger().Warn("reconcile e-mail", "error", err)
+		}
 		if pass%pruneEvery == 0 {
 			if err := r.Store.PruneRateLimits(ctx); err != nil && ctx.Err() == nil {
 				r.logger().Warn("prune rate limits", "error", err)
@@ -116,6 +119,29 @@ func (r *Reconciler) Webhooks(ctx context.Context) (int, error) {
 		r.logger().Info("started pending webhook deliveries", "count", n)
 	}
 	return n, err
+}
+
+// Mail starts the deliveries of queued e-mails older than MinAge that are
+// not sent yet, and returns how many it asked to start; one whose delivery
+// runs is kept.
+func (r *Reconciler) Mail(ctx context.Context) (int, error) {
+	if r.Workflows == nil {
+		return 0, nil
+	}
+	minAge := r.MinAge
+	if minAge <= 0 {
+		minAge = DefaultReconcileMinAge
+	}
+	ids, err := r.Store.PendingMail(ctx, minAge, reconcileBatch)
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range ids {
+		if err := r.Workflows.SendMail(ctx, id); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
 }
 
 func (r *Reconciler) logger() *slog.Logger {

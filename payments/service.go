@@ -259,9 +259,54 @@ func (s *Service) RecheckChain(ctx context.Context, projectID int64, id string) 
 }
 
 // RegenerateKeys gives a project a new API key, API secret and webhook
-// secret; the old ones stop working at once.
+// secret; the old ones stop working at once. The project's owner gets a
+// security alert e-mail; the keys are regenerated whether or not it can be
+// queued (a failure is logged), and it names no secret.
 func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Credentials, error) {
-	return s.store.RegenerateKeys(ctx, slug)
+	creds, err := s.store.RegenerateKeys(ctx, slug)
+	if err != nil {
+		return creds, err
+	}
+	p, err := s.store.ProjectBySlug(ctx, slug)
+	if err != nil {
+		s.log.Error("security alert not queued", "project", slug, "error", err)
+		return creds, nil
+	}
+	if p.Owner != nil {
+		s.Mail(ctx, securityAlert(p, s.now()))
+	}
+	return creds, nil
+}
+
+// securityAlert is the e-mail an owner gets when a project's keys are
+// regenerated.
+func securityAlert(p *store.Project, at time.Time) store.Mail {
+	return store.Mail{
+		To:      p.Owner.Email,
+		Subject: fmt.Sprintf("Security alert: the keys of %s were regenerated", p.Name),
+		Text: fmt.Sprintf("The API key, API secret and webhook secret of your paywatch project %s (%s) were regenerated on %s UTC.\n\n"+
+			"The old ones stopped working at once: update your integration and your webhook verification with the new ones.\n\n"+
+			"If you did not do this, tell your paywatch operator now.\n",
+			p.Name, p.Slug, at.UTC().Format("2006-01-02 15:04:05")),
+	}
+}
+
+// Mail queues an e-mail and starts its delivery. A failure is logged: a
+// queued message whose delivery did not start is started by the
+// reconciler, and one that could not be queued is lost only with the
+// database.
+func (s *Service) Mail(ctx context.Context, m store.Mail) {
+	m, err := s.store.QueueMail(ctx, m)
+	if err != nil {
+		s.log.Error("e-mail not queued", "subject", m.Subject, "error", err)
+		return
+	}
+	if s.workflows == nil {
+		return
+	}
+	if err := s.workflows.SendMail(ctx, m.ID); err != nil {
+		s.log.Warn("start e-mail delivery; the reconciler will retry", "mailId", m.ID, "error", err)
+	}
 }
 
 // EnsureStarted starts the payment's workflow unless its row says it runs.

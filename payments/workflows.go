@@ -30,6 +30,9 @@ type Workflows interface {
 	SelectNetwork(ctx context.Context, paymentID string, req workflows.SelectNetworkRequest) (paywatch.Assignment, error)
 	// Recheck asks the payment's workflow to check the chain now.
 	Recheck(ctx context.Context, paymentID string) (paywatch.PaymentState, error)
+	// SendMail starts the delivery workflow of a queued e-mail; one already
+	// running or done is kept.
+	SendMail(ctx context.Context, mailID string) error
 	// DeliverWebhook starts the delivery workflow of a webhook event. A
 	// delivery already running is kept, unless in.Redeliver asks for a
 	// fresh one, which replaces it.
@@ -87,6 +90,24 @@ func (t *TemporalWorkflows) DeliverWebhook(ctx context.Context, in workflows.Web
 	}, workflows.WebhookWorkflowName, in)
 	if err != nil {
 		return fmt.Errorf("start webhook workflow %s: %w", in.EventID, err)
+	}
+	return nil
+}
+
+// SendMail starts the message's MailWorkflow (ID MailWorkflowID), unless
+// one was started for it already.
+func (t *TemporalWorkflows) SendMail(ctx context.Context, mailID string) error {
+	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.MailWorkflowID(mailID),
+		TaskQueue:                t.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// A run an operator terminated may be started again; one that sent
+		// the message completed and is never repeated.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+	}, workflows.MailWorkflowName, workflows.SendMailInput{MailID: mailID})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start mail workflow %s: %w", mailID, err)
 	}
 	return nil
 }

@@ -279,4 +279,5 @@ type Activities interface {
 	SendWebhook(ctx context.Context, in SendWebhookInput) (SendWebhookResult, error)
 	RecordWebhookAttempt(ctx context.Context, in RecordWebhookAttemptInput) error
 	DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error
+	SendMail(ctx context.Context, in SendMailInput) error
 }

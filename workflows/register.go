@@ -27,6 +27,7 @@ import (
 func Register(r worker.Registry, a Activities) {
 	r.RegisterWorkflowWithOptions(PaymentWorkflow, workflow.RegisterOptions{Name: PaymentWorkflowName})
 	r.RegisterWorkflowWithOptions(WebhookWorkflow, workflow.RegisterOptions{Name: WebhookWorkflowName})
+	r.RegisterWorkflowWithOptions(MailWorkflow, workflow.RegisterOptions{Name: MailWorkflowName})
 	for name, fn := range map[string]any{
 		ActivitySavePaymentState:     a.SavePaymentState,
 		ActivitySelectNetwork:        a.SelectNetwork,
@@ -39,6 +40,7 @@ func Register(r worker.Registry, a Activities) {
 		ActivitySendWebhook:          a.SendWebhook,
 		ActivityRecordWebhookAttempt: a.RecordWebhookAttempt,
 		ActivityDeliverWebhook:       a.DeliverWebhook,
+		ActivitySendMail:             a.SendMail,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
 )
 
 // Mode is the subcommand a process runs; it decides defaults and which parts start.
@@ -37,6 +38,8 @@ const (
 //	PAYWATCH_MASTER_KEY               operator key mk_... (dev: generated once into the data dir)
 //	PAYWATCH_WEBHOOK_ALLOW_PRIVATE    allow webhook URLs on private/loopback addresses (dev: true, otherwise false)
 //	PAYWATCH_WEBHOOK_ALLOW_HTTP       allow plain http:// webhook URLs (dev: true, otherwise false: HTTPS in production)
+//	PAYWATCH_SMTP_URL                 smtp://user:pass@host:port or smtps://...; outgoing e-mail (dev without it: the /dev/mail outbox)
+//	PAYWATCH_MAIL_FROM                sender of every e-mail (default paywatch <noreply@localhost>)
 //	PAYWATCH_TRUSTED_PROXIES          comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For is honoured
 //	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network (JSON-RPC URLs; TRC20: gRPC host:port)
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
@@ -65,6 +68,11 @@ type Config struct {
 	MasterKey           string
 	WebhookAllowPrivate bool
 	WebhookAllowHTTP    bool
+	// SMTPURL is PAYWATCH_SMTP_URL; empty keeps e-mail in the dev outbox
+	// (dev) or retries it until one is set (elsewhere).
+	SMTPURL string
+	// MailFrom is PAYWATCH_MAIL_FROM, the sender of every e-mail.
+	MailFrom string
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client; empty ignores the header.
 	TrustedProxies []netip.Prefix
@@ -137,6 +145,8 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.MasterKey = str("PAYWATCH_MASTER_KEY", "")
 	c.WebhookAllowPrivate = boolean("PAYWATCH_WEBHOOK_ALLOW_PRIVATE", dev)
 	c.WebhookAllowHTTP = boolean("PAYWATCH_WEBHOOK_ALLOW_HTTP", dev)
+	c.SMTPURL = str("PAYWATCH_SMTP_URL", "")
+	c.MailFrom = str("PAYWATCH_MAIL_FROM", "paywatch <noreply@localhost>")
 	for _, v := range strings.Split(getenv("PAYWATCH_TRUSTED_PROXIES"), ",") {
 		if v = strings.TrimSpace(v); v == "" {
 			continue
@@ -215,6 +225,11 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("PAYWATCH_MASTER_KEY must start with mk_"))
 	} else if c.MasterKey != "" && len(c.MasterKey) < 3+24 {
 		errs = append(errs, errors.New("PAYWATCH_MASTER_KEY is too short: use at least 24 random characters after mk_"))
+	}
+	if c.SMTPURL != "" {
+		if _, err := activities.NewSMTPMailer(c.SMTPURL, c.MailFrom); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.Mode == ModeAPI || c.Mode == ModeServe || c.Mode == ModeDev {
 		for _, kv := range [][2]string{{"PAYWATCH_API_ADDR", c.APIAddr}, {"PAYWATCH_PAY_ADDR", c.PayAddr}} {

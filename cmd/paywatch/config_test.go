@@ -139,3 +139,30 @@ func TestDevWithTemporalAddressStartsNoServer(t *testing.T) {
 	assert.False(t, cfg.EmbeddedTemporal(), "an operator's Temporal cluster replaces the embedded server")
 	assert.True(t, cfg.Devnet, "dev keeps its devnet chains")
 }
+
+func TestMailConfig(t *testing.T) {
+	cfg, err := LoadConfig(ModeDev, envOf(map[string]string{}))
+	require.NoError(t, err)
+	assert.Empty(t, cfg.SMTPURL, "dev keeps e-mail in the outbox")
+	assert.Equal(t, "paywatch <noreply@localhost>", cfg.MailFrom)
+
+	cfg, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_SMTP_URL": "smtps://u:p@mail.example:465", "PAYWATCH_MAIL_FROM": "Shop <pay@shop.example>"}))
+	require.NoError(t, err)
+	assert.Equal(t, "smtps://u:p@mail.example:465", cfg.SMTPURL)
+
+	require.NoError(t, cfg.Validate())
+
+	validate := func(env map[string]string) error {
+		cfg, err := LoadConfig(ModeDev, envOf(env))
+		require.NoError(t, err)
+		return cfg.Validate()
+	}
+	for _, bad := range []string{"http://mail.example", "smtp://", "smtp://mail.example:port"} {
+		err := validate(map[string]string{"PAYWATCH_SMTP_URL": bad})
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "PAYWATCH_SMTP_URL", bad)
+	}
+	err = validate(map[string]string{"PAYWATCH_SMTP_URL": "smtp://mail.example", "PAYWATCH_MAIL_FROM": "not an address"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "PAYWATCH_MAIL_FROM")
+}

@@ -118,6 +118,14 @@ func TestDevHealthDrainAndShutdown(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.JSONEq(t, `{"error":"Not found"}`, string(body))
 
+	// Without PAYWATCH_SMTP_URL, dev serves its e-mail outbox.
+	resp, err = http.Get("http://" + m.APIAddr() + "/dev/mail")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"messages":[]}`, string(body))
+
 	// The start-up block names the URLs, the Temporal UI and the master key.
 	printed := out.String()
 	assert.Contains(t, printed, "API          "+cfg.BaseURL)

@@ -189,7 +189,8 @@ func (m *Main) Run(ctx context.Context) error {
 			Chains:              m.chainStatus,
 			// The devnet endpoints of operations.md §4 live on the API
 			// listener, behind its Host rule, only while devnet chains run.
-			Devnet: rt.DevnetHandler,
+			Devnet:  rt.DevnetHandler,
+			DevMail: cfg.Mode == ModeDev && cfg.SMTPURL == "",
 		})
 		// A payment row whose workflow start was lost (a crash between the
 		// insert and the start) gets its workflow from the reconciler.
@@ -238,7 +239,12 @@ func (m *Main) startWorker(ctx context.Context) error {
 	// The default of 1,000 concurrent activities leaves room for the five
 	// long-running scan activities next to the payments' short ones.
 	w := worker.New(m.temporal, cfg.TaskQueue, worker.Options{})
+	mailer, err := m.mailer()
+	if err != nil {
+		return err
+	}
 	workflows.Register(w, activities.New(activities.Deps{
+		Mailer:       mailer,
 		Store:        m.store,
 		Chains:       m.chains.Set,
 		AllowPrivate: cfg.WebhookAllowPrivate,
@@ -424,55 +430,3 @@ func migrate(ctx context.Context, cfg Config) (int64, error) {
 	defer pool.Close()
 	return store.Migrate(ctx, pool)
 }
-
-// leveled raises the minimum level of a handler; the Temporal SDK logs every
-// poll at info, which would drown paywatch's own logs.
-type leveled struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (l leveled) Enabled(ctx context.Context, lv slog.Level) bool {
-	return lv >= l.min && l.Handler.Enabled(ctx, lv)
-}
-
-// expectedActivityErrors are the application error types of activity
-// failures that are part of normal operation, retried by design: a legacy
-// webhook attempt answered 5xx, a chain provider's rate limit, a webhook
-// read during a database outage. The SDK logs every failed activity
-// attempt at ERROR; these are logged at WARN instead.
-var expectedActivityErrors = []string{
-	"(type: " + workflows.ErrTypeWebhookRetry + ",",
-	"(type: " + workflows.ErrTypeRateLimited + ",",
-	"(type: " + workflows.ErrTypeWebhookNotSent + ",",
-}
-
-// Handle lowers the SDK's "Activity error." records of expected retries
-// to WARN, then passes every record on.
-func (l leveled) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelError && r.Message == "Activity error." {
-		expected := false
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "Error" {
-				v := a.Value.String()
-				for _, typ := range expectedActivityErrors {
-					expected = expected || strings.Contains(v, typ)
-				}
-			}
-			return true
-		})
-		if expected {
-			if !l.Enabled(ctx, slog.LevelWarn) {
-				return nil
-			}
-			w := slog.NewRecord(r.Time, slog.LevelWarn, r.Message, r.PC)
-			r.Attrs(func(a slog.Attr) bool { w.AddAttrs(a); return true })
-			r = w
-		}
-	}
-	return l.Handler.Handle(ctx, r)
-}
-
-func (l leveled) WithAttrs(a []slog.Attr) slog.Handler { return leveled{l.Handler.WithAttrs(a), l.min} }
-
-func (l leveled) WithGroup(n string) slog.Handler { return leveled{l.Handler.WithGroup(n), l.min} }

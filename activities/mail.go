@@ -1,0 +1,106 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/wneessen/go-mail"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// Mailer hands an e-mail to a mail server. Message is what it sends;
+// nil Mailer (dev without PAYWATCH_SMTP_URL) files every message in the
+// outbox instead, the mail_messages table that GET /dev/mail lists.
+type Mailer interface {
+	Send(ctx context.Context, m store.Mail) error
+}
+
+// SendMail sends one queued message through the Mailer, or files it in
+// the dev outbox, and marks it sent. A message already sent is left alone,
+// so a retried activity sends it once; should the worker die between the
+// send and the mark, the message goes out again with the same Message-ID,
+// which mail servers and clients recognise.
+func (a *Activities) SendMail(ctx context.Context, in workflows.SendMailInput) error {
+	m, ok, err := a.store.MailByID(ctx, in.MailID)
+	if err != nil {
+		return err
+	}
+	if !ok || m.Sent {
+		return nil
+	}
+	if a.mailer != nil {
+		if err := a.mailer.Send(ctx, m); err != nil {
+			activity.GetLogger(ctx).Warn("e-mail not sent; retrying", "mailId", m.ID, "error", err)
+			if rerr := a.store.RecordMailFailure(ctx, m.ID, err.Error()); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+	}
+	return a.store.MarkMailSent(ctx, m.ID)
+}
+
+// SMTPMailer sends e-mail through one SMTP server (PAYWATCH_SMTP_URL) with
+// go-mail.
+type SMTPMailer struct {
+	client *mail.Client
+	from   string
+}
+
+// NewSMTPMailer returns a Mailer for rawURL, smtp://user:pass@host:port
+// (STARTTLS when the server offers it) or smtps://... (implicit TLS), that
+// sends as from (PAYWATCH_MAIL_FROM).
+func NewSMTPMailer(rawURL, from string) (*SMTPMailer, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" || (u.Scheme != "smtp" && u.Scheme != "smtps") {
+		return nil, fmt.Errorf("PAYWATCH_SMTP_URL must be smtp://user:pass@host:port or smtps://...")
+	}
+	opts := []mail.Option{mail.WithTLSPolicy(mail.TLSOpportunistic)}
+	port := 587
+	if u.Scheme == "smtps" {
+		port = 465
+		opts = []mail.Option{mail.WithSSL()}
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil {
+			return nil, fmt.Errorf("PAYWATCH_SMTP_URL: bad port %q", p)
+		}
+	}
+	opts = append(opts, mail.WithPort(port))
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover), mail.WithUsername(u.User.Username()), mail.WithPassword(pass))
+	}
+	c, err := mail.NewClient(u.Hostname(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("PAYWATCH_SMTP_URL: %w", err)
+	}
+	if err := mail.NewMsg().From(from); err != nil {
+		return nil, fmt.Errorf("PAYWATCH_MAIL_FROM: %w", err)
+	}
+	return &SMTPMailer{client: c, from: from}, nil
+}
+
+// Send sends m, with the Message-ID <id@paywatch> so that a resend after a
+// crash is recognised as the same message.
+func (s *SMTPMailer) Send(ctx context.Context, m store.Mail) error {
+	msg := mail.NewMsg()
+	if err := msg.From(s.from); err != nil {
+		return fmt.Errorf("mail from %q: %w", s.from, err)
+	}
+	if err := msg.To(m.To); err != nil {
+		return fmt.Errorf("mail to: %w", err)
+	}
+	msg.Subject(m.Subject)
+	msg.SetMessageIDWithValue(m.ID + "@paywatch")
+	msg.SetBodyString(mail.TypeTextPlain, m.Text)
+	if m.HTML != "" {
+		msg.AddAlternativeString(mail.TypeTextHTML, m.HTML)
+	}
+	return s.client.DialAndSendWithContext(ctx, msg)
+}

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Mail is an outgoing e-mail (a mail_messages row).
+type Mail struct {
+	ID      string
+	To      string
+	Subject string
+	Text    string
+	HTML    string
+	// Sent is set once the message was handed to the SMTP server, or, in
+	// the dev outbox, once it was filed there.
+	Sent      bool
+	SentAt    *time.Time
+	CreatedAt time.Time
+}
+
+// newMailID returns a random UUID (version 4) for a message.
+func newMailID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// QueueMail records m as pending and returns it with its id.
+func (s *Store) QueueMail(ctx context.Context, m Mail) (Mail, error) {
+	m.ID = newMailID()
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO mail_messages (id, to_address, subject, text_body, html_body, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
+		m.ID, m.To, m.Subject, m.Text, m.HTML, s.clock().UTC()).Scan(&m.CreatedAt)
+	if err != nil {
+		return Mail{}, fmt.Errorf("queue mail: %w", err)
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	return m, nil
+}
+
+const mailSelect = `SELECT id::text, to_address, subject, text_body, html_body, state = 'sent', sent_at, created_at FROM mail_messages`
+
+func scanMail(row pgx.Row) (Mail, error) {
+	var m Mail
+	if err := row.Scan(&m.ID, &m.To, &m.Subject, &m.Text, &m.HTML, &m.Sent, &m.SentAt, &m.CreatedAt); err != nil {
+		return Mail{}, err
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	if m.SentAt != nil {
+		t := m.SentAt.UTC()
+		m.SentAt = &t
+	}
+	return m, nil
+}
+
+// MailByID returns a message; ok is false if there is none.
+func (s *Store) MailByID(ctx context.Context, id string) (Mail, bool, error) {
+	if !ValidPaymentID(id) {
+		return Mail{}, false, nil
+	}
+	m, err := scanMail(s.pool.QueryRow(ctx, mailSelect+` WHERE id = $1`, id))
+	if noRows(err) {
+		return Mail{}, false, nil
+	}
+	if err != nil {
+		return Mail{}, false, fmt.Errorf("read mail %s: %w", id, err)
+	}
+	return m, true, nil
+}
+
+// MarkMailSent records that a message went out.
+func (s *Store) MarkMailSent(ctx context.Context, id string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE mail_messages SET state = 'sent', sent_at = $2, attempts = attempts + 1, last_error = NULL
+		WHERE id = $1 AND state = 'pending'`, id, s.clock().UTC())
+	if err != nil {
+		return fmt.Errorf("mark mail %s sent: %w", id, err)
+	}
+	return nil
+}
+
+// RecordMailFailure counts a failed attempt to send a message.
+func (s *Store) RecordMailFailure(ctx context.Context, id, reason string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE mail_messages SET attempts = attempts + 1, last_error = left($2, 500) WHERE id = $1`, id, reason)
+	if err != nil {
+		return fmt.Errorf("record mail %s failure: %w", id, err)
+	}
+	return nil
+}
+
+// ListMail returns the newest messages, up to limit.
+func (s *Store) ListMail(ctx context.Context, limit int) ([]Mail, error) {
+	rows, err := s.pool.Query(ctx, mailSelect+` ORDER BY created_at DESC, id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list mail: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Mail, error) { return scanMail(r) })
+}
+
+// PendingMail returns the ids of messages not yet sent that were queued at
+// least minAge ago, oldest first, up to limit.
+func (s *Store) PendingMail(ctx context.Context, minAge time.Duration, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id::text FROM mail_messages WHERE state = 'pending' AND created_at <= $1
+		ORDER BY created_at LIMIT $2`, s.clock().UTC().Add(-minAge), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list pending mail: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
