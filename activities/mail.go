@@ -3,8 +3,10 @@ package activities
 import (
 	"context"
 	"fmt"
+	netmail "net/mail"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/wneessen/go-mail"
 	"go.temporal.io/sdk/activity"
@@ -30,7 +32,11 @@ func (a *Activities) SendMail(ctx context.Context, in workflows.SendMailInput) e
 	if err != nil {
 		return err
 	}
-	if !ok || m.Sent {
+	if !ok {
+		activity.GetLogger(ctx).Error("e-mail to send not found", "mailId", in.MailID)
+		return nil
+	}
+	if m.Sent {
 		return nil
 	}
 	if a.mailer != nil {
@@ -50,6 +56,7 @@ func (a *Activities) SendMail(ctx context.Context, in workflows.SendMailInput) e
 type SMTPMailer struct {
 	client *mail.Client
 	from   string
+	domain string // of from, for Message-IDs
 }
 
 // NewSMTPMailer returns a Mailer for rawURL, smtp://user:pass@host:port
@@ -60,7 +67,14 @@ func NewSMTPMailer(rawURL, from string) (*SMTPMailer, error) {
 	if err != nil || u.Hostname() == "" || (u.Scheme != "smtp" && u.Scheme != "smtps") {
 		return nil, fmt.Errorf("PAYWATCH_SMTP_URL must be smtp://user:pass@host:port or smtps://...")
 	}
-	opts := []mail.Option{mail.WithTLSPolicy(mail.TLSOpportunistic)}
+	// STARTTLS when the server offers it; required once there are
+	// credentials, so that a man in the middle who strips the offer never
+	// gets them (or the mail) in the clear.
+	policy := mail.TLSOpportunistic
+	if u.User != nil {
+		policy = mail.TLSMandatory
+	}
+	opts := []mail.Option{mail.WithTLSPolicy(policy)}
 	port := 587
 	if u.Scheme == "smtps" {
 		port = 465
@@ -80,14 +94,16 @@ func NewSMTPMailer(rawURL, from string) (*SMTPMailer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PAYWATCH_SMTP_URL: %w", err)
 	}
-	if err := mail.NewMsg().From(from); err != nil {
-		return nil, fmt.Errorf("PAYWATCH_MAIL_FROM: %w", err)
+	addr, err := netmail.ParseAddress(from)
+	if err != nil {
+		return nil, fmt.Errorf("PAYWATCH_MAIL_FROM: %q is not an e-mail address", from)
 	}
-	return &SMTPMailer{client: c, from: from}, nil
+	domain := addr.Address[strings.LastIndex(addr.Address, "@")+1:]
+	return &SMTPMailer{client: c, from: from, domain: domain}, nil
 }
 
-// Send sends m, with the Message-ID <id@paywatch> so that a resend after a
-// crash is recognised as the same message.
+// Send sends m, with the Message-ID <id@domain-of-from> so that a resend
+// after a crash is recognised as the same message.
 func (s *SMTPMailer) Send(ctx context.Context, m store.Mail) error {
 	msg := mail.NewMsg()
 	if err := msg.From(s.from); err != nil {
@@ -97,7 +113,7 @@ func (s *SMTPMailer) Send(ctx context.Context, m store.Mail) error {
 		return fmt.Errorf("mail to: %w", err)
 	}
 	msg.Subject(m.Subject)
-	msg.SetMessageIDWithValue(m.ID + "@paywatch")
+	msg.SetMessageIDWithValue(m.ID + "@" + s.domain)
 	msg.SetBodyString(mail.TypeTextPlain, m.Text)
 	if m.HTML != "" {
 		msg.AddAlternativeString(mail.TypeTextHTML, m.HTML)

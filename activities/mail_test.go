@@ -112,7 +112,7 @@ func TestSendMailThroughSMTP(t *testing.T) {
 	assert.Equal(t, "noreply@paywatch.test", got[0].from)
 	assert.Equal(t, []string{"owner@merchant.test"}, got[0].to)
 	assert.Contains(t, got[0].data, "Subject: Security alert")
-	assert.Contains(t, got[0].data, "Message-ID: <"+m.ID+"@paywatch>")
+	assert.Contains(t, got[0].data, "Message-ID: <"+m.ID+"@paywatch.test>")
 	assert.Contains(t, got[0].data, "Your keys were regenerated.")
 	sent, ok, err := st.MailByID(ctx, m.ID)
 	require.NoError(t, err)

@@ -40,8 +40,19 @@ func TestRegenerateKeysSendsSecurityAlert(t *testing.T) {
 		assert.NotContains(t, msg["text"], s, "no secret in the e-mail")
 	}
 
+	// A project name with markup is shown as text on the page.
+	r = e.op("PATCH", "/v1/projects/shop", map[string]any{"name": "<b>Evil</b>"})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	require.Equal(t, http.StatusOK, e.op("POST", "/v1/projects/shop/regenerate-keys", nil).Code)
+	require.Eventually(t, func() bool {
+		list, _ := e.do(request{method: "GET", path: "/dev/mail"}).Body["messages"].([]any)
+		return len(list) == 2
+	}, 20*time.Second, 100*time.Millisecond)
+
 	page := e.do(request{method: "GET", path: "/dev/mail", header: map[string]string{"Accept": "text/html"}})
 	require.Equal(t, http.StatusOK, page.Code)
 	assert.Contains(t, page.Header.Get("Content-Type"), "text/html")
 	assert.Contains(t, page.Raw, "Security alert: the keys of Shop shop were regenerated")
+	assert.Contains(t, page.Raw, "&lt;b&gt;Evil&lt;/b&gt;")
+	assert.NotContains(t, page.Raw, "<b>Evil</b>")
 }

@@ -10,12 +10,15 @@ CREATE TABLE mail_messages (
     text_body   TEXT NOT NULL,
     html_body   TEXT NOT NULL DEFAULT '',
     state       TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent')),
+    -- started is set once a delivery workflow runs for the message; the
+    -- reconciler starts the others.
+    started     BOOLEAN NOT NULL DEFAULT false,
     attempts    INTEGER NOT NULL DEFAULT 0,
     last_error  TEXT,
     created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
     sent_at     TIMESTAMPTZ
 );
-CREATE INDEX mail_messages_pending_idx ON mail_messages (created_at) WHERE state = 'pending';
+CREATE INDEX mail_messages_unstarted_idx ON mail_messages (created_at) WHERE state = 'pending' AND NOT started;
 
 -- +goose Down
 DROP TABLE mail_messages;

@@ -140,6 +140,9 @@ func (r *Reconciler) Mail(ctx context.Context) (int, error) {
 		if err := r.Workflows.SendMail(ctx, id); err != nil {
 			return i, err
 		}
+		if err := r.Store.MarkMailStarted(ctx, id); err != nil {
+			return i, err
+		}
 	}
 	return len(ids), nil
 }

@@ -263,17 +263,19 @@ func (s *Service) RecheckChain(ctx context.Context, projectID int64, id string) 
 // security alert e-mail; the keys are regenerated whether or not it can be
 // queued (a failure is logged), and it names no secret.
 func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Credentials, error) {
-	creds, err := s.store.RegenerateKeys(ctx, slug)
+	at := s.now()
+	creds, alert, err := s.store.RegenerateKeys(ctx, slug, func(p *store.Project) *store.Mail {
+		if p.Owner == nil {
+			return nil
+		}
+		m := securityAlert(p, at)
+		return &m
+	})
 	if err != nil {
 		return creds, err
 	}
-	p, err := s.store.ProjectBySlug(ctx, slug)
-	if err != nil {
-		s.log.Error("security alert not queued", "project", slug, "error", err)
-		return creds, nil
-	}
-	if p.Owner != nil {
-		s.Mail(ctx, securityAlert(p, s.now()))
+	if alert != nil {
+		s.startMail(context.WithoutCancel(ctx), alert.ID)
 	}
 	return creds, nil
 }
@@ -291,21 +293,30 @@ func securityAlert(p *store.Project, at time.Time) store.Mail {
 	}
 }
 
-// Mail queues an e-mail and starts its delivery. A failure is logged: a
-// queued message whose delivery did not start is started by the
-// reconciler, and one that could not be queued is lost only with the
-// database.
+// Mail queues an e-mail and starts its delivery. A failure to queue is
+// logged; a queued message whose delivery did not start is started by the
+// reconciler.
 func (s *Service) Mail(ctx context.Context, m store.Mail) {
-	m, err := s.store.QueueMail(ctx, m)
+	queued, err := s.store.QueueMail(ctx, m)
 	if err != nil {
 		s.log.Error("e-mail not queued", "subject", m.Subject, "error", err)
 		return
 	}
+	s.startMail(ctx, queued.ID)
+}
+
+// startMail starts a queued message's delivery and records it; a failure is
+// logged, and the reconciler starts it later.
+func (s *Service) startMail(ctx context.Context, id string) {
 	if s.workflows == nil {
 		return
 	}
-	if err := s.workflows.SendMail(ctx, m.ID); err != nil {
-		s.log.Warn("start e-mail delivery; the reconciler will retry", "mailId", m.ID, "error", err)
+	if err := s.workflows.SendMail(ctx, id); err != nil {
+		s.log.Warn("start e-mail delivery; the reconciler will retry", "mailId", id, "error", err)
+		return
+	}
+	if err := s.store.MarkMailStarted(ctx, id); err != nil {
+		s.log.Warn("record e-mail delivery start", "mailId", id, "error", err)
 	}
 }
 

@@ -34,8 +34,13 @@ func newMailID() string {
 
 // QueueMail records m as pending and returns it with its id.
 func (s *Store) QueueMail(ctx context.Context, m Mail) (Mail, error) {
+	return s.queueMail(ctx, s.pool, m)
+}
+
+// queueMail is QueueMail on q, which may be a transaction.
+func (s *Store) queueMail(ctx context.Context, q querier, m Mail) (Mail, error) {
 	m.ID = newMailID()
-	err := s.pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		INSERT INTO mail_messages (id, to_address, subject, text_body, html_body, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
 		m.ID, m.To, m.Subject, m.Text, m.HTML, s.clock().UTC()).Scan(&m.CreatedAt)
@@ -76,6 +81,15 @@ func (s *Store) MailByID(ctx context.Context, id string) (Mail, bool, error) {
 	return m, true, nil
 }
 
+// MarkMailStarted records that a message's delivery workflow was started,
+// so the reconciler looks only at messages no process started.
+func (s *Store) MarkMailStarted(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE mail_messages SET started = true WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("mark mail %s started: %w", id, err)
+	}
+	return nil
+}
+
 // MarkMailSent records that a message went out.
 func (s *Store) MarkMailSent(ctx context.Context, id string) error {
 	_, err := s.pool.Exec(ctx, `
@@ -106,11 +120,12 @@ func (s *Store) ListMail(ctx context.Context, limit int) ([]Mail, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Mail, error) { return scanMail(r) })
 }
 
-// PendingMail returns the ids of messages not yet sent that were queued at
-// least minAge ago, oldest first, up to limit.
+// PendingMail returns the ids of messages whose delivery no process
+// started, queued at least minAge ago, oldest first, up to limit. (A
+// started delivery retries by itself, however long its message fails.)
 func (s *Store) PendingMail(ctx context.Context, minAge time.Duration, limit int) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id::text FROM mail_messages WHERE state = 'pending' AND created_at <= $1
+		SELECT id::text FROM mail_messages WHERE state = 'pending' AND NOT started AND created_at <= $1
 		ORDER BY created_at LIMIT $2`, s.clock().UTC().Add(-minAge), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list pending mail: %w", err)

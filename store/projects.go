@@ -394,19 +394,43 @@ func (s *Store) UpdateProject(ctx context.Context, slug string, ps ProjectSettin
 
 // RegenerateKeys replaces a project's API key, API secret and webhook secret
 // at once; the old values stop working with this commit.
-func (s *Store) RegenerateKeys(ctx context.Context, slug string) (Credentials, error) {
+//
+// alert, when not nil, makes the e-mail that tells of it (nil for none);
+// it is queued in the same transaction, so keys never change without it.
+func (s *Store) RegenerateKeys(ctx context.Context, slug string, alert func(*Project) *Mail) (Credentials, *Mail, error) {
 	creds := newCredentials()
-	tag, err := s.pool.Exec(ctx, `
-		UPDATE projects SET api_key_hash = $2, api_key_prefix = $3, api_secret_hash = $4, webhook_secret = $5, updated_at = $6
-		WHERE slug = $1`,
-		slug, hashSecret(creds.APIKey), keyPrefix(creds.APIKey), hashSecret(creds.APISecret), creds.WebhookSecret, s.clock())
+	var queued *Mail
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE projects SET api_key_hash = $2, api_key_prefix = $3, api_secret_hash = $4, webhook_secret = $5, updated_at = $6
+			WHERE slug = $1`,
+			slug, hashSecret(creds.APIKey), keyPrefix(creds.APIKey), hashSecret(creds.APISecret), creds.WebhookSecret, s.clock())
+		if err != nil {
+			return fmt.Errorf("regenerate keys: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound(paywatch.MsgProjectNotFound)
+		}
+		if alert == nil {
+			return nil
+		}
+		p, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1`, slug))
+		if err != nil {
+			return fmt.Errorf("load project: %w", err)
+		}
+		if m := alert(p); m != nil {
+			q, err := s.queueMail(ctx, tx, *m)
+			if err != nil {
+				return err
+			}
+			queued = &q
+		}
+		return nil
+	})
 	if err != nil {
-		return Credentials{}, fmt.Errorf("regenerate keys: %w", err)
+		return Credentials{}, nil, err
 	}
-	if tag.RowsAffected() == 0 {
-		return Credentials{}, notFound(paywatch.MsgProjectNotFound)
-	}
-	return creds, nil
+	return creds, queued, nil
 }
 
 // Authenticate returns the project of an API key. A key that matches no

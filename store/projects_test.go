@@ -80,7 +80,7 @@ func TestProjectsAndKeys(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, p.ID, got.ID)
 
-	newCreds, err := s.RegenerateKeys(ctx, "no-owner")
+	newCreds, _, err := s.RegenerateKeys(ctx, "no-owner", nil)
 	require.NoError(t, err)
 	_, err = s.Authenticate(ctx, creds.APIKey)
 	requireCode(t, err, paywatch.EUNAUTHORIZED, "Invalid API key")

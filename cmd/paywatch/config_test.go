@@ -157,10 +157,11 @@ func TestMailConfig(t *testing.T) {
 		require.NoError(t, err)
 		return cfg.Validate()
 	}
-	for _, bad := range []string{"http://mail.example", "smtp://", "smtp://mail.example:port"} {
+	for _, bad := range []string{"http://mail.example", "smtp://", "smtp://user:s3cret@mail.example:port", "smtp://mail.example:99999999999999999999"} {
 		err := validate(map[string]string{"PAYWATCH_SMTP_URL": bad})
 		require.Error(t, err, bad)
 		assert.Contains(t, err.Error(), "PAYWATCH_SMTP_URL", bad)
+		assert.NotContains(t, err.Error(), "s3cret", "the password never reaches a message")
 	}
 	err = validate(map[string]string{"PAYWATCH_SMTP_URL": "smtp://mail.example", "PAYWATCH_MAIL_FROM": "not an address"})
 	require.Error(t, err)
