@@ -109,6 +109,7 @@ const (
 	MsgLinkSlugTaken     = "A payment link with this slug already exists"
 	MsgLinkTitle         = "title is required (at most 200 characters)"
 	MsgLinkNeedsOwner    = "The project has no owner: payment links count against the owner's plan, so set owner_email first"
+	MsgWalletInUse       = "Wallet has payments in progress; delete it once they are resolved"
 )
 
 // Messages of the payment-link form a buyer fills in (paywatch's own).
@@ -120,4 +121,35 @@ const (
 	MsgBuyerEmail        = "Enter a valid email address, or leave it empty"
 	MsgBuyerName         = "Enter a name of at most 100 characters, without special characters"
 	MsgBuyerNote         = "Enter a note of at most 500 characters"
+)
+
+// Messages of the dashboard's pages (paywatch's own).
+const (
+	MsgFormExpired = "This form has expired. Go back, reload the page and try again."
+	MsgOwnerOnly   = "Only the project's owner can do this."
+	MsgWholeNumber = "%s must be a whole number"
+
+	MsgStaticAddressNotFound = "This address is not in the wallet"
+	MsgStaticAddressAssigned = "This address belongs to a customer for good (dedicated mode) and cannot be removed"
+	MsgStaticAddressBusy     = "This address has payments in progress; remove it once they are resolved"
+	MsgCheckInbox            = "If the address can be registered, a confirmation link is on its way. Open it within 24 hours to finish."
+	MsgCheckInboxReset       = "If an account has this address, a link to reset its password is on its way. It works for one hour."
+)
+
+// Messages of the dashboard's accounts (operations.md §6; paywatch's own).
+// Their burst limits answer MsgTooManyRequests.
+const (
+	MsgInvalidCredentials  = "Invalid email or password"
+	MsgAccountSuspended    = "Account suspended. Contact support."
+	MsgAccountClosed       = "Account is no longer active."
+	MsgSessionEnded        = "Your session has ended. Sign in again."
+	MsgLinkGone            = "This link has expired or was already used"
+	MsgInvalidCode         = "Invalid code"
+	MsgPasswordLength      = "Use a password of 10 to 200 characters"
+	MsgProtectionKeyLength = "Use a protection key of 8 to 200 characters"
+	MsgSetProtectionKey    = "Set a protection key first"
+	MsgWrongProtectionKey  = "Wrong protection key"
+	MsgAlreadyHasAccess    = "This address already has access to the project"
+	MsgTwoFactorOn         = "Two-factor authentication is already on"
+	MsgTwoFactorNotStarted = "Start setting up two-factor authentication again"
 )

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -94,9 +93,9 @@ func optDecimal(raw json.RawMessage, field string) (a *paywatch.Amount, set bool
 	return &v, true, nil
 }
 
-// projectSettings reads and checks the settings of a project request,
-// including the webhook URL's address check.
-func (s *Server) projectSettings(c echo.Context, req projectRequest) (store.ProjectSettings, error) {
+// projectSettings reads the settings of a project request; the use cases
+// check them (the webhook URL's address included).
+func projectSettings(req projectRequest) (store.ProjectSettings, error) {
 	var ps store.ProjectSettings
 	var err error
 	if ps.Name, err = optString(req.Name); err != nil {
@@ -108,13 +107,6 @@ func (s *Server) projectSettings(c echo.Context, req projectRequest) (store.Proj
 	if ps.WebhookURL == nil && len(req.WebhookURL) > 0 {
 		empty := "" // null removes the webhook URL
 		ps.WebhookURL = &empty
-	}
-	if ps.WebhookURL != nil && *ps.WebhookURL != "" {
-		u := strings.TrimSpace(*ps.WebhookURL)
-		ps.WebhookURL = &u
-		if err := checkWebhookURL(c.Request().Context(), u, s.deps.WebhookAllowPrivate, s.deps.WebhookRequireHTTPS); err != nil {
-			return ps, err
-		}
 	}
 	if ps.OwnerEmail, err = optString(req.OwnerEmail); err != nil {
 		return ps, err
@@ -200,14 +192,11 @@ func (s *Server) newProject(c echo.Context) (*store.Project, store.Credentials, 
 	if slug == nil {
 		return nil, store.Credentials{}, store.ValidateSlug("")
 	}
-	ps, err := s.projectSettings(c, req)
+	ps, err := projectSettings(req)
 	if err != nil {
 		return nil, store.Credentials{}, err
 	}
-	if ps.OwnerEmail != nil && *ps.OwnerEmail == "" {
-		ps.OwnerEmail = nil
-	}
-	return s.deps.Store.CreateProject(c.Request().Context(), store.NewProject{Slug: *slug, Settings: ps})
+	return s.payments.CreateProject(c.Request().Context(), store.NewProject{Slug: *slug, Settings: ps})
 }
 
 // listProjects is GET /v1/projects.
@@ -232,17 +221,13 @@ func (s *Server) updateProject(c echo.Context) error {
 	if len(req.Slug) > 0 {
 		return paywatch.Errorf(paywatch.EINVALID, "slug cannot be changed")
 	}
-	ps, err := s.projectSettings(c, req)
+	ps, err := projectSettings(req)
 	if err != nil {
 		return err
 	}
-	p, err := s.deps.Store.UpdateProject(c.Request().Context(), c.Param("slug"), ps)
+	p, err := s.payments.UpdateProject(c.Request().Context(), c.Param("slug"), ps)
 	if err != nil {
 		return err
-	}
-	if p.WebhookURL != "" && ps.WebhookURL != nil {
-		// Events raised while the project had no URL were kept for now.
-		s.payments.DeliverPendingWebhooks(c.Request().Context(), p.ID)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "project": projectOf(p)})
 }

@@ -42,7 +42,7 @@ func (s *Server) putWallet(c echo.Context) error {
 			u.XPubs[k] = x
 		}
 	}
-	w, p, err := s.deps.Store.PutWallet(c.Request().Context(), c.Param("slug"), u)
+	w, p, err := s.payments.PutWallet(c.Request().Context(), c.Param("slug"), u)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -34,60 +35,11 @@ func (s *Server) createPaymentLink(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
-	nl := store.NewPaymentLink{ProjectSlug: c.Param("slug")}
-	slug, err := optString(req.Slug)
+	nl, err := paymentLinkOf(c.Param("slug"), req)
 	if err != nil {
 		return err
 	}
-	if slug == nil {
-		return store.ValidateSlug("")
-	}
-	nl.Slug = *slug
-	title, err := optString(req.Title)
-	if err != nil {
-		return err
-	}
-	if title == nil {
-		return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgLinkTitle)
-	}
-	nl.Title = *title
-	if n, err := optString(req.Network); err != nil {
-		return err
-	} else if n != nil && *n != "" {
-		if nl.Network, err = paywatch.ParseNetwork(*n); err != nil {
-			return err
-		}
-	}
-	if t, err := optString(req.Token); err != nil {
-		return err
-	} else if t != nil && *t != "" {
-		if nl.Token, err = paywatch.ParseToken(*t); err != nil {
-			return err
-		}
-	}
-	amount, err := optNumber(req.Amount)
-	if err != nil {
-		return err
-	}
-	if amount != nil {
-		decimals := networkLessDecimals
-		if nl.Network != "" {
-			token := nl.Token
-			if token == "" {
-				token = paywatch.USDT
-			}
-			if err := paywatch.ValidatePair(nl.Network, token); err != nil {
-				return err
-			}
-			decimals = paywatch.Decimals(nl.Network, token)
-		}
-		a, err := paywatch.ParseAmountNumber(*amount, decimals)
-		if err != nil {
-			return err
-		}
-		nl.Amount = &a
-	}
-	l, err := s.deps.Store.CreatePaymentLink(c.Request().Context(), nl)
+	l, err := s.payments.CreatePaymentLink(c.Request().Context(), nl)
 	if err != nil {
 		return err
 	}
@@ -99,6 +51,55 @@ func (s *Server) createPaymentLink(c echo.Context) error {
 			"url":  s.deps.PayURL + "/l/" + l.Slug,
 		},
 	})
+}
+
+// paymentLinkOf reads a new payment link of project projectSlug from the
+// body of POST /v1/projects/{slug}/payment-links (the dashboard's form
+// builds the same body, for the same checks and messages).
+func paymentLinkOf(projectSlug string, req paymentLinkRequest) (store.NewPaymentLink, error) {
+	nl := store.NewPaymentLink{ProjectSlug: projectSlug}
+	slug, err := optString(req.Slug)
+	if err != nil {
+		return nl, err
+	}
+	if slug == nil {
+		return nl, store.ValidateSlug("")
+	}
+	nl.Slug = *slug
+	title, err := optString(req.Title)
+	if err != nil {
+		return nl, err
+	}
+	if title == nil {
+		return nl, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgLinkTitle)
+	}
+	nl.Title = *title
+	if n, err := optString(req.Network); err != nil {
+		return nl, err
+	} else if n != nil && *n != "" {
+		if nl.Network, err = paywatch.ParseNetwork(*n); err != nil {
+			return nl, err
+		}
+	}
+	if t, err := optString(req.Token); err != nil {
+		return nl, err
+	} else if t != nil && *t != "" {
+		if nl.Token, err = paywatch.ParseToken(*t); err != nil {
+			return nl, err
+		}
+	}
+	amount, err := optNumber(req.Amount)
+	if err != nil {
+		return nl, err
+	}
+	if amount != nil {
+		a, err := payments.LinkAmount(nl.Network, nl.Token, amount.String())
+		if err != nil {
+			return nl, err
+		}
+		nl.Amount = &a
+	}
+	return nl, nil
 }
 
 // linkForm is what the buyer typed, shown back with the errors.

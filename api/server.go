@@ -98,7 +98,8 @@ func New(deps Deps) *Server {
 		deps.SetupURL = deps.BaseURL + GuidePath
 	}
 	s := &Server{deps: deps}
-	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock})
+	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock,
+		WebhookAllowPrivate: deps.WebhookAllowPrivate, WebhookRequireHTTPS: deps.WebhookRequireHTTPS})
 	s.started = s.clock()
 	s.api = s.newEcho(deps.BaseURL, apiHeaders)
 	s.pay = s.newEcho(deps.PayURL, payHeaders)

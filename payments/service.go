@@ -32,6 +32,13 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// WebhookAllowPrivate lets webhook URLs point at private, reserved and
+	// loopback addresses (PAYWATCH_WEBHOOK_ALLOW_PRIVATE; development and
+	// tests only).
+	WebhookAllowPrivate bool
+	// WebhookRequireHTTPS refuses plain http:// webhook URLs when a
+	// project is saved, as delivery refuses them.
+	WebhookRequireHTTPS bool
 }
 
 // Service runs the use cases. It is safe for concurrent use.
@@ -40,11 +47,13 @@ type Service struct {
 	workflows Workflows
 	log       *slog.Logger
 	now       func() time.Time
+	webhooks  webhookPolicy
 }
 
 // New returns the use cases over deps.
 func New(deps Deps) *Service {
-	s := &Service{store: deps.Store, workflows: deps.Workflows, log: deps.Logger, now: deps.Now}
+	s := &Service{store: deps.Store, workflows: deps.Workflows, log: deps.Logger, now: deps.Now,
+		webhooks: webhookPolicy{allowPrivate: deps.WebhookAllowPrivate, requireHTTPS: deps.WebhookRequireHTTPS}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -275,7 +284,7 @@ func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Creden
 		return creds, err
 	}
 	if alert != nil {
-		s.startMail(context.WithoutCancel(ctx), alert.ID)
+		s.StartMail(context.WithoutCancel(ctx), alert.ID)
 	}
 	return creds, nil
 }
@@ -302,12 +311,13 @@ func (s *Service) Mail(ctx context.Context, m store.Mail) {
 		s.log.Error("e-mail not queued", "subject", m.Subject, "error", err)
 		return
 	}
-	s.startMail(ctx, queued.ID)
+	s.StartMail(ctx, queued.ID)
 }
 
-// startMail starts a queued message's delivery and records it; a failure is
-// logged, and the reconciler starts it later.
-func (s *Service) startMail(ctx context.Context, id string) {
+// StartMail starts the delivery of a message already queued (for example in
+// the transaction that made the token it carries) and records it; a
+// failure is logged, and the reconciler starts it later.
+func (s *Service) StartMail(ctx context.Context, id string) {
 	if s.workflows == nil {
 		return
 	}

@@ -67,7 +67,9 @@ func transactionsOf(raw []byte, decimals int) ([]paywatch.Transaction, error) {
 // late_payment and updated_at. It is idempotent and ordered by
 // st.Version: a save only applies when its version is newer than the
 // stored one, so a retried or overtaken save never undoes a later one.
-// applied reports whether the row changed.
+// A save that changes the status adds a step to the payment's timeline
+// (PaymentTimeline) in the same transaction. applied reports whether the
+// row changed.
 func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) (applied bool, err error) {
 	decimals := st.Amount.Decimals()
 	paid, err := unitsAtScale(st.PaidAmount, decimals)
@@ -122,6 +124,11 @@ func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) 
 			return err
 		}
 		applied = tag.RowsAffected() == 1
+		if applied {
+			if err := recordStatusChange(ctx, tx, st.PaymentID); err != nil {
+				return err
+			}
+		}
 		return countConfirmed(ctx, tx, st, s.now().UTC())
 	})
 	if err != nil {

@@ -103,11 +103,9 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 			return fmt.Errorf("lock owner: %w", err)
 		}
 		if limit := owner.Limits().PaymentLinks; limit != Unlimited {
-			var n int64
-			if err := tx.QueryRow(ctx, `
-				SELECT count(*) FROM payment_links l JOIN projects p ON p.id = l.project_id
-				WHERE p.owner_id = $1`, owner.ID).Scan(&n); err != nil {
-				return fmt.Errorf("count payment links: %w", err)
+			n, err := countPaymentLinks(ctx, tx, owner.ID)
+			if err != nil {
+				return err
 			}
 			if n >= limit {
 				return forbidden(paywatch.MsgPlanLimit(limit, "payment link"))
@@ -150,24 +148,47 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 	return out, nil
 }
 
+// countPaymentLinks counts the payment links of an owner's projects, as the
+// payment-link plan limit counts them: deactivated links too.
+func countPaymentLinks(ctx context.Context, q querier, ownerID int64) (int64, error) {
+	var n int64
+	if err := q.QueryRow(ctx, `
+		SELECT count(*) FROM payment_links l JOIN projects p ON p.id = l.project_id
+		WHERE p.owner_id = $1`, ownerID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count payment links: %w", err)
+	}
+	return n, nil
+}
+
 // PaymentLinkBySlug returns a link with its project; a slug that does not
 // exist, or cannot, is ENOTFOUND.
 func (s *Store) PaymentLinkBySlug(ctx context.Context, slug string) (*PaymentLink, error) {
 	if len(slug) > MaxSlugLength || !slugPattern.MatchString(slug) {
 		return nil, notFound(paywatch.MsgLinkNotFound)
 	}
-	var l PaymentLink
-	var amount, token, network *string
-	var decimals *int
-	err := s.pool.QueryRow(ctx, `
-		SELECT id::text, project_id, slug, title, amount::text, decimals, token, network, active, created_at
-		FROM payment_links WHERE slug = $1`, slug).
-		Scan(&l.ID, &l.ProjectID, &l.Slug, &l.Title, &amount, &decimals, &token, &network, &l.Active, &l.CreatedAt)
+	l, err := scanPaymentLink(s.pool.QueryRow(ctx, `SELECT `+linkColumns+` FROM payment_links l WHERE l.slug = $1`, slug))
 	if noRows(err) {
 		return nil, notFound(paywatch.MsgLinkNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load payment link: %w", err)
+	}
+	if l.Project, err = scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE p.id = $1`, l.ProjectID)); err != nil {
+		return nil, fmt.Errorf("load project of payment link: %w", err)
+	}
+	return l, nil
+}
+
+// linkColumns are the columns scanPaymentLink reads, of payment_links l.
+const linkColumns = `l.id::text, l.project_id, l.slug, l.title, l.amount::text, l.decimals, l.token, l.network, l.active, l.created_at`
+
+// scanPaymentLink reads linkColumns; Project is left nil.
+func scanPaymentLink(row scanner) (*PaymentLink, error) {
+	var l PaymentLink
+	var amount, token, network *string
+	var decimals *int
+	if err := row.Scan(&l.ID, &l.ProjectID, &l.Slug, &l.Title, &amount, &decimals, &token, &network, &l.Active, &l.CreatedAt); err != nil {
+		return nil, err
 	}
 	if amount != nil && decimals != nil {
 		a, err := amountOf(*amount, *decimals)
@@ -179,9 +200,6 @@ func (s *Store) PaymentLinkBySlug(ctx context.Context, slug string) (*PaymentLin
 	l.Token = paywatch.Token(deref(token))
 	l.Network = paywatch.Network(deref(network))
 	l.CreatedAt = l.CreatedAt.UTC()
-	if l.Project, err = scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE p.id = $1`, l.ProjectID)); err != nil {
-		return nil, fmt.Errorf("load project of payment link: %w", err)
-	}
 	return &l, nil
 }
 

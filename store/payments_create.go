@@ -165,6 +165,9 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 			return nil, false, err
 		}
 	}
+	if err := recordCreation(ctx, tx, id); err != nil {
+		return nil, false, err
+	}
 	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, id))
 	if err != nil {
 		return nil, false, fmt.Errorf("reload payment: %w", err)

@@ -453,11 +453,8 @@ func (s *Store) Authenticate(ctx context.Context, apiKey string) (*Project, erro
 	if !p.Active {
 		return nil, forbidden("Project is deactivated")
 	}
-	switch p.Owner.Status {
-	case AccountSuspended:
-		return nil, forbidden("Account suspended. Contact support.")
-	case AccountClosed:
-		return nil, forbidden("Account is no longer active.")
+	if err := InactiveError(p.Owner); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -117,16 +117,16 @@ func (u WalletUpdate) validate() (validatedWallet, error) {
 	for _, key := range sortedKeys(u.XPubs) {
 		f, err := paywatch.ParseFamily(key)
 		if err != nil {
-			return v, invalid(fmt.Sprintf("xpubs: unknown address family %q (use evm or tron)", key))
+			return v, unknownFamily(key)
 		}
 		raw := u.XPubs[key]
 		if raw == nil || *raw == "" {
 			v.xpubs[f] = nil
 			continue
 		}
-		x, err := paywatch.ParseXPub(*raw)
+		x, err := walletXPub(f, *raw)
 		if err != nil {
-			return v, invalid(fmt.Sprintf("xpubs.%s: %s", f, paywatch.ErrorMessage(err)))
+			return v, err
 		}
 		fp, err := xpubFingerprint(x, f)
 		if err != nil {
@@ -154,6 +154,21 @@ func (u WalletUpdate) validate() (validatedWallet, error) {
 	return v, nil
 }
 
+// walletXPub parses the xPub given for family f, with the message the
+// wallet endpoint answers for a malformed or private key.
+func walletXPub(f paywatch.Family, raw string) (*paywatch.XPub, error) {
+	x, err := paywatch.ParseXPub(raw)
+	if err != nil {
+		return nil, invalid(fmt.Sprintf("xpubs.%s: %s", f, paywatch.ErrorMessage(err)))
+	}
+	return x, nil
+}
+
+// unknownFamily is the 400 of an address family that does not exist.
+func unknownFamily(name string) error {
+	return invalid(fmt.Sprintf("xpubs: unknown address family %q (use evm or tron)", name))
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -165,7 +180,9 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // PutWallet creates or changes the wallet of the project with the given
 // slug. Creating a wallet counts against the owner's plan limit (403 when
-// reached), checked under the owner's row lock. An xPub or static address
+// reached), checked under the owner's row lock; re-adding a wallet the
+// project deleted counts the same and reattaches the old one, with its
+// derivation counters and static addresses. An xPub or static address
 // whose deposit addresses another project's wallet already has gives a
 // 409, since a transfer to a shared address would credit both projects.
 func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wallet, *Project, error) {
@@ -191,9 +208,7 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 				if err := tx.QueryRow(ctx, `SELECT id FROM accounts WHERE id = $1 FOR UPDATE`, prj.Owner.ID).Scan(&n); err != nil {
 					return err
 				}
-				if err := tx.QueryRow(ctx, `
-					SELECT count(*) FROM wallets w JOIN projects p ON p.id = w.project_id WHERE p.owner_id = $1`,
-					prj.Owner.ID).Scan(&n); err != nil {
+				if n, err = countWallets(ctx, tx, prj.Owner.ID); err != nil {
 					return err
 				}
 				if limit := prj.Owner.Limits().Wallets; limit != Unlimited && n >= limit {
@@ -204,7 +219,15 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 			if v.name != nil {
 				name = *v.name
 			}
-			err = tx.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, $2) RETURNING id`, prj.ID, name).Scan(&walletID)
+			// A wallet the project deleted comes back with its derivation
+			// counters and addresses (DeleteWallet), so no index is used
+			// twice.
+			err = tx.QueryRow(ctx, `
+				UPDATE wallets SET project_id = deleted_from, deleted_from = NULL, deleted_at = NULL, name = $2, updated_at = $3
+				WHERE deleted_from = $1 RETURNING id`, prj.ID, name, s.clock()).Scan(&walletID)
+			if noRows(err) {
+				err = tx.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, $2) RETURNING id`, prj.ID, name).Scan(&walletID)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("wallet: %w", err)
@@ -274,6 +297,19 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 	}
 	prj.HasWallet = true
 	return w, prj, nil
+}
+
+// countWallets counts the wallets of an owner's projects, as the wallet
+// plan limit counts them: a deleted wallet belongs to no project and is
+// not counted.
+func countWallets(ctx context.Context, q querier, ownerID int64) (int64, error) {
+	var n int64
+	if err := q.QueryRow(ctx, `
+		SELECT count(*) FROM wallets w JOIN projects p ON p.id = w.project_id WHERE p.owner_id = $1`,
+		ownerID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count wallets: %w", err)
+	}
+	return n, nil
 }
 
 // ownerClaim is one address of a registration, with the first network (by

@@ -1,0 +1,117 @@
+package accounts
+
+import (
+	"context"
+
+	"github.com/paywatch/paywatch/store"
+)
+
+// Invite e-mails an invitation to view a project's payments.
+//
+// The owner's own address, or a viewer's, is ECONFLICT
+// MsgAlreadyHasAccess. Inviting an address again replaces its open
+// invitation, so only the newest link works.
+func (s *Service) Invite(ctx context.Context, projectID int64, email string) error {
+	email, err := store.NormalizeEmail(email)
+	if err != nil {
+		return err
+	}
+	if _, err := s.hit(ctx, limitInvite, idKey(projectID)); err != nil {
+		return err
+	}
+	token, hash := newToken()
+	m, err := s.deps.Store.IssueInvitation(ctx,
+		store.NewToken{Hash: hash, Email: email, ProjectID: projectID, TTL: InviteTTL},
+		func(p *store.Project) store.Mail { return s.inviteMail(p, email, token) })
+	if err != nil {
+		return err
+	}
+	s.startMail(ctx, m)
+	return nil
+}
+
+// InvitationEmail returns the address an open invitation was sent to and
+// whether an account has it, for the acceptance form.
+func (s *Service) InvitationEmail(ctx context.Context, token string) (email string, hasAccount bool, err error) {
+	if token == "" {
+		return "", false, linkGone()
+	}
+	return s.deps.Store.InvitationByHash(ctx, hashToken(token))
+}
+
+// AcceptInvite opens an invitation: the invited address becomes a viewer
+// of the project, and an address without an account gets one with password.
+//
+// The new account is plan free and active, its address confirmed by the
+// link; for an address with an account, password is ignored. Of two
+// acceptances at once, one wins and the other is EGONE.
+func (s *Service) AcceptInvite(ctx context.Context, token, password string) error {
+	_, hasAccount, err := s.InvitationEmail(ctx, token)
+	if err != nil {
+		return err
+	}
+	var pw string
+	if !hasAccount {
+		if err := validatePassword(password); err != nil {
+			return err
+		}
+		if pw, err = hashSecret(password); err != nil {
+			return err
+		}
+	}
+	return s.deps.Store.AcceptInvitation(ctx, hashToken(token), pw)
+}
+
+// Viewers lists a project's viewers and open invitations.
+func (s *Service) Viewers(ctx context.Context, projectID int64) ([]Viewer, error) {
+	list, err := s.deps.Store.ProjectViewers(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Viewer, len(list))
+	for i, v := range list {
+		out[i] = Viewer{Email: v.Email, Accepted: v.Accepted, CreatedAt: v.CreatedAt}
+	}
+	return out, nil
+}
+
+// RemoveViewer takes a viewer's access to a project away, or withdraws an
+// open invitation.
+func (s *Service) RemoveViewer(ctx context.Context, projectID int64, email string) error {
+	return s.deps.Store.RemoveViewer(ctx, projectID, normalEmail(email))
+}
+
+// RoleIn returns what the account may do in the project.
+func (s *Service) RoleIn(ctx context.Context, accountID int64, p *store.Project) (Role, error) {
+	if p == nil {
+		return RoleNone, nil
+	}
+	if p.Owner != nil && p.Owner.ID == accountID {
+		return RoleOwner, nil
+	}
+	ok, err := s.deps.Store.IsViewer(ctx, p.ID, accountID)
+	if err != nil || !ok {
+		return RoleNone, err
+	}
+	return RoleViewer, nil
+}
+
+// Projects lists the projects an account owns or views, owned first.
+func (s *Service) Projects(ctx context.Context, accountID int64) ([]ProjectRole, error) {
+	owned, err := s.deps.Store.ProjectsOwnedBy(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	viewed, err := s.deps.Store.ProjectsViewedBy(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProjectRole, 0, len(owned)+len(viewed))
+	for _, p := range owned {
+		out = append(out, ProjectRole{Project: p, Role: RoleOwner})
+	}
+	for _, p := range viewed {
+		out = append(out, ProjectRole{Project: p, Role: RoleViewer})
+	}
+	return out, nil
+}

@@ -1,0 +1,80 @@
+package accounts
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"github.com/paywatch/paywatch"
+)
+
+// wrongProtectionKey is the answer for a protection key that does not
+// match.
+func wrongProtectionKey() error {
+	return paywatch.Errorf(paywatch.EFORBIDDEN, "%s", paywatch.MsgWrongProtectionKey)
+}
+
+// SetProtectionKey sets or replaces the account's protection key; a
+// replacement needs the current one.
+//
+// The check of the current key counts toward the same limit as
+// CheckProtectionKey's.
+func (s *Service) SetProtectionKey(ctx context.Context, accountID int64, current, key string) error {
+	if n := utf8.RuneCountInString(key); n < MinProtectionKeyLength || n > MaxProtectionKeyLength {
+		return paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgProtectionKeyLength)
+	}
+	auth, err := s.deps.Store.AccountAuthByID(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	if auth.ProtectionKeyHash != "" {
+		if err := s.checkProtectionKey(ctx, accountID, auth.ProtectionKeyHash, current); err != nil {
+			return err
+		}
+	}
+	hash, err := hashSecret(key)
+	if err != nil {
+		return err
+	}
+	ok, err := s.deps.Store.SetProtectionKeyHash(ctx, accountID, auth.ProtectionKeyHash, hash)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// Another change came first: current was checked against a key
+		// that is no longer the key.
+		return wrongProtectionKey()
+	}
+	return nil
+}
+
+// CheckProtectionKey verifies the protection key before a guarded action
+// (key regeneration, wallet deletion); wrong attempts are limited.
+//
+// Without a key it is EFORBIDDEN MsgSetProtectionKey; a wrong key is
+// EFORBIDDEN MsgWrongProtectionKey; a sixth wrong key within 15 minutes,
+// right or wrong, is ERATELIMIT "Too many requests".
+func (s *Service) CheckProtectionKey(ctx context.Context, accountID int64, key string) error {
+	auth, err := s.deps.Store.AccountAuthByID(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	if auth.ProtectionKeyHash == "" {
+		return paywatch.Errorf(paywatch.EFORBIDDEN, "%s", paywatch.MsgSetProtectionKey)
+	}
+	return s.checkProtectionKey(ctx, accountID, auth.ProtectionKeyHash, key)
+}
+
+// checkProtectionKey compares key with hash under the limit of wrong
+// attempts: the attempt is counted before the comparison and taken back
+// when it was right.
+func (s *Service) checkProtectionKey(ctx context.Context, accountID int64, hash, key string) error {
+	w, err := s.hit(ctx, limitProtectionKey, idKey(accountID))
+	if err != nil {
+		return err
+	}
+	if !matchSecret(key, hash) {
+		s.deps.Logger.Warn("protection key refused: wrong key", "accountId", accountID)
+		return wrongProtectionKey()
+	}
+	return s.deps.Store.ForgiveRate(ctx, limitProtectionKey.prefix+idKey(accountID), w, limitProtectionKey.window)
+}

@@ -1,0 +1,43 @@
+package accounts_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+)
+
+// The protection key guards key regeneration and wallet deletion: it must
+// be set first, is replaced only with the current one, and only wrong keys
+// count toward the limit.
+func TestProtectionKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.signUp("max@example.com")
+
+	requireCode(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "anything"), paywatch.EFORBIDDEN, paywatch.MsgSetProtectionKey)
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, a.ID, "", "1234567"), paywatch.EINVALID, paywatch.MsgProtectionKeyLength)
+	require.NoError(t, e.svc.SetProtectionKey(e.ctx, a.ID, "", "12345678"))
+	sess, err := e.svc.Authenticate(e.ctx, e.signIn("max@example.com").Token)
+	require.NoError(t, err)
+	assert.True(t, sess.ProtectionKeySet)
+
+	require.NoError(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "12345678"))
+	requireCode(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "87654321"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, a.ID, "", "a new key!"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, a.ID, "wrong one", "a new key!"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+	require.NoError(t, e.svc.SetProtectionKey(e.ctx, a.ID, "12345678", "a new key!"))
+	requireCode(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "12345678"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+
+	// Four wrong attempts so far; right ones do not count.
+	for range 8 {
+		require.NoError(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "a new key!"))
+	}
+	requireCode(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "wrong"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+	requireCode(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "a new key!"), paywatch.ERATELIMIT, paywatch.MsgTooManyRequests)
+
+	assert.NotContains(t, e.logs.String(), "87654321")
+}
