@@ -144,6 +144,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(status)
 		return
 	}
+	if dash, _ := c.Get(ctxDash).(bool); dash {
+		msg, _ := b["error"].(string)
+		s.renderDashError(c, status, msg)
+		return
+	}
 	if html, _ := c.Get(contextHTML).(bool); html {
 		msg, _ := b["error"].(string)
 		renderHTMLError(c, status, msg)

@@ -171,6 +171,7 @@ func (e *env) newServer(wf payments.Workflows, o envOptions) *api.Server {
 		WebhookRequireHTTPS: o.requireHTTPS,
 		TrustedProxies:      o.trustedProxies,
 		DevMail:             true,
+		Dashboard:           true,
 	})
 }
 

@@ -70,6 +70,14 @@ func (s *Server) createAccount(c echo.Context) error {
 			return err
 		}
 	}
+	if s.accounts != nil {
+		// The new account's owner sets a password through an e-mailed
+		// link. Should queuing it fail, the account stands: "Forgot your
+		// password?" sends the same kind of link.
+		if err := s.accounts.AccountCreated(c.Request().Context(), a); err != nil {
+			s.deps.Logger.Error("set-password e-mail not queued", "error", err)
+		}
+	}
 	return c.JSON(http.StatusCreated, map[string]any{"success": true, "account": accountOf(a)})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/paywatch/paywatch/accounts"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 )
@@ -70,6 +71,14 @@ type Deps struct {
 	// DevMail serves the dev outbox at GET /dev/mail (paywatch dev without
 	// PAYWATCH_SMTP_URL).
 	DevMail bool
+	// Dashboard serves the merchant dashboard under /dashboard.
+	Dashboard bool
+	// InsecureCookies drops the Secure flag of the dashboard's cookies, for
+	// paywatch dev on plain http://127.0.0.1.
+	InsecureCookies bool
+	// RequireTwoFactor sends owners without two factors to the security
+	// page before any owner page (PAYWATCH_REQUIRE_2FA).
+	RequireTwoFactor bool
 	// Devnet serves the devnet endpoints of operations.md §4 on the API
 	// listener; nil (serve, or dev without devnet chains) answers 404.
 	Devnet http.Handler
@@ -79,6 +88,7 @@ type Deps struct {
 type Server struct {
 	deps     Deps
 	payments *payments.Service
+	accounts *accounts.Service
 	started  time.Time
 	draining atomic.Bool
 	qr       qrCache
@@ -100,6 +110,12 @@ func New(deps Deps) *Server {
 	s := &Server{deps: deps}
 	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock,
 		WebhookAllowPrivate: deps.WebhookAllowPrivate, WebhookRequireHTTPS: deps.WebhookRequireHTTPS})
+	if deps.Dashboard {
+		s.accounts = accounts.New(accounts.Deps{
+			Store: deps.Store, StartMail: s.payments.StartMail, BaseURL: deps.BaseURL,
+			RequireTwoFactor: deps.RequireTwoFactor, Logger: deps.Logger, Now: s.clock,
+		})
+	}
 	s.started = s.clock()
 	s.api = s.newEcho(deps.BaseURL, apiHeaders)
 	s.pay = s.newEcho(deps.PayURL, payHeaders)
@@ -199,6 +215,9 @@ func (s *Server) routes() {
 	s.api.GET(GuidePath, s.guide, s.limitPerIP("guide"))
 	if s.deps.DevMail {
 		s.api.GET(DevMailPath, s.devMail)
+	}
+	if s.accounts != nil {
+		s.dashRoutes()
 	}
 	s.payRoutes()
 }

@@ -40,6 +40,7 @@ const (
 //	PAYWATCH_WEBHOOK_ALLOW_HTTP       allow plain http:// webhook URLs (dev: true, otherwise false: HTTPS in production)
 //	PAYWATCH_SMTP_URL                 smtp://user:pass@host:port or smtps://...; outgoing e-mail (dev without it: the /dev/mail outbox)
 //	PAYWATCH_MAIL_FROM                sender of every e-mail (default paywatch <noreply@localhost>)
+//	PAYWATCH_REQUIRE_2FA              owners must turn on two-factor sign-in before using the dashboard's owner pages (default false)
 //	PAYWATCH_TRUSTED_PROXIES          comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For is honoured
 //	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network (JSON-RPC URLs; TRC20: gRPC host:port)
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
@@ -73,6 +74,9 @@ type Config struct {
 	SMTPURL string
 	// MailFrom is PAYWATCH_MAIL_FROM, the sender of every e-mail.
 	MailFrom string
+	// RequireTwoFactor is PAYWATCH_REQUIRE_2FA: project owners must turn on
+	// two-factor sign-in before the dashboard's owner pages open.
+	RequireTwoFactor bool
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client; empty ignores the header.
 	TrustedProxies []netip.Prefix
@@ -147,6 +151,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.WebhookAllowHTTP = boolean("PAYWATCH_WEBHOOK_ALLOW_HTTP", dev)
 	c.SMTPURL = str("PAYWATCH_SMTP_URL", "")
 	c.MailFrom = str("PAYWATCH_MAIL_FROM", "paywatch <noreply@localhost>")
+	c.RequireTwoFactor = boolean("PAYWATCH_REQUIRE_2FA", false)
 	for _, v := range strings.Split(getenv("PAYWATCH_TRUSTED_PROXIES"), ",") {
 		if v = strings.TrimSpace(v); v == "" {
 			continue

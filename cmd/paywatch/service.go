@@ -191,6 +191,11 @@ func (m *Main) Run(ctx context.Context) error {
 			// listener, behind its Host rule, only while devnet chains run.
 			Devnet:  rt.DevnetHandler,
 			DevMail: cfg.Mode == ModeDev && cfg.SMTPURL == "",
+			// The merchant dashboard (operations.md §6); its cookies are
+			// Secure outside dev, which serves plain http://127.0.0.1.
+			Dashboard:        true,
+			InsecureCookies:  cfg.Mode == ModeDev,
+			RequireTwoFactor: cfg.RequireTwoFactor,
 		})
 		// A payment row whose workflow start was lost (a crash between the
 		// insert and the start) gets its workflow from the reconciler.

@@ -1,0 +1,184 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+)
+
+// The merchant dashboard (operations.md §6) is served on the API listener
+// under DashboardPath. Its pages are server-rendered html/template files
+// embedded from web/dashboard, with one stylesheet and one small script
+// under the same strict Content-Security-Policy as the hosted pages: no
+// inline script or style, nothing from elsewhere. Every page works without
+// JavaScript; the script only refreshes a payment's status and copies link
+// URLs.
+//
+// The handlers are small files named for what they serve (dash_auth.go,
+// dash_security.go, dash_projects.go, dash_wallet.go, dash_links.go,
+// dash_payments.go, dash_keys.go, dash_viewers.go). Each decodes a form,
+// calls the accounts or payments use cases, and renders the page again with
+// the use case's message when it refuses: a form never answers 500 for bad
+// input.
+
+// DashboardPath is where the dashboard lives on the API listener.
+const DashboardPath = "/dashboard"
+
+// dashPages are the dashboard's templates, each parsed with the layout.
+var dashPages = map[string]*template.Template{}
+
+// dashFuncs are the helpers the templates use.
+var dashFuncs = template.FuncMap{
+	"join":  strings.Join,
+	"short": shortID,
+	"upper": strings.ToUpper,
+}
+
+func init() {
+	names := []string{
+		"register", "confirm", "resend", "login", "code", "forgot", "reset", "invite", "notice",
+		"home", "security", "codes", "project_new", "project_created", "settings",
+		"wallet", "links", "payments", "payment", "keys", "keys_new", "viewers",
+	}
+	for _, name := range names {
+		dashPages[name] = template.Must(template.New(name).Funcs(dashFuncs).ParseFS(webFS,
+			"web/dashboard/layout.html", "web/dashboard/"+name+".html"))
+	}
+}
+
+// shortID shortens a UUID for a table cell; the full id is in the link.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// dashHeaders marks every dashboard answer: never cached, never framed, no
+// referrer (the URLs carry tokens), and the pages' strict policy.
+func dashHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		c.Set(ctxDash, true)
+		return next(c)
+	}
+}
+
+// dashRoutes registers the dashboard. Routes under /dashboard/p/:slug need
+// a role in the project; the ones marked owner refuse viewers with 403.
+func (s *Server) dashRoutes() {
+	g := s.api.Group(DashboardPath, dashHeaders, s.loadSession, s.checkCSRF)
+	g.GET("/assets/:name", s.serveAsset)
+
+	g.GET("", s.dashHome, s.signedIn)
+	g.GET("/", s.dashHome, s.signedIn)
+	g.GET("/register", s.registerShow)
+	g.POST("/register", s.registerSubmit)
+	g.GET("/confirm", s.confirmShow)
+	g.POST("/confirm", s.confirmSubmit)
+	g.GET("/resend", s.resendShow)
+	g.POST("/resend", s.resendSubmit)
+	g.GET("/login", s.loginShow)
+	g.POST("/login", s.loginSubmit)
+	g.GET("/login/code", s.codeShow)
+	g.POST("/login/code", s.codeSubmit)
+	g.POST("/logout", s.logout)
+	g.GET("/password/forgot", s.forgotShow)
+	g.POST("/password/forgot", s.forgotSubmit)
+	g.GET("/password/reset", s.resetShow)
+	g.POST("/password/reset", s.resetSubmit)
+	g.GET("/invite", s.inviteShow)
+	g.POST("/invite", s.inviteSubmit)
+
+	g.GET("/security", s.securityShow, s.signedIn)
+	g.POST("/security/totp/begin", s.totpBegin, s.signedIn)
+	g.POST("/security/totp/enable", s.totpEnable, s.signedIn)
+	g.POST("/security/totp/disable", s.totpDisable, s.signedIn)
+	g.POST("/security/protection-key", s.protectionKeySubmit, s.signedIn)
+	g.POST("/security/sign-out-everywhere", s.signOutEverywhere, s.signedIn)
+
+	g.GET("/projects/new", s.projectNewShow, s.signedIn, s.twoFactorIfRequired)
+	g.POST("/projects/new", s.projectNewSubmit, s.signedIn, s.twoFactorIfRequired)
+
+	for _, r := range s.projectRoutes() {
+		mw := []echo.MiddlewareFunc{s.signedIn, s.inProject}
+		if r.owner {
+			mw = append(mw, s.ownerOnly, s.twoFactorIfRequired)
+		}
+		g.Add(r.method, "/p/:slug"+r.path, r.handler, mw...)
+	}
+	g.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
+}
+
+// projectRoute is a page or action of one project.
+type projectRoute struct {
+	method, path string
+	handler      echo.HandlerFunc
+	// owner marks what only the project's owner may do (interface.md
+	// Authentication rule 5): viewers get 403.
+	owner bool
+}
+
+// projectRoutes lists a project's pages and actions; a viewer reaches only
+// the payment list, a payment's page and its live status.
+func (s *Server) projectRoutes() []projectRoute {
+	return []projectRoute{
+		{http.MethodGet, "", s.projectShow, false},
+		{http.MethodGet, "/payments", s.paymentsShow, false},
+		{http.MethodGet, "/payments/:id", s.paymentShow, false},
+		{http.MethodGet, "/payments/:id/status", s.paymentStatusJSON, false},
+		{http.MethodPost, "/payments/:id/recheck", s.paymentRecheck, true},
+		{http.MethodPost, "/events/:event/redeliver", s.eventRedeliver, true},
+		{http.MethodGet, "/settings", s.settingsShow, true},
+		{http.MethodPost, "/settings", s.settingsSubmit, true},
+		{http.MethodPost, "/deactivate", s.projectDeactivate, true},
+		{http.MethodGet, "/wallet", s.walletShow, true},
+		{http.MethodPost, "/wallet", s.walletSubmit, true},
+		{http.MethodPost, "/wallet/delete", s.walletDelete, true},
+		{http.MethodGet, "/links", s.linksShow, true},
+		{http.MethodPost, "/links", s.linkCreate, true},
+		{http.MethodPost, "/links/:id/deactivate", s.linkDeactivate, true},
+		{http.MethodGet, "/keys", s.keysShow, true},
+		{http.MethodPost, "/keys", s.keysRegenerate, true},
+		{http.MethodGet, "/viewers", s.viewersShow, true},
+		{http.MethodPost, "/viewers", s.viewerInvite, true},
+		{http.MethodPost, "/viewers/remove", s.viewerRemove, true},
+	}
+}
+
+// renderDashError is the dashboard's error page: the status, and the
+// message for people (never internals), inside the dashboard's frame.
+func (s *Server) renderDashError(c echo.Context, status int, msg string) {
+	title, text := "Cannot continue", msg
+	switch {
+	case status == http.StatusNotFound:
+		title, text = "Not found", "This page does not exist, or your account cannot see it."
+	case status == http.StatusTooManyRequests:
+		title, text = paywatch.MsgTooManyRequests, "Please wait a minute, then try again."
+	case status >= 500:
+		title, text = "Something went wrong", "Please try again in a moment."
+	}
+	f := authForm{Notice: text}
+	f.dashPage = s.page(c, title)
+	if err := renderDash(c, status, "notice", f); err != nil {
+		_ = c.String(status, title)
+	}
+}
+
+// renderDash writes a dashboard page with the layout.
+func renderDash(c echo.Context, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := dashPages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		return fmt.Errorf("render dashboard %s: %w", name, err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+)
+
+// authForm is the data of the sign-in, registration and password pages.
+type authForm struct {
+	dashPage
+	// Address is the e-mail address typed, shown again after a refusal.
+	Address string
+	// Token is the e-mailed link's token, carried by the form that uses it.
+	Token string
+	// HasAccount tells the invitation page whether to ask for a password.
+	HasAccount bool
+	// Notice is the text of the notice page.
+	Notice string
+}
+
+// authPage renders an account page; err, when the client's, is shown on
+// the form with its status, and anything else is the error handler's.
+func (s *Server) authPage(c echo.Context, name, title string, f authForm, err error) error {
+	status := http.StatusOK
+	f.dashPage = s.page(c, title)
+	if err != nil {
+		st, msg, ok := formError(err)
+		if !ok {
+			return err
+		}
+		status, f.Error, f.Flash = st, msg, ""
+	}
+	return renderDash(c, status, name, f)
+}
+
+// notice renders a page that only says something, such as "check your
+// inbox".
+func (s *Server) notice(c echo.Context, title, text string) error {
+	return s.authPage(c, "notice", title, authForm{Notice: text}, nil)
+}
+
+func (s *Server) registerShow(c echo.Context) error {
+	return s.authPage(c, "register", "Create an account", authForm{}, nil)
+}
+
+// registerSubmit starts a registration. The answer is the same whether or
+// not the address has an account already: the e-mail says which.
+func (s *Server) registerSubmit(c echo.Context) error {
+	email := c.FormValue("email")
+	err := s.accounts.Register(c.Request().Context(), email, c.FormValue("password"), c.RealIP())
+	if err != nil {
+		return s.authPage(c, "register", "Create an account", authForm{Address: email}, err)
+	}
+	return s.notice(c, "Check your inbox", paywatch.MsgCheckInbox)
+}
+
+func (s *Server) confirmShow(c echo.Context) error {
+	return s.authPage(c, "confirm", "Confirm your address", authForm{Token: c.QueryParam("token")}, nil)
+}
+
+// confirmSubmit opens the confirmation link: a button, not the GET of the
+// link, consumes it, so a mail scanner that fetches links does not.
+func (s *Server) confirmSubmit(c echo.Context) error {
+	token := c.FormValue("token")
+	if _, err := s.accounts.Confirm(c.Request().Context(), token); err != nil {
+		return s.authPage(c, "confirm", "Confirm your address", authForm{Token: token}, err)
+	}
+	return s.redirect(c, DashboardPath+"/login", flashConfirmed)
+}
+
+func (s *Server) resendShow(c echo.Context) error {
+	return s.authPage(c, "resend", "Send the confirmation again", authForm{}, nil)
+}
+
+func (s *Server) resendSubmit(c echo.Context) error {
+	email := c.FormValue("email")
+	if err := s.accounts.ResendConfirmation(c.Request().Context(), email, c.RealIP()); err != nil {
+		return s.authPage(c, "resend", "Send the confirmation again", authForm{Address: email}, err)
+	}
+	return s.notice(c, "Check your inbox", paywatch.MsgCheckInbox)
+}
+
+func (s *Server) loginShow(c echo.Context) error {
+	if session(c) != nil {
+		return c.Redirect(http.StatusSeeOther, DashboardPath)
+	}
+	return s.authPage(c, "login", "Sign in", authForm{}, nil)
+}
+
+// loginSubmit checks the password; an account with two factors goes on to
+// the code page with a short-lived pending cookie.
+func (s *Server) loginSubmit(c echo.Context) error {
+	email := c.FormValue("email")
+	ctx := c.Request().Context()
+	res, err := s.accounts.SignIn(ctx, email, c.FormValue("password"), c.RealIP(), c.Request().UserAgent())
+	if err != nil {
+		return s.authPage(c, "login", "Sign in", authForm{Address: email}, err)
+	}
+	if res.Session == nil {
+		s.setCookie(c, pendingCookie, res.Pending, 300)
+		return c.Redirect(http.StatusSeeOther, DashboardPath+"/login/code")
+	}
+	if old, err := c.Cookie(sessionCookie); err == nil && old.Value != "" {
+		_ = s.accounts.SignOut(ctx, old.Value)
+	}
+	s.startSession(c, res.Session)
+	return c.Redirect(http.StatusSeeOther, DashboardPath)
+}
+
+func (s *Server) codeShow(c echo.Context) error {
+	if _, err := c.Cookie(pendingCookie); err != nil {
+		return c.Redirect(http.StatusSeeOther, DashboardPath+"/login")
+	}
+	return s.authPage(c, "code", "Two-factor code", authForm{}, nil)
+}
+
+// codeSubmit completes a pending sign-in with a TOTP or recovery code.
+func (s *Server) codeSubmit(c echo.Context) error {
+	pending, err := c.Cookie(pendingCookie)
+	if err != nil {
+		return c.Redirect(http.StatusSeeOther, DashboardPath+"/login")
+	}
+	sess, err := s.accounts.SecondFactor(c.Request().Context(), pending.Value, c.FormValue("code"), c.RealIP(), c.Request().UserAgent())
+	if err != nil {
+		return s.authPage(c, "code", "Two-factor code", authForm{}, err)
+	}
+	s.startSession(c, sess)
+	return c.Redirect(http.StatusSeeOther, DashboardPath)
+}
+
+// logout ends this browser's session.
+func (s *Server) logout(c echo.Context) error {
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		if err := s.accounts.SignOut(c.Request().Context(), ck.Value); err != nil {
+			return err
+		}
+	}
+	s.setCookie(c, sessionCookie, "", -1)
+	return s.redirect(c, DashboardPath+"/login", flashSignedOut)
+}
+
+func (s *Server) forgotShow(c echo.Context) error {
+	return s.authPage(c, "forgot", "Reset your password", authForm{}, nil)
+}
+
+func (s *Server) forgotSubmit(c echo.Context) error {
+	email := c.FormValue("email")
+	if err := s.accounts.RequestPasswordReset(c.Request().Context(), email, c.RealIP()); err != nil {
+		return s.authPage(c, "forgot", "Reset your password", authForm{Address: email}, err)
+	}
+	return s.notice(c, "Check your inbox", paywatch.MsgCheckInboxReset)
+}
+
+func (s *Server) resetShow(c echo.Context) error {
+	return s.authPage(c, "reset", "Choose a password", authForm{Token: c.QueryParam("token")}, nil)
+}
+
+// resetSubmit sets the password of a reset or set-password link.
+func (s *Server) resetSubmit(c echo.Context) error {
+	token := c.FormValue("token")
+	if err := s.accounts.SetPassword(c.Request().Context(), token, c.FormValue("password")); err != nil {
+		return s.authPage(c, "reset", "Choose a password", authForm{Token: token}, err)
+	}
+	s.setCookie(c, sessionCookie, "", -1)
+	return s.redirect(c, DashboardPath+"/login", flashPassword)
+}
+
+// inviteShow shows an invitation: who it is for and, for an address
+// without an account, the password field of the account it creates.
+func (s *Server) inviteShow(c echo.Context) error {
+	token := c.QueryParam("token")
+	email, has, err := s.accounts.InvitationEmail(c.Request().Context(), token)
+	return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has}, err)
+}
+
+func (s *Server) inviteSubmit(c echo.Context) error {
+	token := c.FormValue("token")
+	ctx := c.Request().Context()
+	if err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password")); err != nil {
+		email, has, _ := s.accounts.InvitationEmail(ctx, token)
+		return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has}, err)
+	}
+	if session(c) != nil {
+		return s.redirect(c, DashboardPath, flashJoined)
+	}
+	return s.redirect(c, DashboardPath+"/login", flashJoined)
+}

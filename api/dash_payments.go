@@ -1,0 +1,186 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// deliveriesShown is how many webhook deliveries a payment's page lists.
+const deliveriesShown = 100
+
+// paymentsPage is the data of a project's payment list.
+type paymentsPage struct {
+	dashPage
+	Payments []statusView
+	Statuses []paywatch.Status
+	// The filters as typed, and the pages before and after.
+	Status, CreatedAfter, UpdatedAfter string
+	Limit, Offset, Total               int
+	Prev, Next                         string
+}
+
+// paymentsShow lists a project's payments with the filters and pagination
+// of GET /v1/payments; a filter left empty in the form is no filter.
+func (s *Server) paymentsShow(c echo.Context) error {
+	q := c.QueryParams()
+	for k, v := range q {
+		if len(v) == 0 || v[0] == "" {
+			q.Del(k)
+		}
+	}
+	pg := paymentsPage{Statuses: paywatch.Statuses(), Status: q.Get("status"), CreatedAfter: q.Get("created_after"), UpdatedAfter: q.Get("updated_after")}
+	status := http.StatusOK
+	f, err := listFilter(c)
+	if err == nil {
+		var ps []*store.Payment
+		ps, pg.Total, err = s.payments.List(c.Request().Context(), dashProject(c).ID, f)
+		for _, p := range ps {
+			v, verr := s.status(p, false)
+			if verr != nil {
+				return verr
+			}
+			pg.Payments = append(pg.Payments, v)
+		}
+	}
+	pg.dashPage = s.page(c, "Payments")
+	pg.Tab = "payments"
+	if err != nil {
+		st, msg, ok := formError(err)
+		if !ok {
+			return err
+		}
+		status, pg.Error = st, msg
+	}
+	pg.Limit, pg.Offset = f.Limit, f.Offset
+	page := func(offset int) string {
+		v := url.Values{}
+		for k := range q {
+			v.Set(k, q.Get(k))
+		}
+		v.Set("offset", strconv.Itoa(offset))
+		return "?" + v.Encode()
+	}
+	if f.Offset > 0 {
+		pg.Prev = page(max(f.Offset-f.Limit, 0))
+	}
+	if f.Offset+len(pg.Payments) < pg.Total {
+		pg.Next = page(f.Offset + f.Limit)
+	}
+	return renderDash(c, status, "payments", pg)
+}
+
+// txRow is a counted transfer with its explorer link.
+type txRow struct {
+	txView
+	URL string
+}
+
+// paymentPage is the data of a payment's page.
+type paymentPage struct {
+	dashPage
+	Payment      statusView
+	Transactions []txRow
+	Timeline     []store.StatusChange
+	Deliveries   []store.Delivery
+}
+
+// paymentShow shows a payment: its status over time, its transactions and
+// its webhook deliveries.
+func (s *Server) paymentShow(c echo.Context) error {
+	return s.paymentRender(c, nil)
+}
+
+// paymentRender renders a payment's page, with err's message.
+func (s *Server) paymentRender(c echo.Context, err error) error {
+	ctx := c.Request().Context()
+	prj := dashProject(c)
+	p, gerr := s.payments.Get(ctx, prj.ID, c.Param("id"))
+	if gerr != nil {
+		return gerr
+	}
+	v, verr := s.status(p, false)
+	if verr != nil {
+		return verr
+	}
+	pg := paymentPage{Payment: v}
+	for _, t := range v.Transactions {
+		pg.Transactions = append(pg.Transactions, txRow{txView: t, URL: explorerTx(p.Network, t.TxHash)})
+	}
+	if pg.Timeline, gerr = s.payments.PaymentTimeline(ctx, prj.ID, p.ID); gerr != nil {
+		return gerr
+	}
+	if pg.Deliveries, gerr = s.deps.Store.ListDeliveries(ctx, prj.ID, store.DeliveryFilter{PaymentID: p.ID, Limit: deliveriesShown}); gerr != nil {
+		return gerr
+	}
+	pg.dashPage = s.page(c, "Payment "+shortID(p.ID))
+	pg.Tab = "payments"
+	status := http.StatusOK
+	if err != nil {
+		st, msg, ok := formError(err)
+		if !ok {
+			return err
+		}
+		status, pg.Error, pg.Flash = st, msg, ""
+	}
+	return renderDash(c, status, "payment", pg)
+}
+
+// explorerTx is a transaction's page on the network's block explorer.
+func explorerTx(n paywatch.Network, hash string) string {
+	info, ok := paywatch.LookupNetwork(n)
+	if !ok || hash == "" {
+		return ""
+	}
+	if n == paywatch.TRC20 {
+		return info.Explorer + "/#/transaction/" + hash
+	}
+	return info.Explorer + "/tx/" + hash
+}
+
+// paymentStatusJSON is what the payment page's script polls to show the
+// status without a reload.
+func (s *Server) paymentStatusJSON(c echo.Context) error {
+	p, err := s.payments.Get(c.Request().Context(), dashProject(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	v, err := s.status(p, false)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"status": v.Status, "paid_amount": v.PaidAmount, "updated_at": v.UpdatedAt,
+		"transactions": len(v.Transactions),
+	})
+}
+
+// paymentRecheck asks the payment's workflow to check the chain now.
+func (s *Server) paymentRecheck(c echo.Context) error {
+	prj := dashProject(c)
+	if _, err := s.payments.RecheckChain(c.Request().Context(), prj.ID, c.Param("id")); err != nil {
+		return s.paymentRender(c, err)
+	}
+	return s.redirect(c, DashboardPath+"/p/"+prj.Slug+"/payments/"+c.Param("id"), flashRechecked)
+}
+
+// eventRedeliver sends a webhook event again, as POST
+// /v1/projects/{slug}/webhook-events/{event_id}/redeliver does.
+func (s *Server) eventRedeliver(c echo.Context) error {
+	prj := dashProject(c)
+	back := DashboardPath + "/p/" + prj.Slug + "/payments/" + c.FormValue("payment_id")
+	if err := s.payments.Redeliver(c.Request().Context(), prj.ID, c.Param("event")); err != nil {
+		if _, _, ok := formError(err); !ok {
+			return err
+		}
+		c.SetParamNames("slug", "id")
+		c.SetParamValues(prj.Slug, c.FormValue("payment_id"))
+		return s.paymentRender(c, err)
+	}
+	return s.redirect(c, back, flashRedelivered)
+}

@@ -1,0 +1,236 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/accounts"
+	"github.com/paywatch/paywatch/store"
+)
+
+// homePage is the data of the dashboard's first page: the account's
+// projects and its usage against the plan.
+type homePage struct {
+	dashPage
+	Projects []accounts.ProjectRole
+	Usage    *store.Usage
+	CanAdd   bool
+}
+
+// dashHome lists the account's projects and its usage.
+func (s *Server) dashHome(c echo.Context) error {
+	ctx := c.Request().Context()
+	sess := session(c)
+	prs, err := s.accounts.Projects(ctx, sess.Account.ID)
+	if err != nil {
+		return err
+	}
+	u, err := s.payments.Usage(ctx, sess.Account.ID)
+	if err != nil {
+		return err
+	}
+	pg := homePage{dashPage: s.page(c, "Projects"), Projects: prs, Usage: &u}
+	pg.CanAdd = u.Limits.Projects < 0 || int64(u.Projects) < u.Limits.Projects
+	return renderDash(c, http.StatusOK, "home", pg)
+}
+
+// projectForm is the data of the new-project and settings pages: the
+// project's values as typed, so a refused form keeps them.
+type projectForm struct {
+	dashPage
+	Slug                 string
+	Name                 string
+	WebhookURL           string
+	OwnerEmail           string
+	AddressMode          string
+	PoolMatching         string
+	MinAmount            string
+	MicroAmountDecimals  string
+	RotationThreshold    string
+	PaymentExpiryMinutes string
+	Modes                []string
+	// Credentials are shown once, after creation.
+	Credentials store.Credentials
+}
+
+// formOf fills a settings form from a stored project.
+func formOf(p *store.Project) projectForm {
+	f := projectForm{
+		Slug: p.Slug, Name: p.Name, WebhookURL: p.WebhookURL, OwnerEmail: p.OwnerEmail(),
+		AddressMode: string(p.AddressMode), PoolMatching: string(p.PoolMatching),
+		MicroAmountDecimals:  itoa(p.MicroAmountDecimals),
+		PaymentExpiryMinutes: itoa(p.PaymentExpiryMinutes),
+	}
+	if p.MinAmount != nil {
+		f.MinAmount = p.MinAmount.String()
+	}
+	if p.RotationThreshold != nil {
+		f.RotationThreshold = p.RotationThreshold.String()
+	}
+	return f
+}
+
+// formValues reads a settings form as typed.
+func formValues(c echo.Context) projectForm {
+	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
+	return projectForm{
+		Slug: v("slug"), Name: v("name"), WebhookURL: v("webhook_url"), OwnerEmail: v("owner_email"),
+		AddressMode: v("address_mode"), PoolMatching: v("pool_matching"), MinAmount: v("minAmount"),
+		MicroAmountDecimals: v("micro_amount_decimals"), RotationThreshold: v("rotation_threshold"),
+		PaymentExpiryMinutes: v("payment_expiry_minutes"),
+	}
+}
+
+var wholeNumber = regexp.MustCompile(`^[0-9]{1,9}$`)
+
+// request turns a settings form into the body PATCH /v1/projects/{slug}
+// takes, so the form gets the same checks and messages as the API. An
+// empty optional field clears the setting; a field the form does not show
+// (all is false: the new-project form) is left out.
+func (f projectForm) request(all bool) (projectRequest, error) {
+	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	orNull := func(s string) json.RawMessage {
+		if s == "" {
+			return json.RawMessage("null")
+		}
+		return str(s)
+	}
+	req := projectRequest{Name: str(f.Name), WebhookURL: orNull(f.WebhookURL)}
+	if f.Name == "" {
+		req.Name = nil
+	}
+	if !all {
+		if f.WebhookURL == "" {
+			req.WebhookURL = nil
+		}
+		return req, nil
+	}
+	req.OwnerEmail = str(f.OwnerEmail)
+	req.AddressMode, req.PoolMatching = str(f.AddressMode), str(f.PoolMatching)
+	req.MinAmount, req.RotationThreshold = orNull(f.MinAmount), orNull(f.RotationThreshold)
+	for _, n := range []struct {
+		text  string
+		field string
+		dst   *json.RawMessage
+	}{
+		{f.MicroAmountDecimals, "micro_amount_decimals", &req.MicroAmountDecimals},
+		{f.PaymentExpiryMinutes, "payment_expiry_minutes", &req.PaymentExpiryMinutes},
+	} {
+		if !wholeNumber.MatchString(n.text) {
+			return req, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgWholeNumber, n.field)
+		}
+		*n.dst = json.RawMessage(n.text)
+	}
+	return req, nil
+}
+
+// modes are the address modes the settings form offers.
+var modes = []string{string(paywatch.ModePerPayment), string(paywatch.ModePerUser), string(paywatch.ModeDedicated), string(paywatch.ModePool)}
+
+// projectFormRender renders the new-project or settings form with err's
+// message.
+func (s *Server) projectFormRender(c echo.Context, name, title string, f projectForm, err error) error {
+	status := http.StatusOK
+	f.dashPage = s.page(c, title)
+	f.Tab, f.Modes = "settings", modes
+	if err != nil {
+		st, msg, ok := formError(err)
+		if !ok {
+			return err
+		}
+		status, f.Error, f.Flash = st, msg, ""
+	}
+	return renderDash(c, status, name, f)
+}
+
+func (s *Server) projectNewShow(c echo.Context) error {
+	return s.projectFormRender(c, "project_new", "New project", projectForm{}, nil)
+}
+
+// projectNewSubmit creates a project owned by the signed-in account, within
+// its plan, and shows its credentials once.
+func (s *Server) projectNewSubmit(c echo.Context) error {
+	f := formValues(c)
+	p, creds, err := s.createOwnProject(c, f)
+	if err != nil {
+		return s.projectFormRender(c, "project_new", "New project", f, err)
+	}
+	out := formOf(p)
+	out.Credentials = creds
+	out.dashPage = s.page(c, "Project created")
+	out.Project, out.Owner = p, true
+	return renderDash(c, http.StatusCreated, "project_created", out)
+}
+
+// createOwnProject checks the new-project form and creates the project.
+func (s *Server) createOwnProject(c echo.Context, f projectForm) (*store.Project, store.Credentials, error) {
+	if err := store.ValidateSlug(f.Slug); err != nil {
+		return nil, store.Credentials{}, err
+	}
+	req, err := f.request(false)
+	if err != nil {
+		return nil, store.Credentials{}, err
+	}
+	ps, err := projectSettings(req)
+	if err != nil {
+		return nil, store.Credentials{}, err
+	}
+	email := session(c).Account.Email
+	ps.OwnerEmail = &email
+	return s.payments.CreateProject(c.Request().Context(), store.NewProject{Slug: f.Slug, Settings: ps})
+}
+
+// projectShow opens a project: its payments.
+func (s *Server) projectShow(c echo.Context) error {
+	return c.Redirect(http.StatusSeeOther, DashboardPath+"/p/"+dashProject(c).Slug+"/payments")
+}
+
+func (s *Server) settingsShow(c echo.Context) error {
+	return s.projectFormRender(c, "settings", "Settings", formOf(dashProject(c)), nil)
+}
+
+// settingsSubmit saves every setting of PATCH /v1/projects/{slug}.
+func (s *Server) settingsSubmit(c echo.Context) error {
+	f := formValues(c)
+	p := dashProject(c)
+	f.Slug = p.Slug
+	req, err := f.request(true)
+	if err == nil {
+		var ps store.ProjectSettings
+		if ps, err = projectSettings(req); err == nil {
+			_, err = s.payments.UpdateProject(c.Request().Context(), p.Slug, ps)
+		}
+	}
+	if err != nil {
+		return s.projectFormRender(c, "settings", "Settings", f, err)
+	}
+	if !strings.EqualFold(f.OwnerEmail, p.OwnerEmail()) {
+		// The project has a new owner: this account may no longer see it.
+		return s.redirect(c, DashboardPath, flashSaved)
+	}
+	return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/settings", flashSaved)
+}
+
+// projectDeactivate turns a project off (its API key and pages stop) or,
+// with active=true, on again.
+func (s *Server) projectDeactivate(c echo.Context) error {
+	on := c.FormValue("active") == "true"
+	p := dashProject(c)
+	if _, err := s.payments.UpdateProject(c.Request().Context(), p.Slug, store.ProjectSettings{Active: &on}); err != nil {
+		return s.projectFormRender(c, "settings", "Settings", formOf(p), err)
+	}
+	flash := flashDeactivated
+	if on {
+		flash = flashActivated
+	}
+	return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/settings", flash)
+}
+
+// itoa formats an int for a form field.
+func itoa(i int) string { return strconv.Itoa(i) }

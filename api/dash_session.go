@@ -1,0 +1,291 @@
+package api
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/accounts"
+	"github.com/paywatch/paywatch/store"
+)
+
+// The dashboard's cookies. All are HttpOnly, SameSite=Lax, scoped to the
+// dashboard's path, and Secure outside paywatch dev.
+const (
+	sessionCookie = "paywatch_session"
+	pendingCookie = "paywatch_2fa"
+	csrfCookie    = "paywatch_csrf"
+	flashCookie   = "paywatch_flash"
+)
+
+// Context keys of the dashboard's middleware.
+const (
+	ctxSession = "paywatch.session"
+	ctxProject = "paywatch.project"
+	ctxRole    = "paywatch.role"
+	ctxCSRF    = "paywatch.csrf"
+	ctxEnded   = "paywatch.ended"
+	ctxDash    = "paywatch.dashboard"
+)
+
+// setCookie writes one of the dashboard's cookies; maxAge < 0 deletes it.
+func (s *Server) setCookie(c echo.Context, name, value string, maxAge int) {
+	c.SetCookie(&http.Cookie{
+		Name: name, Value: value, Path: DashboardPath, MaxAge: maxAge,
+		HttpOnly: true, Secure: !s.deps.InsecureCookies, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// session returns the signed-in session, nil for a visitor.
+func session(c echo.Context) *accounts.Session {
+	sess, _ := c.Get(ctxSession).(*accounts.Session)
+	return sess
+}
+
+// loadSession finds the session of the request's cookie. A session that
+// ended (expired, signed out, or its account suspended or closed) is
+// forgotten, and why is kept for the sign-in page.
+func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.accounts == nil {
+			return echo.ErrNotFound
+		}
+		if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+			sess, err := s.accounts.Authenticate(c.Request().Context(), ck.Value)
+			switch code := paywatch.ErrorCode(err); code {
+			case "":
+				c.Set(ctxSession, sess)
+			case paywatch.EUNAUTHORIZED, paywatch.EFORBIDDEN:
+				s.setCookie(c, sessionCookie, "", -1)
+				c.Set(ctxEnded, paywatch.ErrorMessage(err))
+			default:
+				return err
+			}
+		}
+		return next(c)
+	}
+}
+
+// csrfToken is the anti-forgery token a form carries: the session's, or
+// for a visitor the random value of a cookie of its own (double submit).
+func (s *Server) csrfToken(c echo.Context) string {
+	if sess := session(c); sess != nil {
+		return sess.CSRF
+	}
+	if t, ok := c.Get(ctxCSRF).(string); ok {
+		return t
+	}
+	if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 20 {
+		return ck.Value
+	}
+	t := rand.Text()
+	s.setCookie(c, csrfCookie, t, 0)
+	c.Set(ctxCSRF, t)
+	return t
+}
+
+// checkCSRF refuses a POST whose form does not carry the token of
+// csrfToken, or that comes from a page of another origin. SameSite=Lax
+// cookies already keep other sites' forms from using the session; the
+// token also covers the forms used before signing in.
+func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != http.MethodPost {
+			return next(c)
+		}
+		// Under Referrer-Policy: no-referrer browsers send "Origin: null"
+		// for the pages' own forms, so only a named origin is compared.
+		if origin := c.Request().Header.Get("Origin"); origin != "" && origin != "null" && s.deps.BaseURL != "" && !sameOrigin(origin, s.deps.BaseURL) {
+			return paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgFormExpired)
+		}
+		want := ""
+		if sess := session(c); sess != nil {
+			want = sess.CSRF
+		} else if ck, err := c.Cookie(csrfCookie); err == nil {
+			want = ck.Value
+		}
+		got := c.FormValue("csrf")
+		if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			return paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgFormExpired)
+		}
+		return next(c)
+	}
+}
+
+// sameOrigin compares an Origin header with the base URL's scheme, host
+// and port; a base URL with port 0 (a listener on a free port, in tests)
+// accepts any port, as the Host rule does.
+func sameOrigin(origin, base string) bool {
+	o, err1 := url.Parse(origin)
+	b, err2 := url.Parse(base)
+	if err1 != nil || err2 != nil || !strings.EqualFold(o.Scheme, b.Scheme) || !strings.EqualFold(o.Hostname(), b.Hostname()) {
+		return false
+	}
+	return b.Port() == "0" || o.Port() == b.Port()
+}
+
+// signedIn sends visitors to the sign-in page.
+func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if session(c) == nil {
+			return c.Redirect(http.StatusSeeOther, DashboardPath+"/login")
+		}
+		return next(c)
+	}
+}
+
+// twoFactorIfRequired sends an owner without two factors to the security
+// page when the operator requires them (PAYWATCH_REQUIRE_2FA).
+func (s *Server) twoFactorIfRequired(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if sess := session(c); sess != nil && s.accounts.TwoFactorRequired(sess) {
+			s.flash(c, flashNeed2FA)
+			return c.Redirect(http.StatusSeeOther, DashboardPath+"/security")
+		}
+		return next(c)
+	}
+}
+
+// inProject loads the project of :slug and the account's role in it. A
+// project the account has no role in is not found, as if it did not
+// exist.
+func (s *Server) inProject(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		p, err := s.deps.Store.ProjectBySlug(ctx, c.Param("slug"))
+		if paywatch.ErrorCode(err) == paywatch.ENOTFOUND || paywatch.ErrorCode(err) == paywatch.EINVALID {
+			return echo.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		role, err := s.accounts.RoleIn(ctx, session(c).Account.ID, p)
+		if err != nil {
+			return err
+		}
+		if role == accounts.RoleNone {
+			return echo.ErrNotFound
+		}
+		c.Set(ctxProject, p)
+		c.Set(ctxRole, role)
+		return next(c)
+	}
+}
+
+// ownerOnly refuses a viewer what only the owner may do.
+func (s *Server) ownerOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if role, _ := c.Get(ctxRole).(accounts.Role); role != accounts.RoleOwner {
+			return paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgOwnerOnly)
+		}
+		return next(c)
+	}
+}
+
+// dashProject is the project of a /dashboard/p/:slug request.
+func dashProject(c echo.Context) *store.Project {
+	p, _ := c.Get(ctxProject).(*store.Project)
+	return p
+}
+
+// startSession sets the cookie of a new session, replacing any earlier
+// one, and clears the visitor's CSRF cookie.
+func (s *Server) startSession(c echo.Context, sess *accounts.Session) {
+	maxAge := int(time.Until(sess.ExpiresAt).Seconds())
+	if maxAge < 1 {
+		maxAge = 1
+	}
+	s.setCookie(c, sessionCookie, sess.Token, maxAge)
+	s.setCookie(c, pendingCookie, "", -1)
+	s.setCookie(c, csrfCookie, "", -1)
+}
+
+// The flash messages shown once after a redirect, by key; the cookie
+// carries only the key, so it cannot inject text.
+const (
+	flashSaved         = "saved"
+	flashNeed2FA       = "need2fa"
+	flashSignedOut     = "signedout"
+	flashPassword      = "password"
+	flashConfirmed     = "confirmed"
+	flashTOTPOn        = "totpon"
+	flashTOTPOff       = "totpoff"
+	flashProtection    = "protection"
+	flashEverywhere    = "everywhere"
+	flashWalletSaved   = "wallet"
+	flashWalletDeleted = "walletdeleted"
+	flashLinkCreated   = "link"
+	flashLinkOff       = "linkoff"
+	flashRechecked     = "recheck"
+	flashRedelivered   = "redeliver"
+	flashInvited       = "invited"
+	flashRemoved       = "removed"
+	flashJoined        = "joined"
+	flashDeactivated   = "deactivated"
+	flashActivated     = "activated"
+)
+
+var flashTexts = map[string]string{
+	flashSaved:         "Settings saved.",
+	flashNeed2FA:       "Your operator requires two-factor sign-in for project owners. Turn it on below to continue.",
+	flashSignedOut:     "You are signed out.",
+	flashPassword:      "Your password is set. Sign in with it.",
+	flashConfirmed:     "Your address is confirmed and your account is ready. Sign in.",
+	flashTOTPOn:        "Two-factor sign-in is on.",
+	flashTOTPOff:       "Two-factor sign-in is off.",
+	flashProtection:    "Protection key saved.",
+	flashEverywhere:    "You are signed out on every device, this one included.",
+	flashWalletSaved:   "Wallet saved.",
+	flashWalletDeleted: "Wallet deleted.",
+	flashLinkCreated:   "Payment link created.",
+	flashLinkOff:       "Payment link deactivated.",
+	flashRechecked:     "The chain was checked again. The status below is the result.",
+	flashRedelivered:   "The webhook is being sent again.",
+	flashInvited:       "Invitation sent.",
+	flashRemoved:       "Access removed.",
+	flashJoined:        "You can now view the project's payments. Sign in to see them.",
+	flashDeactivated:   "Project deactivated: its API key and payment pages no longer work.",
+	flashActivated:     "Project active again.",
+}
+
+// flash keeps a message for the next page the browser loads.
+func (s *Server) flash(c echo.Context, key string) {
+	s.setCookie(c, flashCookie, key, 60)
+}
+
+// takeFlash returns and clears the pending flash message.
+func (s *Server) takeFlash(c echo.Context) string {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	s.setCookie(c, flashCookie, "", -1)
+	return flashTexts[ck.Value]
+}
+
+// formError returns the message a form shows for err, and its status,
+// when err is the client's (bad input, a refusal, a limit); ok is false
+// for failures that are not.
+func formError(err error) (int, string, bool) {
+	status, b, ok := clientError(err)
+	if !ok {
+		return 0, "", false
+	}
+	msg, _ := b["error"].(string)
+	return status, msg, true
+}
+
+// redirect answers a successful form with 303 See Other to path, with a
+// flash message.
+func (s *Server) redirect(c echo.Context, path, flash string) error {
+	if flash != "" {
+		s.flash(c, flash)
+	}
+	return c.Redirect(http.StatusSeeOther, path)
+}

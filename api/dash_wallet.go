@@ -1,0 +1,173 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/payments"
+	"github.com/paywatch/paywatch/store"
+)
+
+// previewCount is how many derived addresses the wallet page shows, from
+// index 1 (index 0 is reserved for gas), to compare with the wallet app.
+const previewCount = 3
+
+// walletFamily is one address family's xPub on the wallet page.
+type walletFamily struct {
+	Family  string
+	Name    string
+	XPub    string
+	Typed   string
+	Preview []string
+}
+
+// walletNetwork is one network's static addresses on the wallet page.
+type walletNetwork struct {
+	Network   string
+	Name      string
+	Addresses []store.StaticAddress
+	Typed     string
+}
+
+// walletPage is the data of the wallet page.
+type walletPage struct {
+	dashPage
+	Exists   bool
+	Name     string
+	Families []walletFamily
+	Networks []walletNetwork
+	// Previewing marks a preview of typed xPubs that is not saved yet.
+	Previewing bool
+}
+
+// walletRender renders the wallet page from the stored wallet and what
+// the form typed, with err's message.
+func (s *Server) walletRender(c echo.Context, typed bool, previewing bool, err error) error {
+	ctx := c.Request().Context()
+	p := dashProject(c)
+	w, werr := s.deps.Store.WalletOf(ctx, p.ID)
+	if werr != nil && paywatch.ErrorCode(werr) != paywatch.EINVALID && paywatch.ErrorCode(werr) != paywatch.ENOTFOUND {
+		return werr
+	}
+	statics, serr := s.deps.Store.StaticAddresses(ctx, p.ID)
+	if serr != nil {
+		return serr
+	}
+	pg := walletPage{dashPage: s.page(c, "Wallet"), Exists: w != nil, Previewing: previewing}
+	pg.Tab = "wallet"
+	if w != nil {
+		pg.Name = w.Name
+	}
+	if typed {
+		pg.Name = c.FormValue("name")
+	}
+	for _, f := range paywatch.Families() {
+		wf := walletFamily{Family: string(f), Name: familyName(f)}
+		if w != nil {
+			wf.XPub = w.XPubs[f]
+		}
+		if typed {
+			wf.Typed = strings.TrimSpace(c.FormValue("xpub_" + string(f)))
+		}
+		show := wf.XPub
+		if wf.Typed != "" {
+			show = wf.Typed
+		}
+		if show != "" {
+			if addrs, perr := payments.PreviewAddresses(show, f, previewCount); perr == nil {
+				wf.Preview = addrs
+			} else if err == nil && previewing {
+				err = perr
+			}
+		}
+		pg.Families = append(pg.Families, wf)
+	}
+	for _, n := range paywatch.Networks() {
+		if !s.deps.Store.Offered(n.Network) {
+			continue
+		}
+		wn := walletNetwork{Network: string(n.Network), Name: n.Name}
+		for _, a := range statics {
+			if a.Network == n.Network {
+				wn.Addresses = append(wn.Addresses, a)
+			}
+		}
+		if typed {
+			wn.Typed = c.FormValue("addresses_" + string(n.Network))
+		}
+		pg.Networks = append(pg.Networks, wn)
+	}
+	status := http.StatusOK
+	if err != nil {
+		st, msg, ok := formError(err)
+		if !ok {
+			return err
+		}
+		status, pg.Error, pg.Flash = st, msg, ""
+	}
+	return renderDash(c, status, "wallet", pg)
+}
+
+// familyName names an address family for people.
+func familyName(f paywatch.Family) string {
+	if f == paywatch.FamilyTron {
+		return "Tron (TRC20)"
+	}
+	return "EVM (BEP20, ERC20, Polygon, Arbitrum)"
+}
+
+func (s *Server) walletShow(c echo.Context) error {
+	return s.walletRender(c, false, false, nil)
+}
+
+// walletSubmit previews (action=preview) or saves the wallet: its name,
+// the xPubs typed (an empty field keeps the stored one; "remove_<family>"
+// removes it) and the static addresses typed, one per line, added to the
+// ones registered.
+func (s *Server) walletSubmit(c echo.Context) error {
+	if c.FormValue("action") == "preview" {
+		return s.walletRender(c, true, true, nil)
+	}
+	if rm := c.FormValue("remove_address"); rm != "" {
+		network, address, _ := strings.Cut(rm, " ")
+		err := s.deps.Store.RemoveStaticAddress(c.Request().Context(), dashProject(c).Slug, paywatch.Network(network), address)
+		if err != nil {
+			return s.walletRender(c, false, false, err)
+		}
+		return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/wallet", flashWalletSaved)
+	}
+	name := strings.TrimSpace(c.FormValue("name"))
+	u := store.WalletUpdate{Name: &name, XPubs: map[string]*string{}, Addresses: map[string][]string{}}
+	for _, f := range paywatch.Families() {
+		if c.FormValue("remove_"+string(f)) == "on" {
+			u.XPubs[string(f)] = nil
+		} else if x := strings.TrimSpace(c.FormValue("xpub_" + string(f))); x != "" {
+			u.XPubs[string(f)] = &x
+		}
+	}
+	for _, n := range paywatch.Networks() {
+		for _, line := range strings.FieldsFunc(c.FormValue("addresses_"+string(n.Network)), func(r rune) bool { return r == '\n' || r == '\r' || r == ',' || r == ' ' }) {
+			u.Addresses[string(n.Network)] = append(u.Addresses[string(n.Network)], line)
+		}
+	}
+	if _, _, err := s.payments.PutWallet(c.Request().Context(), dashProject(c).Slug, u); err != nil {
+		return s.walletRender(c, true, false, err)
+	}
+	return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/wallet", flashWalletSaved)
+}
+
+// walletDelete deletes the project's wallet once the protection key is
+// given.
+func (s *Server) walletDelete(c echo.Context) error {
+	ctx := c.Request().Context()
+	if err := s.accounts.CheckProtectionKey(ctx, session(c).Account.ID, c.FormValue("protection_key")); err != nil {
+		return s.walletRender(c, false, false, err)
+	}
+	if err := s.payments.DeleteWallet(ctx, dashProject(c).Slug); err != nil {
+		return s.walletRender(c, false, false, err)
+	}
+	return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/wallet", flashWalletDeleted)
+}

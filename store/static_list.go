@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// StaticAddress is an address a merchant registered (dedicated and pool
+// modes), as the dashboard lists it.
+type StaticAddress struct {
+	Network paywatch.Network
+	Address string
+	// ExternalRef is the customer a dedicated address belongs to, for good;
+	// "" while it is free.
+	ExternalRef string
+}
+
+// StaticAddresses lists the static addresses of a project's wallet, by
+// network and then in the order they were added.
+func (s *Store) StaticAddresses(ctx context.Context, projectID int64) ([]StaticAddress, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT sa.network, sa.address, COALESCE(sa.external_ref, '')
+		FROM static_addresses sa JOIN wallets w ON w.id = sa.wallet_id
+		WHERE w.project_id = $1
+		ORDER BY sa.network, sa.id`, projectID)
+	if err != nil {
+		return nil, fmt.Errorf("list static addresses: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (StaticAddress, error) {
+		var a StaticAddress
+		err := r.Scan(&a.Network, &a.Address, &a.ExternalRef)
+		return a, err
+	})
+}
+
+// openPaymentSQL selects a payment that still needs its address watched:
+// unresolved, or expired less than a day ago (late funds still count).
+const openPaymentSQL = `(status IN ('pending', 'confirming', 'partial')
+	OR (status = 'expired' AND expires_at > now() - interval '24 hours'))`
+
+// RemoveStaticAddress takes a static address out of a project's wallet, so
+// no new payment gets it. It is refused while a payment still needs the
+// address watched, and for a dedicated address assigned to a customer,
+// whose payments must always go to the same address. The project row is
+// locked as for a wallet update, so a payment being assigned the address
+// at the same moment is either seen here or waits and no longer finds it.
+// The wallet stays the address's owner (address_owners), so adding it again
+// works.
+func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network paywatch.Network, address string) error {
+	norm, err := paywatch.NormalizeNetworkAddress(network, address)
+	if err != nil {
+		return notFound(paywatch.MsgStaticAddressNotFound)
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR UPDATE OF p`, slug))
+		if noRows(err) {
+			return notFound(paywatch.MsgProjectNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var id int64
+		var ref *string
+		err = tx.QueryRow(ctx, `
+			SELECT sa.id, sa.external_ref FROM static_addresses sa JOIN wallets w ON w.id = sa.wallet_id
+			WHERE w.project_id = $1 AND sa.network = $2 AND sa.address = $3 FOR UPDATE OF sa`,
+			prj.ID, network, norm).Scan(&id, &ref)
+		if noRows(err) {
+			return notFound(paywatch.MsgStaticAddressNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("load static address: %w", err)
+		}
+		if ref != nil {
+			return conflict(paywatch.MsgStaticAddressAssigned)
+		}
+		var open bool
+		if err := tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM payments WHERE project_id = $1 AND network = $2 AND address = $3 AND `+openPaymentSQL+`)`,
+			prj.ID, network, norm).Scan(&open); err != nil {
+			return fmt.Errorf("check open payments: %w", err)
+		}
+		if open {
+			return conflict(paywatch.MsgStaticAddressBusy)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM static_addresses WHERE id = $1`, id); err != nil {
+			return fmt.Errorf("remove static address: %w", err)
+		}
+		return nil
+	})
+}
