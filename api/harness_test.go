@@ -117,6 +117,8 @@ type envOptions struct {
 	requireHTTPS bool
 	// trustedProxies is PAYWATCH_TRUSTED_PROXIES.
 	trustedProxies []netip.Prefix
+	// requireTwoFactor is PAYWATCH_REQUIRE_2FA.
+	requireTwoFactor bool
 }
 
 func newEnv(t *testing.T, opts ...envOptions) *env {
@@ -172,6 +174,7 @@ func (e *env) newServer(wf payments.Workflows, o envOptions) *api.Server {
 		TrustedProxies:      o.trustedProxies,
 		DevMail:             true,
 		Dashboard:           true,
+		RequireTwoFactor:    o.requireTwoFactor,
 	})
 }
 

@@ -25,7 +25,7 @@ func (s *Store) dedicatedAddress(ctx context.Context, tx pgx.Tx, w *Wallet, ref 
 		}
 		err = tx.QueryRow(ctx, `
 			SELECT id, address, external_ref FROM static_addresses
-			WHERE wallet_id = $1 AND network = $2 AND address = $3 FOR UPDATE`, w.ID, n, norm).Scan(&id, &address, &owner)
+			WHERE wallet_id = $1 AND network = $2 AND address = $3 AND removed_at IS NULL FOR UPDATE`, w.ID, n, norm).Scan(&id, &address, &owner)
 		if noRows(err) {
 			return 0, "", invalid(paywatch.MsgAddressNotInWallet)
 		}
@@ -59,7 +59,7 @@ func (s *Store) dedicatedAddress(ctx context.Context, tx pgx.Tx, w *Wallet, ref 
 		}
 		err = tx.QueryRow(ctx, `
 			SELECT id, address FROM static_addresses
-			WHERE wallet_id = $1 AND network = $2 AND external_ref IS NULL
+			WHERE wallet_id = $1 AND network = $2 AND external_ref IS NULL AND removed_at IS NULL
 			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, w.ID, n).Scan(&id, &address)
 		if noRows(err) {
 			return 0, "", errNoAddresses
@@ -87,7 +87,7 @@ func (s *Store) leastBusyAddress(ctx context.Context, tx pgx.Tx, w *Wallet, n pa
 	var address string
 	err := tx.QueryRow(ctx, `
 		SELECT s.id, s.address FROM static_addresses s
-		WHERE s.wallet_id = $1 AND s.network = $2
+		WHERE s.wallet_id = $1 AND s.network = $2 AND s.removed_at IS NULL
 		ORDER BY (SELECT count(*) FROM payments p
 		          WHERE p.static_address_id = s.id AND p.status IN ('pending', 'confirming', 'partial')), s.id
 		LIMIT 1`, w.ID, n).Scan(&id, &address)
@@ -122,7 +122,7 @@ func (s *Store) microOffset(ctx context.Context, tx pgx.Tx, w *Wallet, paymentID
 		err := tx.QueryRow(ctx, `
 			SELECT s.id, s.address, o.n FROM static_addresses s
 			CROSS JOIN generate_series(1, $3::int) AS o(n)
-			WHERE s.wallet_id = $1 AND s.network = $2
+			WHERE s.wallet_id = $1 AND s.network = $2 AND s.removed_at IS NULL
 			  AND NOT EXISTS (
 			    SELECT 1 FROM micro_offsets m
 			    WHERE m.static_address_id = s.id AND m.token = $4

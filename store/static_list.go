@@ -25,7 +25,7 @@ func (s *Store) StaticAddresses(ctx context.Context, projectID int64) ([]StaticA
 	rows, err := s.pool.Query(ctx, `
 		SELECT sa.network, sa.address, COALESCE(sa.external_ref, '')
 		FROM static_addresses sa JOIN wallets w ON w.id = sa.wallet_id
-		WHERE w.project_id = $1
+		WHERE w.project_id = $1 AND sa.removed_at IS NULL
 		ORDER BY sa.network, sa.id`, projectID)
 	if err != nil {
 		return nil, fmt.Errorf("list static addresses: %w", err)
@@ -48,8 +48,9 @@ const openPaymentSQL = `(status IN ('pending', 'confirming', 'partial')
 // whose payments must always go to the same address. The project row is
 // locked as for a wallet update, so a payment being assigned the address
 // at the same moment is either seen here or waits and no longer finds it.
-// The wallet stays the address's owner (address_owners), so adding it again
-// works.
+// The row stays, marked removed, because past payments refer to it; the
+// wallet stays the address's owner (address_owners), and adding the
+// address again clears the mark.
 func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network paywatch.Network, address string) error {
 	norm, err := paywatch.NormalizeNetworkAddress(network, address)
 	if err != nil {
@@ -67,7 +68,7 @@ func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network pa
 		var ref *string
 		err = tx.QueryRow(ctx, `
 			SELECT sa.id, sa.external_ref FROM static_addresses sa JOIN wallets w ON w.id = sa.wallet_id
-			WHERE w.project_id = $1 AND sa.network = $2 AND sa.address = $3 FOR UPDATE OF sa`,
+			WHERE w.project_id = $1 AND sa.network = $2 AND sa.address = $3 AND sa.removed_at IS NULL FOR UPDATE OF sa`,
 			prj.ID, network, norm).Scan(&id, &ref)
 		if noRows(err) {
 			return notFound(paywatch.MsgStaticAddressNotFound)
@@ -87,7 +88,7 @@ func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network pa
 		if open {
 			return conflict(paywatch.MsgStaticAddressBusy)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM static_addresses WHERE id = $1`, id); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE static_addresses SET removed_at = now() WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("remove static address: %w", err)
 		}
 		return nil

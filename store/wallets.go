@@ -280,7 +280,8 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 				// that predates address_owners (see migration 00010).
 				_, err := tx.Exec(ctx, `
 					INSERT INTO static_addresses (wallet_id, network, address) VALUES ($1, $2, $3)
-					ON CONFLICT (wallet_id, network, address) DO NOTHING`, walletID, n, a)
+					ON CONFLICT (wallet_id, network, address) DO UPDATE SET removed_at = NULL
+					WHERE static_addresses.removed_at IS NOT NULL`, walletID, n, a)
 				if uniqueViolation(err, idxStaticAddress) {
 					return addressInUse(n, a)
 				}
@@ -380,7 +381,7 @@ func walletByProject(ctx context.Context, q querier, projectID int64) (*Wallet, 
 	if tron != nil {
 		w.XPubs[paywatch.FamilyTron] = *tron
 	}
-	rows, err := q.Query(ctx, `SELECT network, count(*) FROM static_addresses WHERE wallet_id = $1 GROUP BY network`, w.ID)
+	rows, err := q.Query(ctx, `SELECT network, count(*) FROM static_addresses WHERE wallet_id = $1 AND removed_at IS NULL GROUP BY network`, w.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,178 @@
+package api_test
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+)
+
+// owner registers an account through the pages, signs it in and creates a
+// project; it returns the project's API key.
+func (b *browser) owner(email, slug string) string {
+	b.t.Helper()
+	b.register(email, dashPassword)
+	b.signIn(email, dashPassword)
+	b.get("/dashboard/projects/new")
+	p := b.post("/dashboard/projects/new", map[string]string{"slug": slug})
+	require.Equal(b.t, http.StatusCreated, p.Code, p.Body)
+	return credential("api-key").FindStringSubmatch(p.Body)[1]
+}
+
+// The wallet page previews the first derived addresses before saving, and
+// no static address or wallet a payment still needs can be removed; the
+// wallet goes only with the protection key.
+func TestDashboardWallet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b := e.browser(t)
+	key := b.owner("wal@example.com", "wal")
+	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/projects/wal", map[string]any{"address_mode": "pool", "pool_matching": "txid"}).Code)
+
+	b.get("/dashboard/p/wal/wallet")
+	p := b.post("/dashboard/p/wal/wallet", map[string]string{"action": "preview", "xpub_tron": testXPubTron})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, testTronIndex1, "index 1 is the first payment address")
+	w, err := e.store.WalletOf(t.Context(), projectID(t, e, "wal"))
+	require.NoError(t, err)
+	assert.Nil(t, w, "a preview saves nothing")
+
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "preview", "xpub_evm": testXPrv})
+	assert.Equal(t, http.StatusBadRequest, p.Code)
+	assert.Contains(t, p.Body, "private")
+
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "save", "name": "Main", "addresses_TRC20": tronAddrs[0] + "\n" + tronAddrs[2]})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, "Wallet saved.")
+	assert.Contains(t, p.Body, tronAddrs[2])
+
+	// A payment on the pool takes an address; while it is open neither
+	// that address nor the wallet can go.
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "c1", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	busy, id := r.str("payment.address"), r.str("payment.id")
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"remove_address": "TRC20 " + busy})
+	assert.Equal(t, http.StatusConflict, p.Code)
+	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgStaticAddressBusy))
+
+	b.get("/dashboard/security")
+	b.post("/dashboard/security/protection-key", map[string]string{"key": "wallet-guard-key"})
+	b.get("/dashboard/p/wal/wallet")
+	p = b.post("/dashboard/p/wal/wallet/delete", map[string]string{"protection_key": "wrong key!"})
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgWrongProtectionKey)
+	p = b.post("/dashboard/p/wal/wallet/delete", map[string]string{"protection_key": "wallet-guard-key"})
+	assert.Equal(t, http.StatusConflict, p.Code)
+	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgWalletInUse))
+
+	require.Equal(t, http.StatusOK, e.call(key, "PATCH", "/v1/payments/"+id, map[string]any{"status": "cancelled"}).Code)
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"remove_address": "TRC20 " + busy})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.NotContains(t, p.Body, busy)
+	// A removed address goes to no new payment; added again, it does.
+	for i := range 3 {
+		r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": fmt.Sprint("r", i), "network": "TRC20"})
+		require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+		assert.NotEqual(t, busy, r.str("payment.address"))
+		require.Equal(t, http.StatusOK, e.call(key, "PATCH", "/v1/payments/"+r.str("payment.id"), map[string]any{"status": "cancelled"}).Code)
+	}
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "save", "name": "Main", "addresses_TRC20": busy})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, busy)
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"remove_address": "TRC20 " + busy})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	p = b.post("/dashboard/p/wal/wallet/delete", map[string]string{"protection_key": "wallet-guard-key"})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, "Wallet deleted.")
+	requireError(t, e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "c2", "network": "TRC20"}),
+		http.StatusBadRequest, paywatch.MsgNoWallet)
+}
+
+// Payment links are created with the API's checks, listed with their
+// payments and deactivated; another project's link is not found.
+func TestDashboardLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.owner("lnk@example.com", "lnk")
+	b.get("/dashboard/p/lnk/links")
+	p := b.post("/dashboard/p/lnk/links", map[string]string{"slug": "tee", "title": "T-shirt", "amount": "twelve"})
+	assert.Equal(t, http.StatusBadRequest, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgBuyerAmount)
+	assert.Contains(t, p.Body, `value="T-shirt"`, "the form keeps what was typed")
+	p = b.post("/dashboard/p/lnk/links", map[string]string{"slug": "tee", "title": "T-shirt", "amount": "12.5", "token": "USDT", "network": "TRC20"})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, payURL+"/l/tee")
+	assert.Contains(t, p.Body, "12.50")
+
+	// The free plan allows three links.
+	for _, slug := range []string{"two", "three"} {
+		require.Equal(t, http.StatusOK, b.post("/dashboard/p/lnk/links", map[string]string{"slug": slug, "title": slug}).Code)
+	}
+	p = b.post("/dashboard/p/lnk/links", map[string]string{"slug": "four", "title": "four"})
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, "Plan limit exceeded")
+
+	id := regexp.MustCompile(`/links/([0-9a-f-]{36})/deactivate`).FindStringSubmatch(p.Body)
+	require.NotNil(t, id, p.Body)
+	p = b.post("/dashboard/p/lnk/links/"+id[1]+"/deactivate", nil)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, "Payment link deactivated.")
+
+	other := e.browser(t)
+	other.owner("oth@example.com", "oth")
+	other.get("/dashboard/p/oth/links")
+	p = other.post("/dashboard/p/oth/links/"+id[1]+"/deactivate", nil)
+	assert.Equal(t, http.StatusNotFound, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgLinkNotFound)
+}
+
+// The payment list takes the API's filters, with its messages.
+func TestDashboardPaymentFilters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	key := b.owner("flt@example.com", "flt")
+	require.Equal(t, http.StatusOK, e.op("PUT", "/v1/projects/flt/wallet", hdWallet()).Code)
+	for _, ref := range []string{"a", "b", "c"} {
+		require.Equal(t, http.StatusCreated, e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": ref, "network": "TRC20"}).Code)
+	}
+	p := b.get("/dashboard/p/flt/payments?status=pending&limit=2&created_after=&updated_after=")
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, "offset=2", "a link to the next page")
+	p = b.get("/dashboard/p/flt/payments?status=lost")
+	assert.Equal(t, http.StatusBadRequest, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgInvalidStatus)
+	p = b.get("/dashboard/p/flt/payments?created_after=yesterday")
+	assert.Equal(t, http.StatusBadRequest, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgInvalidCreated)
+}
+
+// With PAYWATCH_REQUIRE_2FA an owner must turn on two factors before the
+// owner pages open; the first project can still be created.
+func TestDashboardOperatorRequiresTwoFactor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true, requireTwoFactor: true})
+	b := e.browser(t)
+	b.owner("tfa@example.com", "tfa")
+	p := b.send(http.MethodGet, "/dashboard/p/tfa/settings", nil)
+	require.Equal(t, http.StatusSeeOther, p.Code)
+	assert.Equal(t, "/dashboard/security", p.Location)
+	p = b.get("/dashboard/p/tfa/settings")
+	assert.Contains(t, p.Body, "requires two-factor sign-in")
+	assert.Equal(t, http.StatusOK, b.get("/dashboard/p/tfa/payments").Code, "the payments stay visible")
+}
+
+// projectID is a project's row id.
+func projectID(t *testing.T, e *env, slug string) int64 {
+	t.Helper()
+	p, err := e.store.ProjectBySlug(t.Context(), slug)
+	require.NoError(t, err)
+	return p.ID
+}
