@@ -125,9 +125,11 @@ const (
 
 // Messages of the dashboard's pages (paywatch's own).
 const (
-	MsgFormExpired = "This form has expired. Go back, reload the page and try again."
-	MsgOwnerOnly   = "Only the project's owner can do this."
-	MsgWholeNumber = "%s must be a whole number"
+	MsgFormExpired         = "This form has expired. Go back, reload the page and try again."
+	MsgInvalidForm         = "The form holds characters that cannot be saved; remove them and try again."
+	MsgOwnerOnly           = "Only the project's owner can do this."
+	MsgOperatorDeactivated = "The operator deactivated this project; ask them to activate it"
+	MsgWholeNumber         = "%s must be a whole number"
 
 	MsgStaticAddressNotFound = "This address is not in the wallet"
 	MsgStaticAddressAssigned = "This address belongs to a customer for good (dedicated mode) and cannot be removed"
@@ -140,6 +142,7 @@ const (
 // Their burst limits answer MsgTooManyRequests.
 const (
 	MsgInvalidCredentials  = "Invalid email or password"
+	MsgConfirmPassword     = "Enter the password you chose when you registered"
 	MsgAccountSuspended    = "Account suspended. Contact support."
 	MsgAccountClosed       = "Account is no longer active."
 	MsgSessionEnded        = "Your session has ended. Sign in again."

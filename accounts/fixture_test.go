@@ -146,7 +146,7 @@ func (e *env) token(m store.Mail, path string) string {
 func (e *env) signUp(email string) *store.Account {
 	e.t.Helper()
 	require.NoError(e.t, e.svc.Register(e.ctx, email, password, testIP))
-	_, err := e.svc.Confirm(e.ctx, e.token(e.lastMail(email), "/confirm"))
+	_, err := e.svc.Confirm(e.ctx, e.token(e.lastMail(email), "/confirm"), password)
 	require.NoError(e.t, err)
 	a, err := e.store.AccountByEmail(e.ctx, email)
 	require.NoError(e.t, err)

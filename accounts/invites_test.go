@@ -161,7 +161,7 @@ func TestConfirmationOpenedTwiceAtOnce(t *testing.T) {
 	tok := e.token(e.lastMail("sue@example.com"), "/confirm")
 	var ok, gone atomic.Int32
 	parallel(4, func(int) {
-		email, err := e.svc.Confirm(e.ctx, tok)
+		email, err := e.svc.Confirm(e.ctx, tok, password)
 		switch paywatch.ErrorCode(err) {
 		case "":
 			assert.Equal(t, "sue@example.com", email)

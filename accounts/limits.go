@@ -38,6 +38,9 @@ var (
 	// limitInvite is paywatch's own: 20 invitations per hour per project,
 	// so a taken-over owner account cannot send mail in bulk.
 	limitInvite = limit{"dashboard:invite:project:", 20, time.Hour}
+	// limitConfirm is paywatch's own: 10 password tries per confirmation
+	// link per 15 minutes, counted before the link's transaction.
+	limitConfirm = limit{"dashboard:confirm:link:", 10, 15 * time.Minute}
 )
 
 // hit counts one attempt under l for id and answers ERATELIMIT "Too many

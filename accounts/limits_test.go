@@ -95,7 +95,7 @@ func TestBurstLimits(t *testing.T) {
 		"wrong protection keys per account": {5, 15 * time.Minute,
 			func(e *env) any {
 				a := e.signUp("f@example.com")
-				require.NoError(e.t, e.svc.SetProtectionKey(e.ctx, a.ID, "", "protect me"))
+				require.NoError(e.t, e.svc.SetProtectionKey(e.ctx, a.ID, password, "protect me"))
 				return a.ID
 			},
 			func(e *env, state any, i int) error {

@@ -14,7 +14,8 @@ func wrongProtectionKey() error {
 }
 
 // SetProtectionKey sets or replaces the account's protection key; a
-// replacement needs the current one.
+// replacement needs the current one, and the first key the account's
+// password (current either way).
 //
 // The check of the current key counts toward the same limit as
 // CheckProtectionKey's.
@@ -26,10 +27,14 @@ func (s *Service) SetProtectionKey(ctx context.Context, accountID int64, current
 	if err != nil {
 		return err
 	}
-	if auth.ProtectionKeyHash != "" {
-		if err := s.checkProtectionKey(ctx, accountID, auth.ProtectionKeyHash, current); err != nil {
-			return err
-		}
+	// The first key needs the account's password, so that a stolen
+	// session alone cannot set one and then pass every guarded action.
+	check := auth.ProtectionKeyHash
+	if check == "" {
+		check = auth.PasswordHash
+	}
+	if err := s.checkProtectionKey(ctx, accountID, check, current); err != nil {
+		return err
 	}
 	hash, err := hashSecret(key)
 	if err != nil {

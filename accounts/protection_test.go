@@ -19,7 +19,12 @@ func TestProtectionKey(t *testing.T) {
 
 	requireCode(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "anything"), paywatch.EFORBIDDEN, paywatch.MsgSetProtectionKey)
 	requireCode(t, e.svc.SetProtectionKey(e.ctx, a.ID, "", "1234567"), paywatch.EINVALID, paywatch.MsgProtectionKeyLength)
-	require.NoError(t, e.svc.SetProtectionKey(e.ctx, a.ID, "", "12345678"))
+	// The first key needs the account's password (tried on another
+	// account, whose wrong attempts count apart).
+	other := e.signUp("pat@example.com")
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, other.ID, "", "12345678"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, other.ID, "not the password", "12345678"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+	require.NoError(t, e.svc.SetProtectionKey(e.ctx, a.ID, password, "12345678"))
 	sess, err := e.svc.Authenticate(e.ctx, e.signIn("max@example.com").Token)
 	require.NoError(t, err)
 	assert.True(t, sess.ProtectionKeySet)

@@ -2,8 +2,10 @@ package accounts
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -85,11 +87,25 @@ func (s *Service) ResendConfirmation(ctx context.Context, email, ip string) erro
 
 // Confirm opens a confirmation link: it creates the account and returns its
 // e-mail address.
-func (s *Service) Confirm(ctx context.Context, token string) (string, error) {
+//
+// The link alone is not enough: password must be the one given at
+// registration. Otherwise whoever registered someone else's address first
+// would get the account the moment its owner clicked the link, with a
+// password only the intruder knows. Tries are limited per link.
+func (s *Service) Confirm(ctx context.Context, token, password string) (string, error) {
 	if token == "" {
 		return "", linkGone()
 	}
-	return s.deps.Store.ConfirmRegistration(ctx, hashToken(token))
+	hash := hashToken(token)
+	if _, err := s.hit(ctx, limitConfirm, hex.EncodeToString(hash)); err != nil {
+		return "", err
+	}
+	return s.deps.Store.ConfirmRegistration(ctx, hash, func(hash string) error {
+		if !matchSecret(password, hash) {
+			return paywatch.Errorf(paywatch.EUNAUTHORIZED, "%s", paywatch.MsgConfirmPassword)
+		}
+		return nil
+	})
 }
 
 // AccountCreated e-mails an operator-created account a link to set its

@@ -28,7 +28,12 @@ func TestRegisterConfirmSignIn(t *testing.T) {
 	m := e.lastMail("ann@example.com")
 	assert.Equal(t, "Confirm your paywatch account", m.Subject)
 	assert.NotContains(t, m.Text, password)
-	email, err := e.svc.Confirm(e.ctx, e.token(m, "/confirm"))
+	// The link alone does not confirm: whoever registered someone else's
+	// address would get the account when its owner clicked. A wrong
+	// password leaves the link working.
+	_, err = e.svc.Confirm(e.ctx, e.token(m, "/confirm"), "the intruder's guess")
+	requireCode(t, err, paywatch.EUNAUTHORIZED, paywatch.MsgConfirmPassword)
+	email, err := e.svc.Confirm(e.ctx, e.token(m, "/confirm"), password)
 	require.NoError(t, err)
 	assert.Equal(t, "ann@example.com", email)
 
@@ -102,9 +107,9 @@ func TestResendConfirmation(t *testing.T) {
 	second := e.token(e.lastMail("cid@example.com"), "/confirm")
 	assert.NotEqual(t, first, second)
 
-	_, err := e.svc.Confirm(e.ctx, first)
+	_, err := e.svc.Confirm(e.ctx, first, password)
 	requireCode(t, err, paywatch.EGONE, paywatch.MsgLinkGone)
-	_, err = e.svc.Confirm(e.ctx, second)
+	_, err = e.svc.Confirm(e.ctx, second, password)
 	require.NoError(t, err)
 	e.signIn("cid@example.com")
 
@@ -123,7 +128,7 @@ func TestLinksExpireAndWorkOnce(t *testing.T) {
 		"confirmation": func(email string) (string, func(string) error) {
 			require.NoError(t, e.svc.Register(e.ctx, email, password, testIP))
 			return e.token(e.lastMail(email), "/confirm"), func(tok string) error {
-				_, err := e.svc.Confirm(e.ctx, tok)
+				_, err := e.svc.Confirm(e.ctx, tok, password)
 				return err
 			}
 		},

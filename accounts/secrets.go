@@ -89,9 +89,22 @@ func randomString() string {
 // normalEmail is the address a limit or lookup uses for input that may not
 // be a valid address: trimmed, lower case, and cut to a sane length.
 func normalEmail(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if len(s) > 320 {
-		s = s[:320]
+	return storable(strings.ToLower(strings.TrimSpace(s)), 320)
+}
+
+// storable makes text typed or sent by a client safe for a PostgreSQL text
+// column and a log line: valid UTF-8, no control characters, at most max
+// bytes. An address with such characters matches no account anyway.
+func storable(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
+	for len(s) > max {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
 	}
 	return s
 }
@@ -110,6 +123,10 @@ func (s *Service) link(path, token string) string {
 // it if this does not.
 func (s *Service) startMail(ctx context.Context, m *store.Mail) {
 	if m != nil && s.deps.StartMail != nil {
+		// The start takes a Temporal call that an unknown address does not
+		// make, so the forms that answer alike (register, reset) differ in
+		// time by a few milliseconds; their limits (3 an hour per address,
+		// 20 an hour per client) keep that from listing accounts at scale.
 		s.deps.StartMail(context.WithoutCancel(ctx), m.ID)
 	}
 }

@@ -61,7 +61,7 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip, userAgent str
 		pending, hash := newToken()
 		if _, err := s.deps.Store.CreateSession(ctx, store.NewSession{
 			TokenHash: hash, AccountID: auth.Account.ID, CSRF: randomString(), Pending: true,
-			TTL: PendingTTL, IP: ip, UserAgent: userAgent,
+			TTL: PendingTTL, IP: ip, UserAgent: storable(userAgent, 300),
 		}); err != nil {
 			return SignInResult{}, err
 		}
@@ -88,6 +88,7 @@ func (s *Service) newSession(ctx context.Context, auth *store.AccountAuth, ip, u
 
 // sessionFor makes a new session of auth's account and the row to store.
 func (s *Service) sessionFor(auth *store.AccountAuth, ip, userAgent string) (*Session, store.NewSession) {
+	userAgent = storable(userAgent, 300)
 	token, hash := newToken()
 	sess := &Session{
 		Token:            token,

@@ -76,7 +76,7 @@ func dashHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 // dashRoutes registers the dashboard. Routes under /dashboard/p/:slug need
 // a role in the project; the ones marked owner refuse viewers with 403.
 func (s *Server) dashRoutes() {
-	g := s.api.Group(DashboardPath, dashHeaders, s.loadSession, s.checkCSRF)
+	g := s.api.Group(DashboardPath, dashHeaders, storableForm, s.loadSession, s.checkCSRF)
 	g.GET("/assets/:name", s.serveAsset)
 
 	g.GET("", s.dashHome, s.signedIn)
@@ -110,9 +110,9 @@ func (s *Server) dashRoutes() {
 	g.POST("/projects/new", s.projectNewSubmit, s.signedIn, s.twoFactorIfRequired)
 
 	for _, r := range s.projectRoutes() {
-		mw := []echo.MiddlewareFunc{s.signedIn, s.inProject}
+		mw := []echo.MiddlewareFunc{s.signedIn, s.twoFactorIfRequired, s.inProject}
 		if r.owner {
-			mw = append(mw, s.ownerOnly, s.twoFactorIfRequired)
+			mw = append(mw, s.ownerOnly)
 		}
 		g.Add(r.method, "/p/:slug"+r.path, r.handler, mw...)
 	}

@@ -61,11 +61,12 @@ func (s *Server) confirmShow(c echo.Context) error {
 	return s.authPage(c, "confirm", "Confirm your address", authForm{Token: c.QueryParam("token")}, nil)
 }
 
-// confirmSubmit opens the confirmation link: a button, not the GET of the
-// link, consumes it, so a mail scanner that fetches links does not.
+// confirmSubmit opens the confirmation link with the password chosen at
+// registration: the form, not the GET of the link, consumes it, so a mail
+// scanner that fetches links does not.
 func (s *Server) confirmSubmit(c echo.Context) error {
 	token := c.FormValue("token")
-	if _, err := s.accounts.Confirm(c.Request().Context(), token); err != nil {
+	if _, err := s.accounts.Confirm(c.Request().Context(), token, c.FormValue("password")); err != nil {
 		return s.authPage(c, "confirm", "Confirm your address", authForm{Token: token}, err)
 	}
 	return s.redirect(c, DashboardPath+"/login", flashConfirmed)
@@ -103,11 +104,17 @@ func (s *Server) loginSubmit(c echo.Context) error {
 		s.setCookie(c, pendingCookie, res.Pending, 300)
 		return c.Redirect(http.StatusSeeOther, DashboardPath+"/login/code")
 	}
-	if old, err := c.Cookie(sessionCookie); err == nil && old.Value != "" {
-		_ = s.accounts.SignOut(ctx, old.Value)
-	}
+	s.endOldSession(c)
 	s.startSession(c, res.Session)
 	return c.Redirect(http.StatusSeeOther, DashboardPath)
+}
+
+// endOldSession ends the session of the browser's earlier cookie, if any,
+// when a sign-in replaces it.
+func (s *Server) endOldSession(c echo.Context) {
+	if old, err := c.Cookie(sessionCookie); err == nil && old.Value != "" {
+		_ = s.accounts.SignOut(c.Request().Context(), old.Value)
+	}
 }
 
 func (s *Server) codeShow(c echo.Context) error {
@@ -123,10 +130,12 @@ func (s *Server) codeSubmit(c echo.Context) error {
 	if err != nil {
 		return c.Redirect(http.StatusSeeOther, DashboardPath+"/login")
 	}
-	sess, err := s.accounts.SecondFactor(c.Request().Context(), pending.Value, c.FormValue("code"), c.RealIP(), c.Request().UserAgent())
+	ctx := c.Request().Context()
+	sess, err := s.accounts.SecondFactor(ctx, pending.Value, c.FormValue("code"), c.RealIP(), c.Request().UserAgent())
 	if err != nil {
 		return s.authPage(c, "code", "Two-factor code", authForm{}, err)
 	}
+	s.endOldSession(c)
 	s.startSession(c, sess)
 	return c.Redirect(http.StatusSeeOther, DashboardPath)
 }

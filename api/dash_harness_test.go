@@ -129,7 +129,7 @@ func (b *browser) register(email, password string) {
 	require.Equal(b.t, http.StatusOK, p.Code, p.Body)
 	path, token := link(b.t, b.e.mailTo(b.t, email, "Confirm"))
 	b.get(path + "?token=" + token)
-	p = b.post("/dashboard/confirm", map[string]string{"token": token})
+	p = b.post("/dashboard/confirm", map[string]string{"token": token, "password": password})
 	require.Equal(b.t, http.StatusOK, p.Code, p.Body)
 }
 

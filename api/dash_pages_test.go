@@ -47,10 +47,30 @@ func TestDashboardWallet(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, p.Code)
 	assert.Contains(t, p.Body, "private")
 
-	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "save", "name": "Main", "addresses_TRC20": tronAddrs[0] + "\n" + tronAddrs[2]})
+	// Changing where payments go needs the protection key, and e-mails
+	// the owner; a new name alone does not.
+	save := map[string]string{"action": "save", "name": "Main", "addresses_TRC20": tronAddrs[0] + "\n" + tronAddrs[2]}
+	p = b.post("/dashboard/p/wal/wallet", save)
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgSetProtectionKey)
+	assert.Contains(t, p.Body, tronAddrs[2], "the form keeps what was typed")
+	b.get("/dashboard/security")
+	b.post("/dashboard/security/protection-key", map[string]string{"current": dashPassword, "key": "wallet-guard-key"})
+	b.get("/dashboard/p/wal/wallet")
+	save["protection_key"] = "not the key"
+	p = b.post("/dashboard/p/wal/wallet", save)
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	w, err = e.store.WalletOf(t.Context(), projectID(t, e, "wal"))
+	require.NoError(t, err)
+	assert.Nil(t, w)
+	save["protection_key"] = "wallet-guard-key"
+	p = b.post("/dashboard/p/wal/wallet", save)
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 	assert.Contains(t, p.Body, "Wallet saved.")
 	assert.Contains(t, p.Body, tronAddrs[2])
+	assert.Contains(t, e.mailTo(t, "wal@example.com", "the wallet of").Text, "2 static address(es)")
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "save", "name": "Renamed"})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
 
 	// A payment on the pool takes an address; while it is open neither
 	// that address nor the wallet can go.
@@ -61,9 +81,6 @@ func TestDashboardWallet(t *testing.T) {
 	assert.Equal(t, http.StatusConflict, p.Code)
 	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgStaticAddressBusy))
 
-	b.get("/dashboard/security")
-	b.post("/dashboard/security/protection-key", map[string]string{"key": "wallet-guard-key"})
-	b.get("/dashboard/p/wal/wallet")
 	p = b.post("/dashboard/p/wal/wallet/delete", map[string]string{"protection_key": "wrong key!"})
 	assert.Equal(t, http.StatusForbidden, p.Code)
 	assert.Contains(t, p.Body, paywatch.MsgWrongProtectionKey)
@@ -82,7 +99,7 @@ func TestDashboardWallet(t *testing.T) {
 		assert.NotEqual(t, busy, r.str("payment.address"))
 		require.Equal(t, http.StatusOK, e.call(key, "PATCH", "/v1/payments/"+r.str("payment.id"), map[string]any{"status": "cancelled"}).Code)
 	}
-	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "save", "name": "Main", "addresses_TRC20": busy})
+	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "save", "name": "Main", "addresses_TRC20": busy, "protection_key": "wallet-guard-key"})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 	assert.Contains(t, p.Body, busy)
 	p = b.post("/dashboard/p/wal/wallet", map[string]string{"remove_address": "TRC20 " + busy})
@@ -154,8 +171,8 @@ func TestDashboardPaymentFilters(t *testing.T) {
 	assert.Contains(t, p.Body, paywatch.MsgInvalidCreated)
 }
 
-// With PAYWATCH_REQUIRE_2FA an owner must turn on two factors before the
-// owner pages open; the first project can still be created.
+// With PAYWATCH_REQUIRE_2FA an owner must turn on two factors before any
+// project page opens; the first project can still be created.
 func TestDashboardOperatorRequiresTwoFactor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true, requireTwoFactor: true})
@@ -166,7 +183,8 @@ func TestDashboardOperatorRequiresTwoFactor(t *testing.T) {
 	assert.Equal(t, "/dashboard/security", p.Location)
 	p = b.get("/dashboard/p/tfa/settings")
 	assert.Contains(t, p.Body, "requires two-factor sign-in")
-	assert.Equal(t, http.StatusOK, b.get("/dashboard/p/tfa/payments").Code, "the payments stay visible")
+	p = b.send(http.MethodGet, "/dashboard/p/tfa/payments", nil)
+	assert.Equal(t, http.StatusSeeOther, p.Code, "every project page waits for two factors")
 }
 
 // projectID is a project's row id.
@@ -175,4 +193,26 @@ func projectID(t *testing.T, e *env, slug string) int64 {
 	p, err := e.store.ProjectBySlug(t.Context(), slug)
 	require.NoError(t, err)
 	return p.ID
+}
+
+// "Re-check chain" goes through the payment's workflow, and a payment is
+// checked at most six times a minute.
+func TestDashboardRecheckChain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b := e.browser(t)
+	key := b.owner("rck@example.com", "rck")
+	require.Equal(t, http.StatusOK, e.op("PUT", "/v1/projects/rck/wallet", hdWallet()).Code)
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": "a", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	path := "/dashboard/p/rck/payments/" + r.str("payment.id")
+	b.get(path)
+	for range 6 {
+		p := b.post(path+"/recheck", nil)
+		require.Equal(t, http.StatusOK, p.Code, p.Body)
+		assert.Contains(t, p.Body, "The chain was checked again.")
+	}
+	p := b.post(path+"/recheck", nil)
+	assert.Equal(t, http.StatusTooManyRequests, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgTooManyRequests)
 }

@@ -21,12 +21,16 @@ type paymentsPage struct {
 	Statuses []paywatch.Status
 	// The filters as typed, and the pages before and after.
 	Status, CreatedAfter, UpdatedAfter string
-	Limit, Offset, Total               int
-	Prev, Next                         string
+	// Link is the payment link whose payments are listed; "" for all.
+	Link                 string
+	Limit, Offset, Total int
+	Prev, Next           string
 }
 
 // paymentsShow lists a project's payments with the filters and pagination
-// of GET /v1/payments; a filter left empty in the form is no filter.
+// of GET /v1/payments; a filter left empty in the form is no filter, and
+// link=<id> keeps the payments of one payment link (the links page links
+// there).
 func (s *Server) paymentsShow(c echo.Context) error {
 	q := c.QueryParams()
 	for k, v := range q {
@@ -34,9 +38,18 @@ func (s *Server) paymentsShow(c echo.Context) error {
 			q.Del(k)
 		}
 	}
-	pg := paymentsPage{Statuses: paywatch.Statuses(), Status: q.Get("status"), CreatedAfter: q.Get("created_after"), UpdatedAfter: q.Get("updated_after")}
+	pg := paymentsPage{Statuses: paywatch.Statuses(), Status: q.Get("status"), CreatedAfter: q.Get("created_after"), UpdatedAfter: q.Get("updated_after"), Link: q.Get("link")}
 	status := http.StatusOK
+	link := q.Get("link")
+	q.Del("link")
 	f, err := listFilter(c)
+	if link != "" && !storableText(link) {
+		link = ""
+	}
+	if link != "" {
+		q.Set("link", link)
+		f.PaymentLinkID = link
+	}
 	if err == nil {
 		var ps []*store.Payment
 		ps, pg.Total, err = s.payments.List(c.Request().Context(), dashProject(c).ID, f)

@@ -80,7 +80,7 @@ func formOf(p *store.Project) projectForm {
 func formValues(c echo.Context) projectForm {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	return projectForm{
-		Slug: v("slug"), Name: v("name"), WebhookURL: v("webhook_url"), OwnerEmail: v("owner_email"),
+		Slug: v("slug"), Name: v("name"), WebhookURL: v("webhook_url"),
 		AddressMode: v("address_mode"), PoolMatching: v("pool_matching"), MinAmount: v("minAmount"),
 		MicroAmountDecimals: v("micro_amount_decimals"), RotationThreshold: v("rotation_threshold"),
 		PaymentExpiryMinutes: v("payment_expiry_minutes"),
@@ -111,7 +111,6 @@ func (f projectForm) request(all bool) (projectRequest, error) {
 		}
 		return req, nil
 	}
-	req.OwnerEmail = str(f.OwnerEmail)
 	req.AddressMode, req.PoolMatching = str(f.AddressMode), str(f.PoolMatching)
 	req.MinAmount, req.RotationThreshold = orNull(f.MinAmount), orNull(f.RotationThreshold)
 	for _, n := range []struct {
@@ -195,24 +194,24 @@ func (s *Server) settingsShow(c echo.Context) error {
 	return s.projectFormRender(c, "settings", "Settings", formOf(dashProject(c)), nil)
 }
 
-// settingsSubmit saves every setting of PATCH /v1/projects/{slug}.
+// settingsSubmit saves the settings of PATCH /v1/projects/{slug} but the
+// owner: handing a project to another account stays the operator's step,
+// or anyone could push a project (and its use of the plan's quotas) onto
+// an account, and learn from the answer which addresses have one.
 func (s *Server) settingsSubmit(c echo.Context) error {
 	f := formValues(c)
 	p := dashProject(c)
-	f.Slug = p.Slug
+	f.Slug, f.OwnerEmail = p.Slug, p.OwnerEmail()
 	req, err := f.request(true)
 	if err == nil {
 		var ps store.ProjectSettings
 		if ps, err = projectSettings(req); err == nil {
+			ps.ByOwner = true
 			_, err = s.payments.UpdateProject(c.Request().Context(), p.Slug, ps)
 		}
 	}
 	if err != nil {
 		return s.projectFormRender(c, "settings", "Settings", f, err)
-	}
-	if !strings.EqualFold(f.OwnerEmail, p.OwnerEmail()) {
-		// The project has a new owner: this account may no longer see it.
-		return s.redirect(c, DashboardPath, flashSaved)
 	}
 	return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/settings", flashSaved)
 }
@@ -222,7 +221,7 @@ func (s *Server) settingsSubmit(c echo.Context) error {
 func (s *Server) projectDeactivate(c echo.Context) error {
 	on := c.FormValue("active") == "true"
 	p := dashProject(c)
-	if _, err := s.payments.UpdateProject(c.Request().Context(), p.Slug, store.ProjectSettings{Active: &on}); err != nil {
+	if _, err := s.payments.UpdateProject(c.Request().Context(), p.Slug, store.ProjectSettings{Active: &on, ByOwner: true}); err != nil {
 		return s.projectFormRender(c, "settings", "Settings", formOf(p), err)
 	}
 	flash := flashDeactivated

@@ -118,6 +118,29 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// storableForm refuses a form with text PostgreSQL can neither store nor
+// compare (NUL or invalid UTF-8, see storableText) before any handler
+// passes a field on, so such input is a 400 on the form, never a 500.
+func storableForm(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != http.MethodPost {
+			return next(c)
+		}
+		form, err := c.FormParams()
+		if err != nil {
+			return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidForm)
+		}
+		for _, vs := range form {
+			for _, v := range vs {
+				if !storableText(v) {
+					return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidForm)
+				}
+			}
+		}
+		return next(c)
+	}
+}
+
 // sameOrigin compares an Origin header with the base URL's scheme, host
 // and port; a base URL with port 0 (a listener on a free port, in tests)
 // accepts any port, as the Host rule does.
@@ -134,14 +157,19 @@ func sameOrigin(origin, base string) bool {
 func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if session(c) == nil {
+			if strings.HasSuffix(c.Path(), "/status") {
+				// The payment page's script stops polling on 401.
+				return c.JSON(http.StatusUnauthorized, body(paywatch.MsgSessionEnded, nil))
+			}
 			return c.Redirect(http.StatusSeeOther, DashboardPath+"/login")
 		}
 		return next(c)
 	}
 }
 
-// twoFactorIfRequired sends an owner without two factors to the security
-// page when the operator requires them (PAYWATCH_REQUIRE_2FA).
+// twoFactorIfRequired sends an owner (an account that owns a project)
+// without two factors to the security page when the operator requires
+// them (PAYWATCH_REQUIRE_2FA), from every project page.
 func (s *Server) twoFactorIfRequired(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if sess := session(c); sess != nil && s.accounts.TwoFactorRequired(sess) {

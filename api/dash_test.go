@@ -125,6 +125,7 @@ func TestDashboardFormsNeedTheirTokenAndRevealNothing(t *testing.T) {
 func TestDashboardProjectAndSettings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})
+	require.Equal(t, http.StatusCreated, e.op("POST", "/v1/accounts", map[string]any{"email": "ops@example.com", "plan": "pro"}).Code)
 	b := e.browser(t)
 	b.register("cat@example.com", dashPassword)
 	b.signIn("cat@example.com", dashPassword)
@@ -143,7 +144,7 @@ func TestDashboardProjectAndSettings(t *testing.T) {
 
 	b.get("/dashboard/p/cats/settings")
 	form := map[string]string{
-		"name": "Cat shop", "webhook_url": "http://127.0.0.1/hook", "owner_email": "cat@example.com",
+		"name": "Cat shop", "webhook_url": "http://127.0.0.1/hook", "owner_email": "ops@example.com",
 		"address_mode": "per_payment", "pool_matching": "micro_amount", "micro_amount_decimals": "3",
 		"payment_expiry_minutes": "60",
 	}
@@ -167,6 +168,21 @@ func TestDashboardProjectAndSettings(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https://example.com/hook", prj.WebhookURL)
 	assert.Equal(t, 90, prj.PaymentExpiryMinutes)
+	assert.Equal(t, "cat@example.com", prj.OwnerEmail(), "the form cannot hand the project over")
+
+	// The owner turns the project off and on; one the operator turned off
+	// stays off.
+	p = b.post("/dashboard/p/cats/deactivate", map[string]string{"active": "false"})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	requireError(t, e.call(key[1], "GET", "/v1/payments", nil), http.StatusForbidden, "Project is deactivated")
+	p = b.post("/dashboard/p/cats/deactivate", map[string]string{"active": "true"})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Equal(t, http.StatusOK, e.call(key[1], "GET", "/v1/payments", nil).Code)
+	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/projects/cats", map[string]any{"active": false}).Code)
+	p = b.post("/dashboard/p/cats/deactivate", map[string]string{"active": "true"})
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgOperatorDeactivated))
+	requireError(t, e.call(key[1], "GET", "/v1/payments", nil), http.StatusForbidden, "Project is deactivated")
 }
 
 // A viewer sees the payments of the project they were invited to, and every
@@ -234,7 +250,9 @@ func TestDashboardKeyRegeneration(t *testing.T) {
 	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgSetProtectionKey))
 
 	b.get("/dashboard/security")
-	p = b.post("/dashboard/security/protection-key", map[string]string{"key": "guard-2026-key"})
+	p = b.post("/dashboard/security/protection-key", map[string]string{"current": "not my password", "key": "guard-2026-key"})
+	assert.Equal(t, http.StatusForbidden, p.Code, "the first key needs the password")
+	p = b.post("/dashboard/security/protection-key", map[string]string{"current": dashPassword, "key": "guard-2026-key"})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 
 	b.get("/dashboard/p/keys/keys")
@@ -310,4 +328,21 @@ func TestDashboardOperatorAccountSetsItsPassword(t *testing.T) {
 	assert.Equal(t, http.StatusSeeOther, b.send(http.MethodGet, "/dashboard", nil).Code)
 	assert.Equal(t, http.StatusUnauthorized, b.signIn("ops@example.com", dashPassword).Code)
 	assert.Equal(t, http.StatusOK, b.signIn("ops@example.com", "a brand new password").Code)
+}
+
+// Text that PostgreSQL cannot store is refused on the form, never a 500.
+func TestDashboardUnstorableInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.get("/dashboard/login")
+	for _, bad := range []string{"a\x00@example.com", "\xff\xfe@example.com"} {
+		p := b.post("/dashboard/login", map[string]string{"email": bad, "password": dashPassword})
+		assert.Equal(t, http.StatusBadRequest, p.Code, "%q", bad)
+		assert.Contains(t, p.Body, paywatch.MsgInvalidForm)
+	}
+	b.owner("nul@example.com", "nul")
+	b.get("/dashboard/p/nul/settings")
+	p := b.post("/dashboard/p/nul/settings", map[string]string{"name": "Shop\x00", "payment_expiry_minutes": "60", "micro_amount_decimals": "3"})
+	assert.Equal(t, http.StatusBadRequest, p.Code)
 }

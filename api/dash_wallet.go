@@ -126,7 +126,8 @@ func (s *Server) walletShow(c echo.Context) error {
 // walletSubmit previews (action=preview) or saves the wallet: its name,
 // the xPubs typed (an empty field keeps the stored one; "remove_<family>"
 // removes it) and the static addresses typed, one per line, added to the
-// ones registered.
+// ones registered. A save that changes where payments go needs the
+// protection key.
 func (s *Server) walletSubmit(c echo.Context) error {
 	if c.FormValue("action") == "preview" {
 		return s.walletRender(c, true, true, nil)
@@ -151,6 +152,13 @@ func (s *Server) walletSubmit(c echo.Context) error {
 	for _, n := range paywatch.Networks() {
 		for _, line := range strings.FieldsFunc(c.FormValue("addresses_"+string(n.Network)), func(r rune) bool { return r == '\n' || r == '\r' || r == ',' || r == ' ' }) {
 			u.Addresses[string(n.Network)] = append(u.Addresses[string(n.Network)], line)
+		}
+	}
+	if payments.WalletChangeRedirects(u) {
+		// A stolen session alone must not send the customers' funds
+		// elsewhere: as for deleting the wallet, the protection key.
+		if err := s.accounts.CheckProtectionKey(c.Request().Context(), session(c).Account.ID, c.FormValue("protection_key")); err != nil {
+			return s.walletRender(c, true, false, err)
 		}
 	}
 	if _, _, err := s.payments.PutWallet(c.Request().Context(), dashProject(c).Slug, u); err != nil {

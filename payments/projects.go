@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -70,8 +71,65 @@ func (s *Service) checkSettings(ctx context.Context, ps store.ProjectSettings) (
 // addresses, name; a name alone renames it). A project whose wallet was
 // deleted gets it back, derivation counters included, so no address is
 // handed out twice.
+//
+// A change of where payments go (an xPub set, replaced or removed, static
+// addresses added) e-mails the owner an alert, as a key regeneration does:
+// whoever holds a stolen session or master key could otherwise send the
+// customers' funds elsewhere unnoticed.
 func (s *Service) PutWallet(ctx context.Context, slug string, u store.WalletUpdate) (*store.Wallet, *store.Project, error) {
-	return s.store.PutWallet(ctx, slug, u)
+	w, p, err := s.store.PutWallet(ctx, slug, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	if WalletChangeRedirects(u) && p.Owner != nil {
+		s.Mail(ctx, walletAlert(p, u, s.now()))
+	}
+	return w, p, nil
+}
+
+// WalletChangeRedirects reports whether a wallet update changes where
+// payments go: an xPub set, replaced or removed, or a static address
+// added. A rename alone does not.
+func WalletChangeRedirects(u store.WalletUpdate) bool {
+	if len(u.XPubs) > 0 {
+		return true
+	}
+	for _, as := range u.Addresses {
+		if len(as) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// walletAlert is the e-mail an owner gets when a wallet's xPubs or static
+// addresses change.
+func walletAlert(p *store.Project, u store.WalletUpdate, at time.Time) store.Mail {
+	var changes []string
+	for _, f := range paywatch.Families() {
+		x, ok := u.XPubs[string(f)]
+		switch {
+		case !ok:
+		case x == nil || *x == "":
+			changes = append(changes, fmt.Sprintf("- the %s xPub was removed", f))
+		default:
+			changes = append(changes, fmt.Sprintf("- the %s xPub was set", f))
+		}
+	}
+	added := 0
+	for _, as := range u.Addresses {
+		added += len(as)
+	}
+	if added > 0 {
+		changes = append(changes, fmt.Sprintf("- %d static address(es) were submitted", added))
+	}
+	return store.Mail{
+		To:      p.Owner.Email,
+		Subject: fmt.Sprintf("Security alert: the wallet of %s changed", p.Name),
+		Text: fmt.Sprintf("The wallet of your paywatch project %s (%s) changed on %s UTC:\n\n%s\n\n"+
+			"New payments go to the addresses of this wallet. If you did not do this, tell your paywatch operator now.\n",
+			p.Name, p.Slug, at.UTC().Format("2006-01-02 15:04:05"), strings.Join(changes, "\n")),
+	}
 }
 
 // DeleteWallet deletes a project's wallet, refused with 409 while any of

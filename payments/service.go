@@ -237,6 +237,9 @@ func (s *Service) SelectNetwork(ctx context.Context, id string, n paywatch.Netwo
 	return a, nil
 }
 
+// recheckPerMinute bounds the manual re-checks of one payment.
+const recheckPerMinute = 6
+
 // RecheckChain asks a project's payment's workflow to check the chain now
 // for transfers to its address, as the final check does (the dashboard's
 // "re-check chain", operations.md §6). The status changes only as a
@@ -246,6 +249,15 @@ func (s *Service) RecheckChain(ctx context.Context, projectID int64, id string) 
 	p, err := s.store.GetPayment(ctx, projectID, id)
 	if err != nil {
 		return nil, err
+	}
+	// Each check reads the chain: a payment is checked at most
+	// recheckPerMinute times a minute, however often the button is pressed.
+	w, err := s.store.HitRate(ctx, "recheck:"+p.ID, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	if w.Count > recheckPerMinute {
+		return nil, paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgTooManyRequests)
 	}
 	if err := s.EnsureStarted(ctx, p); err != nil {
 		return nil, err

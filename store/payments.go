@@ -218,6 +218,9 @@ type ListFilter struct {
 	Status       *paywatch.Status
 	CreatedAfter *time.Time
 	UpdatedAfter *time.Time
+	// PaymentLinkID keeps the payments made through one payment link (the
+	// dashboard's list of a link's payments); "" for all.
+	PaymentLinkID string
 }
 
 // ListPayments returns a page of the project's payments, newest first, and
@@ -247,6 +250,9 @@ func (s *Store) ListPayments(ctx context.Context, projectID int64, f ListFilter)
 	}
 	if f.UpdatedAfter != nil {
 		where = append(where, "pay.updated_at > "+arg(*f.UpdatedAfter))
+	}
+	if f.PaymentLinkID != "" {
+		where = append(where, "pay.payment_link_id::text = "+arg(f.PaymentLinkID))
 	}
 	cond := strings.Join(where, " AND ")
 	var total int

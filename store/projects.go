@@ -138,6 +138,10 @@ type ProjectSettings struct {
 	ClearRotation        bool
 	PaymentExpiryMinutes *int
 	Active               *bool
+	// ByOwner marks settings the project's owner saves in the dashboard:
+	// the owner may turn on again a project they turned off, but not one
+	// the operator turned off.
+	ByOwner bool
 }
 
 // validate checks the settings that need no database.
@@ -285,6 +289,11 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 			return conflict(paywatch.MsgMicroDecimalsOpen)
 		}
 	}
+	if ps.Active != nil {
+		if err := setActiveBy(ctx, tx, id, *ps.Active, ps.ByOwner); err != nil {
+			return err
+		}
+	}
 	var webhook *string
 	if ps.WebhookURL != nil && *ps.WebhookURL != "" {
 		webhook = ps.WebhookURL
@@ -307,6 +316,32 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 		ps.ClearRotation, decimalText(ps.RotationThreshold), ps.PaymentExpiryMinutes, ps.Active, s.clock())
 	if err != nil {
 		return fmt.Errorf("update project: %w", err)
+	}
+	return nil
+}
+
+// setActiveBy records who turns a project off, and refuses the owner
+// turning on a project the operator turned off.
+func setActiveBy(ctx context.Context, tx pgx.Tx, id int64, active, byOwner bool) error {
+	if active && byOwner {
+		var by *string
+		if err := tx.QueryRow(ctx, `SELECT deactivated_by FROM projects WHERE id = $1`, id).Scan(&by); err != nil {
+			return fmt.Errorf("read deactivated_by: %w", err)
+		}
+		if by != nil && *by == "operator" {
+			return forbidden(paywatch.MsgOperatorDeactivated)
+		}
+	}
+	var by *string
+	if !active {
+		who := "operator"
+		if byOwner {
+			who = "owner"
+		}
+		by = &who
+	}
+	if _, err := tx.Exec(ctx, `UPDATE projects SET deactivated_by = $2 WHERE id = $1`, id, by); err != nil {
+		return fmt.Errorf("record deactivated_by: %w", err)
 	}
 	return nil
 }

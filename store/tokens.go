@@ -206,12 +206,19 @@ func (s *Store) createDashboardAccount(ctx context.Context, tx pgx.Tx, email, pa
 // ConfirmRegistration uses a confirmation link: the account is created
 // (plan free, active, with the registration's password) in the
 // transaction that uses the link, and the address is returned. An address
-// that got an account meanwhile keeps it as it is.
-func (s *Store) ConfirmRegistration(ctx context.Context, hash []byte) (string, error) {
+// that got an account meanwhile keeps it as it is. check sees the
+// registration's password hash first; its error refuses the link and
+// leaves it unused.
+func (s *Store) ConfirmRegistration(ctx context.Context, hash []byte, check func(passwordHash string) error) (string, error) {
 	var email string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		e, _, _, pw, err := s.consumeToken(ctx, tx, hash, TokenConfirm)
 		if err != nil {
+			return err
+		}
+		// A refused check rolls the consumption back: the link still works
+		// with the right password.
+		if err := check(*pw); err != nil {
 			return err
 		}
 		email = e

@@ -106,13 +106,15 @@ func TestBrowserDashboard(t *testing.T) {
 
 	p := newBrowserPage(t, browser, base, dir)
 
-	// 1-2. Register, and confirm the address from the e-mail.
+	// 1-2. Register, and confirm the address from the e-mail (with the
+	// password chosen at registration).
 	p.open("/dashboard/register")
 	p.fitsPhone()
 	p.fill(map[string]string{"email": email, "password": password})
 	assert.EqualValues(t, http.StatusOK, p.submit("#register-form button[type=submit]"))
 	assert.Contains(t, p.text("main"), "confirmation link is on its way")
 	p.open(mailLink(t, sink.wait(t, email, "Confirm")))
+	p.fill(map[string]string{"password": password})
 	assert.EqualValues(t, http.StatusOK, p.submit("#confirm-form button[type=submit]"))
 	assert.Contains(t, p.text("main"), "Your address is confirmed")
 
@@ -150,11 +152,17 @@ func TestBrowserDashboard(t *testing.T) {
 	p.fill(map[string]string{"slug": "mias-shop", "name": "Mia's shop", "webhook_url": receiver.URL + "/hook"})
 	assert.EqualValues(t, http.StatusCreated, p.submit("#project-form button[type=submit]"))
 	assert.Regexp(t, `^pk_live_`, evalJS[string](p, `document.getElementById('api-key').value`))
+	// Changing where payments go needs the protection key (the first one
+	// needs the password).
+	p.open("/dashboard/security")
+	p.fill(map[string]string{"current": password, "key": "my protection key"})
+	p.submit("#protection-key-form button[type=submit]")
+	assert.Contains(t, p.text("main"), "Protection key saved.")
 	p.open("/dashboard/p/mias-shop/wallet")
 	p.fill(map[string]string{"xpub_evm": accountXPub(t, 60), "xpub_tron": accountXPub(t, 195)})
 	p.submit("#wallet-form button[value=preview]")
 	assert.Regexp(t, `0x[0-9a-fA-F]{40}`, p.text("main"))
-	p.fill(map[string]string{"xpub_evm": accountXPub(t, 60), "xpub_tron": accountXPub(t, 195)})
+	p.fill(map[string]string{"xpub_evm": accountXPub(t, 60), "xpub_tron": accountXPub(t, 195), "wallet_protection_key": "my protection key"})
 	assert.EqualValues(t, http.StatusOK, p.submit("#wallet-form button[value=save]"))
 	assert.Contains(t, p.text("main"), "Wallet saved.")
 	p.shot("dashboard-wallet")
@@ -197,15 +205,19 @@ func TestBrowserDashboard(t *testing.T) {
 	p.submit(`form[action*="/redeliver"] button`)
 	require.Eventually(t, func() bool { return hooks.count("payment.completed") == 2 }, 30*time.Second, 200*time.Millisecond)
 
+	// The link's row leads to its payments.
+	p.open("/dashboard/p/mias-shop/links")
+	assert.Contains(t, p.text("main"), "1 / 1")
+	p.submit(`a[href*="payments?link="]`)
+	assert.Contains(t, p.text("main"), paymentID[:8])
+	assert.Contains(t, p.text("#link-filter"), "one payment link")
+
 	p.open("/dashboard/p/mias-shop/payments")
 	assert.Contains(t, p.text("main"), "paid")
 	p.fitsPhone()
 	p.shot("dashboard-payments")
 
 	// 9. Key regeneration needs the protection key and e-mails an alert.
-	p.open("/dashboard/security")
-	p.fill(map[string]string{"key": "my protection key"})
-	p.submit("#protection-key-form button[type=submit]")
 	p.open("/dashboard/p/mias-shop/keys")
 	p.fill(map[string]string{"protection_key": "my protection key"})
 	assert.EqualValues(t, http.StatusOK, p.submit("#keys-form button[type=submit]"))
