@@ -105,6 +105,7 @@ const (
 	MsgWebhookURLPrivate = "webhook_url must not point to a private, reserved or loopback address"
 	MsgWebhookURLHTTPS   = "webhook_url must be an https URL"
 	MsgNoOwnerWarning    = "No owner_email given: the project has no owner and its API key does not work until one is set (PATCH /v1/projects/{slug} with owner_email)."
+	MsgProtectionKeyNull = "protection_key can only be null, which removes the account's protection key"
 	MsgBadLimit          = "limits must map projects, wallets, payment_links, api_calls_per_day, webhooks_per_day or chat_notifications_per_day to a whole number (-1 for unlimited) or null"
 	MsgLinkSlugTaken     = "A payment link with this slug already exists"
 	MsgLinkTitle         = "title is required (at most 200 characters)"

@@ -2,9 +2,11 @@ package accounts
 
 import (
 	"context"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
 )
 
 // wrongProtectionKey is the answer for a protection key that does not
@@ -82,4 +84,26 @@ func (s *Service) checkProtectionKey(ctx context.Context, accountID int64, hash,
 		return wrongProtectionKey()
 	}
 	return s.deps.Store.ForgiveRate(ctx, limitProtectionKey.prefix+idKey(accountID), w, limitProtectionKey.window)
+}
+
+// ClearProtectionKey removes an account's protection key, for an owner who
+// lost it (the operator's PATCH /v1/accounts/{email} with
+// "protection_key": null). The owner sets a new one with their password,
+// and is told by e-mail, in the transaction that clears it.
+func (s *Service) ClearProtectionKey(ctx context.Context, email string) error {
+	m, err := s.deps.Store.ClearProtectionKey(ctx, email, func(a *store.Account) store.Mail {
+		return store.Mail{
+			To:      a.Email,
+			Subject: "Security alert: your paywatch protection key was removed",
+			Text: fmt.Sprintf("Your paywatch operator removed the protection key of your account %s on %s UTC.\n\n"+
+				"Set a new one on the dashboard's security page (%s/security); it asks for your password.\n\n"+
+				"If you did not ask for this, tell your paywatch operator now.\n",
+				a.Email, s.deps.Now().UTC().Format("2006-01-02 15:04:05"), s.dashboardURL()),
+		}
+	})
+	if err != nil {
+		return err
+	}
+	s.startMail(ctx, m)
+	return nil
 }

@@ -346,3 +346,31 @@ func TestDashboardUnstorableInput(t *testing.T) {
 	p := b.post("/dashboard/p/nul/settings", map[string]string{"name": "Shop\x00", "payment_expiry_minutes": "60", "micro_amount_decimals": "3"})
 	assert.Equal(t, http.StatusBadRequest, p.Code)
 }
+
+// An owner who lost the protection key asks the operator, who removes it;
+// the owner is told by e-mail and sets a new one with their password.
+func TestOperatorClearsProtectionKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.owner("lost@example.com", "lost")
+	b.get("/dashboard/security")
+	b.post("/dashboard/security/protection-key", map[string]string{"current": dashPassword, "key": "forgotten key"})
+
+	requireError(t, e.op("PATCH", "/v1/accounts/lost@example.com", map[string]any{"protection_key": "new"}),
+		http.StatusBadRequest, paywatch.MsgProtectionKeyNull)
+	r := e.op("PATCH", "/v1/accounts/lost@example.com", map[string]any{"protection_key": nil})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Contains(t, e.mailTo(t, "lost@example.com", "protection key was removed").Text, "/dashboard/security")
+
+	b.get("/dashboard/p/lost/keys")
+	p := b.post("/dashboard/p/lost/keys", map[string]string{"protection_key": "forgotten key"})
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgSetProtectionKey)
+	b.get("/dashboard/security")
+	p = b.post("/dashboard/security/protection-key", map[string]string{"current": dashPassword, "key": "a fresh key"})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	b.get("/dashboard/p/lost/keys")
+	p = b.post("/dashboard/p/lost/keys", map[string]string{"protection_key": "a fresh key"})
+	assert.Equal(t, http.StatusOK, p.Code, p.Body)
+}

@@ -35,6 +35,9 @@ type accountRequest struct {
 	Plan   json.RawMessage            `json:"plan"`
 	Status json.RawMessage            `json:"status"`
 	Limits map[string]json.RawMessage `json:"limits"`
+	// ProtectionKey, only as null on PATCH, removes the account's
+	// dashboard protection key (paywatch's own field).
+	ProtectionKey json.RawMessage `json:"protection_key"`
 }
 
 // createAccount is POST /v1/accounts.
@@ -70,7 +73,7 @@ func (s *Server) createAccount(c echo.Context) error {
 			return err
 		}
 	}
-	if s.accounts != nil {
+	if s.deps.Dashboard {
 		// The new account's owner sets a password through an e-mailed
 		// link. Should queuing it fail, the account stands: "Forgot your
 		// password?" sends the same kind of link.
@@ -142,6 +145,10 @@ func (s *Server) updateAccount(c echo.Context) error {
 		}
 		u.Status = &status
 	}
+	clearKey := len(req.ProtectionKey) > 0
+	if clearKey && !absent(req.ProtectionKey) {
+		return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgProtectionKeyNull)
+	}
 	email, err := pathParam(c, "email")
 	if err != nil {
 		return err
@@ -149,6 +156,11 @@ func (s *Server) updateAccount(c echo.Context) error {
 	a, err := s.deps.Store.UpdateAccount(c.Request().Context(), email, u)
 	if err != nil {
 		return err
+	}
+	if clearKey {
+		if err := s.accounts.ClearProtectionKey(c.Request().Context(), a.Email); err != nil {
+			return err
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true, "account": accountOf(a)})
 }

@@ -110,12 +110,10 @@ func New(deps Deps) *Server {
 	s := &Server{deps: deps}
 	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock,
 		WebhookAllowPrivate: deps.WebhookAllowPrivate, WebhookRequireHTTPS: deps.WebhookRequireHTTPS})
-	if deps.Dashboard {
-		s.accounts = accounts.New(accounts.Deps{
-			Store: deps.Store, StartMail: s.payments.StartMail, BaseURL: deps.BaseURL,
-			RequireTwoFactor: deps.RequireTwoFactor, Logger: deps.Logger, Now: s.clock,
-		})
-	}
+	s.accounts = accounts.New(accounts.Deps{
+		Store: deps.Store, StartMail: s.payments.StartMail, BaseURL: deps.BaseURL,
+		RequireTwoFactor: deps.RequireTwoFactor, Logger: deps.Logger, Now: s.clock,
+	})
 	s.started = s.clock()
 	s.api = s.newEcho(deps.BaseURL, apiHeaders)
 	s.pay = s.newEcho(deps.PayURL, payHeaders)
@@ -216,7 +214,7 @@ func (s *Server) routes() {
 	if s.deps.DevMail {
 		s.api.GET(DevMailPath, s.devMail)
 	}
-	if s.accounts != nil {
+	if s.deps.Dashboard {
 		s.dashRoutes()
 	}
 	s.payRoutes()

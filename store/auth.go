@@ -241,6 +241,31 @@ func (s *Store) SetProtectionKeyHash(ctx context.Context, accountID int64, old, 
 	return tag.RowsAffected() == 1, nil
 }
 
+// ClearProtectionKey removes the protection key of the account with the
+// e-mail address and queues, in the same transaction, the mail alert
+// builds.
+func (s *Store) ClearProtectionKey(ctx context.Context, email string, alert func(*Account) Mail) (*Mail, error) {
+	var out *Mail
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		a, err := scanAccount(tx.QueryRow(ctx, `
+			UPDATE accounts SET protection_key_hash = NULL, updated_at = $2
+			WHERE email = $1 RETURNING `+accountColumns, email, s.clock()))
+		if noRows(err) {
+			return notFound(paywatch.MsgAccountNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("clear protection key: %w", err)
+		}
+		m, err := s.queueMail(ctx, tx, alert(a))
+		out = &m
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ForgiveRate takes back one hit of a window HitRate returned, for limits
 // that count only failures: every attempt is counted before it is checked,
 // so parallel attempts cannot slip past the limit, and a successful one is

@@ -26,7 +26,7 @@ as "paywatch dev" keeps it. Responses are printed as JSON.
 
 Commands:
   accounts create --email EMAIL [--plan free|pro]
-  accounts update EMAIL [--plan free|pro] [--status active|suspended|closed]
+  accounts update EMAIL [--plan free|pro] [--status active|suspended|closed] [--clear-protection-key]
                   [--limit NAME=N]... [--clear-limit NAME]...
       limit names: projects, wallets, payment_links, api_calls_per_day,
       webhooks_per_day, chat_notifications_per_day (-1 for unlimited)
@@ -162,6 +162,7 @@ func adminRequest(args []string) (method, path string, body map[string]any, err 
 	case "accounts update":
 		var plan, status optFlag
 		var limits, clear listFlag
+		clearKey := fs.Bool("clear-protection-key", false, "")
 		fs.Var(&plan, "plan", "")
 		fs.Var(&status, "status", "")
 		fs.Var(&limits, "limit", "")
@@ -178,6 +179,9 @@ func adminRequest(args []string) (method, path string, body map[string]any, err 
 		}
 		if status.set {
 			body["status"] = status.value
+		}
+		if *clearKey {
+			body["protection_key"] = nil
 		}
 		if len(limits)+len(clear) > 0 {
 			l := map[string]any{}

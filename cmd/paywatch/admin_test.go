@@ -71,6 +71,8 @@ func TestAdminCommands(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	limits := decode(out)["account"].(map[string]any)["limits"].(map[string]any)
 	assert.Equal(t, float64(5), limits["projects"])
+	code, _, errOut = admin("accounts", "update", "owner@example.com", "--clear-protection-key")
+	require.Equal(t, 0, code, errOut)
 
 	code, out, errOut = admin("projects", "create", "--slug", "shop", "--name", "Shop", "--owner-email", "owner@example.com")
 	require.Equal(t, 0, code, errOut)
