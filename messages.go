@@ -143,6 +143,7 @@ const (
 // Their burst limits answer MsgTooManyRequests.
 const (
 	MsgInvalidCredentials  = "Invalid email or password"
+	MsgWrongPassword       = "Wrong password"
 	MsgConfirmPassword     = "Enter the password you chose when you registered"
 	MsgAccountSuspended    = "Account suspended. Contact support."
 	MsgAccountClosed       = "Account is no longer active."

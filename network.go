@@ -355,3 +355,16 @@ func NetworksOf(f Family) []Network {
 	}
 	return out
 }
+
+// ExplorerTxURL is a transaction's page on the network's block explorer;
+// "" for an unknown network or an empty hash.
+func ExplorerTxURL(n Network, hash string) string {
+	info, ok := LookupNetwork(n)
+	if !ok || hash == "" {
+		return ""
+	}
+	if n == TRC20 {
+		return info.Explorer + "/#/transaction/" + hash
+	}
+	return info.Explorer + "/tx/" + hash
+}

@@ -31,11 +31,14 @@ func (s *Service) SetProtectionKey(ctx context.Context, accountID int64, current
 	}
 	// The first key needs the account's password, so that a stolen
 	// session alone cannot set one and then pass every guarded action.
-	check := auth.ProtectionKeyHash
-	if check == "" {
-		check = auth.PasswordHash
-	}
-	if err := s.checkProtectionKey(ctx, accountID, check, current); err != nil {
+	if auth.ProtectionKeyHash != "" {
+		if err := s.checkProtectionKey(ctx, accountID, auth.ProtectionKeyHash, current); err != nil {
+			return err
+		}
+	} else if err := s.checkProtectionKey(ctx, accountID, auth.PasswordHash, current); err != nil {
+		if paywatch.ErrorCode(err) == paywatch.EFORBIDDEN {
+			return paywatch.Errorf(paywatch.EFORBIDDEN, "%s", paywatch.MsgWrongPassword)
+		}
 		return err
 	}
 	hash, err := hashSecret(key)

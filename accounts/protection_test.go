@@ -22,8 +22,8 @@ func TestProtectionKey(t *testing.T) {
 	// The first key needs the account's password (tried on another
 	// account, whose wrong attempts count apart).
 	other := e.signUp("pat@example.com")
-	requireCode(t, e.svc.SetProtectionKey(e.ctx, other.ID, "", "12345678"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
-	requireCode(t, e.svc.SetProtectionKey(e.ctx, other.ID, "not the password", "12345678"), paywatch.EFORBIDDEN, paywatch.MsgWrongProtectionKey)
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, other.ID, "", "12345678"), paywatch.EFORBIDDEN, paywatch.MsgWrongPassword)
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, other.ID, "not the password", "12345678"), paywatch.EFORBIDDEN, paywatch.MsgWrongPassword)
 	require.NoError(t, e.svc.SetProtectionKey(e.ctx, a.ID, password, "12345678"))
 	sess, err := e.svc.Authenticate(e.ctx, e.signIn("max@example.com").Token)
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ const (
 	// SessionTTL is a session's absolute lifetime.
 	SessionTTL = 12 * time.Hour
 	// SessionIdle ends a session nobody used for this long.
-	SessionIdle = 2 * time.Hour
+	SessionIdle = store.SessionIdle
 	// PendingTTL is how long a sign-in waits for its second factor.
 	PendingTTL = 5 * time.Minute
 	// touchEvery bounds how often a session's last use is written.

@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +72,15 @@ func TestDashboardWallet(t *testing.T) {
 	assert.Contains(t, e.mailTo(t, "wal@example.com", "the wallet of").Text, "2 static address(es)")
 	p = b.post("/dashboard/p/wal/wallet", map[string]string{"action": "save", "name": "Renamed"})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	alerts := 0
+	ms, err := e.store.ListMail(t.Context(), 100)
+	require.NoError(t, err)
+	for _, m := range ms {
+		if strings.Contains(m.Subject, "the wallet of") {
+			alerts++
+		}
+	}
+	assert.Equal(t, 1, alerts, "a new name alone sends no alert")
 
 	// A payment on the pool takes an address; while it is open neither
 	// that address nor the wallet can go.
@@ -160,7 +170,9 @@ func TestDashboardPaymentFilters(t *testing.T) {
 	for _, ref := range []string{"a", "b", "c"} {
 		require.Equal(t, http.StatusCreated, e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": ref, "network": "TRC20"}).Code)
 	}
-	p := b.get("/dashboard/p/flt/payments?status=pending&limit=2&created_after=&updated_after=")
+	p := b.get("/dashboard/p/flt/payments?link=not-a-uuid")
+	assert.NotContains(t, p.Body, "one payment link", "a malformed link id filters nothing")
+	p = b.get("/dashboard/p/flt/payments?status=pending&limit=2&created_after=&updated_after=")
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 	assert.Contains(t, p.Body, "offset=2", "a link to the next page")
 	p = b.get("/dashboard/p/flt/payments?status=lost")
@@ -183,6 +195,13 @@ func TestDashboardOperatorRequiresTwoFactor(t *testing.T) {
 	assert.Equal(t, "/dashboard/security", p.Location)
 	p = b.get("/dashboard/p/tfa/settings")
 	assert.Contains(t, p.Body, "requires two-factor sign-in")
+	// The payment page's script gets JSON, not a page to follow.
+	p = b.send(http.MethodGet, "/dashboard/p/tfa/payments/00000000-0000-0000-0000-000000000000/status", nil)
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Header.Get("Content-Type"), "application/json")
+	b.post("/dashboard/logout", nil)
+	p = b.send(http.MethodGet, "/dashboard/p/tfa/payments/00000000-0000-0000-0000-000000000000/status", nil)
+	assert.Equal(t, http.StatusUnauthorized, p.Code)
 	p = b.send(http.MethodGet, "/dashboard/p/tfa/payments", nil)
 	assert.Equal(t, http.StatusSeeOther, p.Code, "every project page waits for two factors")
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -10,6 +11,9 @@ import (
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
 )
+
+// uuidText is a payment link id as a query may carry it.
+var uuidText = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // deliveriesShown is how many webhook deliveries a payment's page lists.
 const deliveriesShown = 100
@@ -38,17 +42,17 @@ func (s *Server) paymentsShow(c echo.Context) error {
 			q.Del(k)
 		}
 	}
-	pg := paymentsPage{Statuses: paywatch.Statuses(), Status: q.Get("status"), CreatedAfter: q.Get("created_after"), UpdatedAfter: q.Get("updated_after"), Link: q.Get("link")}
+	pg := paymentsPage{Statuses: paywatch.Statuses(), Status: q.Get("status"), CreatedAfter: q.Get("created_after"), UpdatedAfter: q.Get("updated_after")}
 	status := http.StatusOK
 	link := q.Get("link")
 	q.Del("link")
 	f, err := listFilter(c)
-	if link != "" && !storableText(link) {
+	if !uuidText.MatchString(link) {
 		link = ""
 	}
 	if link != "" {
 		q.Set("link", link)
-		f.PaymentLinkID = link
+		f.PaymentLinkID, pg.Link = link, link
 	}
 	if err == nil {
 		var ps []*store.Payment
@@ -123,7 +127,7 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 	}
 	pg := paymentPage{Payment: v}
 	for _, t := range v.Transactions {
-		pg.Transactions = append(pg.Transactions, txRow{txView: t, URL: explorerTx(p.Network, t.TxHash)})
+		pg.Transactions = append(pg.Transactions, txRow{txView: t, URL: paywatch.ExplorerTxURL(p.Network, t.TxHash)})
 	}
 	if pg.Timeline, gerr = s.payments.PaymentTimeline(ctx, prj.ID, p.ID); gerr != nil {
 		return gerr
@@ -142,18 +146,6 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 		status, pg.Error, pg.Flash = st, msg, ""
 	}
 	return renderDash(c, status, "payment", pg)
-}
-
-// explorerTx is a transaction's page on the network's block explorer.
-func explorerTx(n paywatch.Network, hash string) string {
-	info, ok := paywatch.LookupNetwork(n)
-	if !ok || hash == "" {
-		return ""
-	}
-	if n == paywatch.TRC20 {
-		return info.Explorer + "/#/transaction/" + hash
-	}
-	return info.Explorer + "/tx/" + hash
 }
 
 // paymentStatusJSON is what the payment page's script polls to show the

@@ -154,7 +154,7 @@ func sameOrigin(origin, base string) bool {
 func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if session(c) == nil {
-			if strings.HasSuffix(c.Path(), "/status") {
+			if statusPoll(c) {
 				// The payment page's script stops polling on 401.
 				return c.JSON(http.StatusUnauthorized, body(paywatch.MsgSessionEnded, nil))
 			}
@@ -164,12 +164,21 @@ func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// statusPoll reports a request of the payment page's script, which reads
+// JSON and must not be redirected to a page.
+func statusPoll(c echo.Context) bool {
+	return strings.HasSuffix(c.Path(), "/status")
+}
+
 // twoFactorIfRequired sends an owner (an account that owns a project)
 // without two factors to the security page when the operator requires
 // them (PAYWATCH_REQUIRE_2FA), from every project page.
 func (s *Server) twoFactorIfRequired(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if sess := session(c); sess != nil && s.accounts.TwoFactorRequired(sess) {
+			if statusPoll(c) {
+				return c.JSON(http.StatusForbidden, body(flashTexts[flashNeed2FA], nil))
+			}
 			s.flash(c, flashNeed2FA)
 			return c.Redirect(http.StatusSeeOther, DashboardPath+"/security")
 		}

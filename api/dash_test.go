@@ -182,6 +182,10 @@ func TestDashboardProjectAndSettings(t *testing.T) {
 	p = b.post("/dashboard/p/cats/deactivate", map[string]string{"active": "true"})
 	assert.Equal(t, http.StatusForbidden, p.Code)
 	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgOperatorDeactivated))
+	// Turning it off again first does not take the operator's mark away.
+	b.post("/dashboard/p/cats/deactivate", map[string]string{"active": "false"})
+	p = b.post("/dashboard/p/cats/deactivate", map[string]string{"active": "true"})
+	assert.Equal(t, http.StatusForbidden, p.Code)
 	requireError(t, e.call(key[1], "GET", "/v1/payments", nil), http.StatusForbidden, "Project is deactivated")
 }
 
@@ -252,6 +256,7 @@ func TestDashboardKeyRegeneration(t *testing.T) {
 	b.get("/dashboard/security")
 	p = b.post("/dashboard/security/protection-key", map[string]string{"current": "not my password", "key": "guard-2026-key"})
 	assert.Equal(t, http.StatusForbidden, p.Code, "the first key needs the password")
+	assert.Contains(t, p.Body, paywatch.MsgWrongPassword)
 	p = b.post("/dashboard/security/protection-key", map[string]string{"current": dashPassword, "key": "guard-2026-key"})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 
@@ -357,6 +362,14 @@ func TestOperatorClearsProtectionKey(t *testing.T) {
 	b.get("/dashboard/security")
 	b.post("/dashboard/security/protection-key", map[string]string{"current": dashPassword, "key": "forgotten key"})
 
+	// An account without a key is told nothing.
+	require.Equal(t, http.StatusCreated, e.op("POST", "/v1/accounts", map[string]any{"email": "nokey@example.com", "plan": "free"}).Code)
+	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/accounts/nokey@example.com", map[string]any{"protection_key": nil}).Code)
+	ms, err := e.store.ListMail(t.Context(), 100)
+	require.NoError(t, err)
+	for _, m := range ms {
+		assert.NotContains(t, m.Subject, "protection key was removed", "to %s", m.To)
+	}
 	requireError(t, e.op("PATCH", "/v1/accounts/lost@example.com", map[string]any{"protection_key": "new"}),
 		http.StatusBadRequest, paywatch.MsgProtectionKeyNull)
 	r := e.op("PATCH", "/v1/accounts/lost@example.com", map[string]any{"protection_key": nil})

@@ -77,12 +77,24 @@ func (s *Service) checkSettings(ctx context.Context, ps store.ProjectSettings) (
 // whoever holds a stolen session or master key could otherwise send the
 // customers' funds elsewhere unnoticed.
 func (s *Service) PutWallet(ctx context.Context, slug string, u store.WalletUpdate) (*store.Wallet, *store.Project, error) {
-	w, p, err := s.store.PutWallet(ctx, slug, u)
+	var alert func(*store.Project) *store.Mail
+	if WalletChangeRedirects(u) {
+		alert = func(p *store.Project) *store.Mail {
+			if p.Owner == nil {
+				return nil
+			}
+			m := walletAlert(p, u, s.now())
+			return &m
+		}
+	}
+	w, p, m, err := s.store.PutWalletAlerted(ctx, slug, u, alert)
 	if err != nil {
 		return nil, nil, err
 	}
-	if WalletChangeRedirects(u) && p.Owner != nil {
-		s.Mail(ctx, walletAlert(p, u, s.now()))
+	if m != nil {
+		// The alert is queued with the change; a client gone by now must
+		// not keep it from leaving.
+		s.StartMail(context.WithoutCancel(ctx), m.ID)
 	}
 	return w, p, nil
 }

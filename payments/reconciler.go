@@ -62,9 +62,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			if err := r.Store.PruneRateLimits(ctx); err != nil && ctx.Err() == nil {
 				r.logger().Warn("prune rate limits", "error", err)
 			}
-			// Sessions idle past the dashboard's 2 h (accounts.SessionIdle;
-			// payments does not import accounts) and links long expired.
-			if err := r.Store.PruneAuth(ctx, 2*time.Hour); err != nil && ctx.Err() == nil {
+			// Sessions idle past store.SessionIdle and links long expired.
+			if err := r.Store.PruneAuth(ctx, store.SessionIdle); err != nil && ctx.Err() == nil {
 				r.logger().Warn("prune dashboard sessions", "error", err)
 			}
 		}

@@ -249,9 +249,10 @@ func (s *Store) ClearProtectionKey(ctx context.Context, email string, alert func
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		a, err := scanAccount(tx.QueryRow(ctx, `
 			UPDATE accounts SET protection_key_hash = NULL, updated_at = $2
-			WHERE email = $1 RETURNING `+accountColumns, email, s.clock()))
+			WHERE email = $1 AND protection_key_hash IS NOT NULL RETURNING `+accountColumns, email, s.clock()))
 		if noRows(err) {
-			return notFound(paywatch.MsgAccountNotFound)
+			// No such account, or no key to remove: nothing to tell.
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("clear protection key: %w", err)

@@ -252,7 +252,7 @@ func (s *Store) ListPayments(ctx context.Context, projectID int64, f ListFilter)
 		where = append(where, "pay.updated_at > "+arg(*f.UpdatedAfter))
 	}
 	if f.PaymentLinkID != "" {
-		where = append(where, "pay.payment_link_id::text = "+arg(f.PaymentLinkID))
+		where = append(where, "pay.payment_link_id = "+arg(f.PaymentLinkID)+"::uuid")
 	}
 	cond := strings.Join(where, " AND ")
 	var total int

@@ -340,7 +340,11 @@ func setActiveBy(ctx context.Context, tx pgx.Tx, id int64, active, byOwner bool)
 		}
 		by = &who
 	}
-	if _, err := tx.Exec(ctx, `UPDATE projects SET deactivated_by = $2 WHERE id = $1`, id, by); err != nil {
+	// An owner turning off a project the operator turned off leaves the
+	// operator's mark, or the owner could then turn it on.
+	if _, err := tx.Exec(ctx, `
+		UPDATE projects SET deactivated_by = CASE WHEN NOT active AND deactivated_by = 'operator' AND $3 THEN 'operator' ELSE $2 END
+		WHERE id = $1`, id, by, byOwner); err != nil {
 		return fmt.Errorf("record deactivated_by: %w", err)
 	}
 	return nil

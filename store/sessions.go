@@ -170,6 +170,10 @@ func deleteSessions(ctx context.Context, q authExecer, accountID int64) error {
 	return nil
 }
 
+// SessionIdle is how long a dashboard session lasts without a request;
+// accounts ends idle sessions, and the reconciler prunes them.
+const SessionIdle = 2 * time.Hour
+
 // PruneAuth deletes sessions idle longer than idle or past their expiry,
 // and links that expired more than a week ago; the reconciler may call it
 // now and then so the tables stay small.

@@ -186,12 +186,21 @@ func sortedKeys[V any](m map[string]V) []string {
 // whose deposit addresses another project's wallet already has gives a
 // 409, since a transfer to a shared address would credit both projects.
 func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wallet, *Project, error) {
+	w, prj, _, err := s.PutWalletAlerted(ctx, slug, u, nil)
+	return w, prj, err
+}
+
+// PutWalletAlerted is PutWallet that also queues the e-mail alert makes
+// of the project (nil: none), in the transaction that changes the wallet,
+// so the wallet never changes without its alert.
+func (s *Store) PutWalletAlerted(ctx context.Context, slug string, u WalletUpdate, alert func(*Project) *Mail) (*Wallet, *Project, *Mail, error) {
 	v, err := u.validate()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var w *Wallet
 	var prj *Project
+	var queued *Mail
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		prj, err = scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR UPDATE OF p`, slug))
 		if noRows(err) {
@@ -290,14 +299,25 @@ func (s *Store) PutWallet(ctx context.Context, slug string, u WalletUpdate) (*Wa
 				}
 			}
 		}
-		w, err = walletByProject(ctx, tx, prj.ID)
-		return err
+		if w, err = walletByProject(ctx, tx, prj.ID); err != nil {
+			return err
+		}
+		if alert != nil {
+			if m := alert(prj); m != nil {
+				q, err := s.queueMail(ctx, tx, *m)
+				if err != nil {
+					return err
+				}
+				queued = &q
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	prj.HasWallet = true
-	return w, prj, nil
+	return w, prj, queued, nil
 }
 
 // countWallets counts the wallets of an owner's projects, as the wallet
