@@ -105,6 +105,8 @@ const (
 	MsgWebhookURLPrivate = "webhook_url must not point to a private, reserved or loopback address"
 	MsgWebhookURLHTTPS   = "webhook_url must be an https URL"
 	MsgNoOwnerWarning    = "No owner_email given: the project has no owner and its API key does not work until one is set (PATCH /v1/projects/{slug} with owner_email)."
+	MsgTelegramOff       = "Chat notifications are off: the operator has not set PAYWATCH_TELEGRAM_BOT_TOKEN"
+	MsgChatID            = "telegram_chat_id must be a Telegram chat id (digits, a leading minus for groups) or a channel's @username"
 	MsgProtectionKeyNull = "protection_key can only be null, which removes the account's protection key"
 	MsgBadLimit          = "limits must map projects, wallets, payment_links, api_calls_per_day, webhooks_per_day or chat_notifications_per_day to a whole number (-1 for unlimited) or null"
 	MsgLinkSlugTaken     = "A payment link with this slug already exists"

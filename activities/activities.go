@@ -13,6 +13,7 @@ import (
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/telegram"
 	"github.com/paywatch/paywatch/webhooks"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -53,6 +54,19 @@ type Store interface {
 	MailByID(ctx context.Context, id string) (store.Mail, bool, error)
 	MarkMailSent(ctx context.Context, id string) error
 	RecordMailFailure(ctx context.Context, id, reason string) error
+	// QueueChatMessage, ChatMessageByID, RecordChatAttempt, MarkChatSent
+	// and MarkChatFailed keep the chat messages (SendChat).
+	QueueChatMessage(ctx context.Context, eventID string, text func(store.ChatNotice) string) (store.ChatState, bool, error)
+	ChatMessageByID(ctx context.Context, eventID string) (store.ChatMessage, error)
+	RecordChatAttempt(ctx context.Context, eventID, errText string) error
+	MarkChatSent(ctx context.Context, eventID string, telegramID int64) error
+	MarkChatFailed(ctx context.Context, eventID, reason string) error
+	// TelegramOffset, SetTelegramOffset, LinkTelegramChat and
+	// UnlinkTelegramChat keep the bot's updates (PollTelegram).
+	TelegramOffset(ctx context.Context) (int64, error)
+	SetTelegramOffset(ctx context.Context, offset int64) error
+	LinkTelegramChat(ctx context.Context, code, chatID string) (string, bool, error)
+	UnlinkTelegramChat(ctx context.Context, chatID string) ([]string, error)
 }
 
 // Chains gives the chain client of a network; the scanners' registry
@@ -82,6 +96,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Mailer sends e-mail; nil files every message in the dev outbox.
 	Mailer Mailer
+	// Telegram sends chat notifications (PAYWATCH_TELEGRAM_BOT_TOKEN);
+	// nil turns them off.
+	Telegram *telegram.Client
 	// BlockTimes overrides a network's block time for confirmation waits:
 	// a devnet chain makes blocks every PAYWATCH_DEVNET_BLOCK_INTERVAL, not
 	// at the mainnet pace of paywatch.NetworkInfo.BlockTime.
@@ -95,6 +112,7 @@ type Activities struct {
 	chains     Chains
 	sender     *webhooks.Sender
 	mailer     Mailer
+	telegram   *telegram.Client
 	now        func() time.Time
 	log        *slog.Logger
 	blockTimes map[paywatch.Network]time.Duration
@@ -111,6 +129,7 @@ func New(deps Deps) *Activities {
 		log:        deps.Logger,
 		blockTimes: deps.BlockTimes,
 		mailer:     deps.Mailer,
+		telegram:   deps.Telegram,
 	}
 	if a.now == nil {
 		a.now = time.Now

@@ -120,13 +120,15 @@ func optional(s string) *string {
 
 // QueueWebhook records a webhook event with its final payload and applies
 // the daily quota; Skipped means the quota was exhausted and the event is
-// never sent. Queueing the same event again is a no-op.
+// never sent. It also queues the event's chat message, under the chat
+// quota (Chat). Queueing the same event again is a no-op.
 func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhookInput) (workflows.QueueWebhookResult, error) {
 	info, err := a.store.WebhookPaymentInfo(ctx, in.State.PaymentID)
 	if err != nil {
 		return workflows.QueueWebhookResult{}, temporalError(err)
 	}
-	body, err := json.Marshal(BuildWebhookPayload(in, info))
+	payload := BuildWebhookPayload(in, info)
+	body, err := json.Marshal(payload)
 	if err != nil {
 		return workflows.QueueWebhookResult{}, temporal.NewNonRetryableApplicationError("encode webhook payload", workflows.ErrTypeEncoding, err)
 	}
@@ -136,7 +138,13 @@ func (a *Activities) QueueWebhook(ctx context.Context, in workflows.QueueWebhook
 	if err != nil {
 		return workflows.QueueWebhookResult{}, temporalError(err)
 	}
-	return workflows.QueueWebhookResult{Skipped: state == store.WebhookSkipped}, nil
+	// The chat message of the event, beside the webhook (operations.md
+	// §7), with its own quota.
+	chat, err := a.queueChat(ctx, in, payload)
+	if err != nil {
+		return workflows.QueueWebhookResult{}, temporalError(err)
+	}
+	return workflows.QueueWebhookResult{Skipped: state == store.WebhookSkipped, Chat: chat}, nil
 }
 
 // webhookReadTimeout bounds SendWebhook's read of the event, well inside

@@ -141,6 +141,7 @@ func (s *Server) projectRoutes() []projectRoute {
 		{http.MethodGet, "/settings", s.settingsShow, true},
 		{http.MethodPost, "/settings", s.settingsSubmit, true},
 		{http.MethodPost, "/deactivate", s.projectDeactivate, true},
+		{http.MethodPost, "/telegram-link", s.telegramLinkMake, true},
 		{http.MethodGet, "/wallet", s.walletShow, true},
 		{http.MethodPost, "/wallet", s.walletSubmit, true},
 		{http.MethodPost, "/wallet/delete", s.walletDelete, true},

@@ -235,3 +235,29 @@ func TestDashboardRecheckChain(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, p.Code)
 	assert.Contains(t, p.Body, paywatch.MsgTooManyRequests)
 }
+
+// The settings take a Telegram chat with the API's check; without a bot
+// the page says chat notifications are off.
+func TestDashboardTelegramSetting(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.owner("tgs@example.com", "tgs")
+	p := b.get("/dashboard/p/tgs/settings")
+	assert.Contains(t, p.Body, "Chat notifications are off on this server")
+	form := map[string]string{"address_mode": "per_payment", "pool_matching": "micro_amount", "micro_amount_decimals": "3", "payment_expiry_minutes": "60"}
+	form["telegram_chat_id"] = "my chat"
+	p = b.post("/dashboard/p/tgs/settings", form)
+	assert.Equal(t, http.StatusBadRequest, p.Code)
+	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgChatID))
+	form["telegram_chat_id"] = "@shop_payments"
+	p = b.post("/dashboard/p/tgs/settings", form)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	prj, err := e.store.ProjectBySlug(t.Context(), "tgs")
+	require.NoError(t, err)
+	assert.Equal(t, "@shop_payments", prj.TelegramChatID)
+	p = b.post("/dashboard/p/tgs/telegram-link", nil)
+	assert.Equal(t, http.StatusBadRequest, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgTelegramOff)
+	requireError(t, e.op("POST", "/v1/projects/tgs/telegram-link", nil), http.StatusBadRequest, paywatch.MsgTelegramOff)
+}

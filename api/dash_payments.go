@@ -105,6 +105,8 @@ type paymentPage struct {
 	Transactions []txRow
 	Timeline     []store.StatusChange
 	Deliveries   []store.Delivery
+	// Chats are the payment's Telegram messages.
+	Chats []store.ChatMessage
 }
 
 // paymentShow shows a payment: its status over time, its transactions and
@@ -133,6 +135,9 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 		return gerr
 	}
 	if pg.Deliveries, gerr = s.deps.Store.ListDeliveries(ctx, prj.ID, store.DeliveryFilter{PaymentID: p.ID, Limit: deliveriesShown}); gerr != nil {
+		return gerr
+	}
+	if pg.Chats, gerr = s.deps.Store.ChatMessagesOf(ctx, prj.ID, p.ID); gerr != nil {
 		return gerr
 	}
 	pg.dashPage = s.page(c, "Payment "+shortID(p.ID))

@@ -54,7 +54,12 @@ type projectForm struct {
 	MicroAmountDecimals  string
 	RotationThreshold    string
 	PaymentExpiryMinutes string
+	TelegramChatID       string
 	Modes                []string
+	// ChatOn tells whether the server has a Telegram bot, and
+	// TelegramLink is a chat link just made, shown once.
+	ChatOn       bool
+	TelegramLink string
 	// Credentials are shown once, after creation.
 	Credentials store.Credentials
 }
@@ -66,6 +71,7 @@ func formOf(p *store.Project) projectForm {
 		AddressMode: string(p.AddressMode), PoolMatching: string(p.PoolMatching),
 		MicroAmountDecimals:  itoa(p.MicroAmountDecimals),
 		PaymentExpiryMinutes: itoa(p.PaymentExpiryMinutes),
+		TelegramChatID:       p.TelegramChatID,
 	}
 	if p.MinAmount != nil {
 		f.MinAmount = p.MinAmount.String()
@@ -83,7 +89,7 @@ func formValues(c echo.Context) projectForm {
 		Slug: v("slug"), Name: v("name"), WebhookURL: v("webhook_url"),
 		AddressMode: v("address_mode"), PoolMatching: v("pool_matching"), MinAmount: v("minAmount"),
 		MicroAmountDecimals: v("micro_amount_decimals"), RotationThreshold: v("rotation_threshold"),
-		PaymentExpiryMinutes: v("payment_expiry_minutes"),
+		PaymentExpiryMinutes: v("payment_expiry_minutes"), TelegramChatID: v("telegram_chat_id"),
 	}
 }
 
@@ -113,6 +119,7 @@ func (f projectForm) request(all bool) (projectRequest, error) {
 	}
 	req.AddressMode, req.PoolMatching = str(f.AddressMode), str(f.PoolMatching)
 	req.MinAmount, req.RotationThreshold = orNull(f.MinAmount), orNull(f.RotationThreshold)
+	req.TelegramChatID = orNull(f.TelegramChatID)
 	for _, n := range []struct {
 		text  string
 		field string
@@ -137,7 +144,7 @@ var modes = []string{string(paywatch.ModePerPayment), string(paywatch.ModePerUse
 func (s *Server) projectFormRender(c echo.Context, name, title string, f projectForm, err error) error {
 	status := http.StatusOK
 	f.dashPage = s.page(c, title)
-	f.Tab, f.Modes = "settings", modes
+	f.Tab, f.Modes, f.ChatOn = "settings", modes, s.payments.ChatNotificationsOn()
 	if err != nil {
 		st, msg, ok := formError(err)
 		if !ok {
@@ -233,3 +240,15 @@ func (s *Server) projectDeactivate(c echo.Context) error {
 
 // itoa formats an int for a form field.
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// telegramLinkMake makes a one-time t.me link that connects the chat which
+// presses Start to the project (operations.md §7), and shows it once.
+func (s *Server) telegramLinkMake(c echo.Context) error {
+	p := dashProject(c)
+	l, err := s.payments.TelegramLink(c.Request().Context(), p.Slug)
+	f := formOf(p)
+	if err == nil {
+		f.TelegramLink = l.URL
+	}
+	return s.projectFormRender(c, "settings", "Settings", f, err)
+}

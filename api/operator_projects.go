@@ -25,6 +25,7 @@ type projectView struct {
 	RotationThreshold    *string               `json:"rotation_threshold"`
 	PaymentExpiryMinutes int                   `json:"payment_expiry_minutes"`
 	APIKeyPrefix         string                `json:"api_key_prefix"`
+	TelegramChatID       *string               `json:"telegram_chat_id"`
 	HasWallet            bool                  `json:"has_wallet"`
 	CreatedAt            string                `json:"created_at"`
 	UpdatedAt            string                `json:"updated_at"`
@@ -35,7 +36,7 @@ func projectOf(p *store.Project) projectView {
 		Name: p.Name, Slug: p.Slug, WebhookURL: nullable(p.WebhookURL), OwnerEmail: nullable(p.OwnerEmail()),
 		Active: p.Active, AddressMode: p.AddressMode, PoolMatching: p.PoolMatching,
 		MicroAmountDecimals: p.MicroAmountDecimals, PaymentExpiryMinutes: p.PaymentExpiryMinutes,
-		APIKeyPrefix: p.APIKeyPrefix, HasWallet: p.HasWallet, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt),
+		APIKeyPrefix: p.APIKeyPrefix, TelegramChatID: nullable(p.TelegramChatID), HasWallet: p.HasWallet, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt),
 	}
 	if p.MinAmount != nil {
 		s := p.MinAmount.String()
@@ -63,6 +64,7 @@ type projectRequest struct {
 	RotationThreshold    json.RawMessage `json:"rotation_threshold"`
 	PaymentExpiryMinutes json.RawMessage `json:"payment_expiry_minutes"`
 	Active               json.RawMessage `json:"active"`
+	TelegramChatID       json.RawMessage `json:"telegram_chat_id"`
 }
 
 // optDecimal reads an optional decimal setting given as a JSON number or a
@@ -148,6 +150,13 @@ func projectSettings(req projectRequest) (store.ProjectSettings, error) {
 	}
 	if ps.Active, err = optBool(req.Active); err != nil {
 		return ps, err
+	}
+	if ps.TelegramChatID, err = optString(req.TelegramChatID); err != nil {
+		return ps, err
+	}
+	if ps.TelegramChatID == nil && len(req.TelegramChatID) > 0 {
+		empty := "" // null removes the chat
+		ps.TelegramChatID = &empty
 	}
 	return ps, nil
 }
@@ -244,4 +253,15 @@ func (s *Server) regenerateKeys(c echo.Context) error {
 		"api_secret":     creds.APISecret,
 		"webhook_secret": creds.WebhookSecret,
 	})
+}
+
+// telegramLink is POST /v1/projects/{slug}/telegram-link (paywatch's own):
+// 200 {success, url, expires_at}, a one-time https://t.me/<bot>?start=<code>
+// link that connects the chat which opens it (operations.md §7).
+func (s *Server) telegramLink(c echo.Context) error {
+	l, err := s.payments.TelegramLink(c.Request().Context(), c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "url": l.URL, "expires_at": ts(l.ExpiresAt)})
 }

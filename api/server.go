@@ -18,6 +18,7 @@ import (
 	"github.com/paywatch/paywatch/accounts"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/telegram"
 )
 
 // MaxBodyBytes caps request bodies. The largest legitimate body is a payment
@@ -71,6 +72,9 @@ type Deps struct {
 	// DevMail serves the dev outbox at GET /dev/mail (paywatch dev without
 	// PAYWATCH_SMTP_URL).
 	DevMail bool
+	// Telegram is the deployment's bot (PAYWATCH_TELEGRAM_BOT_TOKEN); nil
+	// when chat notifications are off.
+	Telegram *telegram.Client
 	// Dashboard serves the merchant dashboard under /dashboard.
 	Dashboard bool
 	// InsecureCookies drops the Secure flag of the dashboard's cookies, for
@@ -109,7 +113,7 @@ func New(deps Deps) *Server {
 	}
 	s := &Server{deps: deps}
 	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock,
-		WebhookAllowPrivate: deps.WebhookAllowPrivate, WebhookRequireHTTPS: deps.WebhookRequireHTTPS})
+		WebhookAllowPrivate: deps.WebhookAllowPrivate, WebhookRequireHTTPS: deps.WebhookRequireHTTPS, Telegram: deps.Telegram})
 	s.accounts = accounts.New(accounts.Deps{
 		Store: deps.Store, StartMail: s.payments.StartMail, BaseURL: deps.BaseURL,
 		RequireTwoFactor: deps.RequireTwoFactor, Logger: deps.Logger, Now: s.clock,
@@ -209,6 +213,7 @@ func (s *Server) routes() {
 		s.api.GET(prefix+"/projects/:slug/webhook-deliveries", s.listDeliveries, op)
 		s.api.POST(prefix+"/projects/:slug/webhook-events/:event_id/redeliver", s.redeliverEvent, op)
 		s.api.POST(prefix+"/projects/:slug/payment-links", s.createPaymentLink, op)
+		s.api.POST(prefix+"/projects/:slug/telegram-link", s.telegramLink, op)
 	}
 	s.api.GET(GuidePath, s.guide, s.limitPerIP("guide"))
 	if s.deps.DevMail {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/telegram"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -32,6 +33,9 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Telegram is the deployment's bot (PAYWATCH_TELEGRAM_BOT_TOKEN); nil
+	// when chat notifications are off.
+	Telegram *telegram.Client
 	// WebhookAllowPrivate lets webhook URLs point at private, reserved and
 	// loopback addresses (PAYWATCH_WEBHOOK_ALLOW_PRIVATE; development and
 	// tests only).
@@ -48,11 +52,13 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	webhooks  webhookPolicy
+	telegram  *telegram.Client
+	bot       botName
 }
 
 // New returns the use cases over deps.
 func New(deps Deps) *Service {
-	s := &Service{store: deps.Store, workflows: deps.Workflows, log: deps.Logger, now: deps.Now,
+	s := &Service{store: deps.Store, workflows: deps.Workflows, log: deps.Logger, now: deps.Now, telegram: deps.Telegram,
 		webhooks: webhookPolicy{allowPrivate: deps.WebhookAllowPrivate, requireHTTPS: deps.WebhookRequireHTTPS}}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -62,9 +62,12 @@ type Project struct {
 	RotationThreshold    *paywatch.Amount
 	PaymentExpiryMinutes int
 	APIKeyPrefix         string
-	HasWallet            bool
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
+	// TelegramChatID is the chat that gets the project's notifications;
+	// "" when none (operations.md §7).
+	TelegramChatID string
+	HasWallet      bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 
 	apiKeyHash []byte
 }
@@ -81,6 +84,7 @@ const projectSelect = `
 	SELECT p.id, p.slug, p.name, p.webhook_url, p.active, p.address_mode, p.pool_matching,
 	       p.min_amount::text, p.micro_amount_decimals, p.rotation_threshold::text,
 	       p.payment_expiry_minutes, p.api_key_prefix, p.api_key_hash, p.created_at, p.updated_at,
+	       COALESCE(p.telegram_chat_id, ''),
 	       EXISTS (SELECT 1 FROM wallets w WHERE w.project_id = p.id),
 	       a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at
 	FROM projects p LEFT JOIN accounts a ON a.id = p.owner_id`
@@ -95,6 +99,7 @@ func scanProject(row scanner) (*Project, error) {
 	if err := row.Scan(&p.ID, &p.Slug, &p.Name, &webhook, &p.Active, &p.AddressMode, &p.PoolMatching,
 		&minAmount, &p.MicroAmountDecimals, &rotation,
 		&p.PaymentExpiryMinutes, &prefix, &p.apiKeyHash, &p.CreatedAt, &p.UpdatedAt,
+		&p.TelegramChatID,
 		&p.HasWallet,
 		&ownerID, &email, &plan, &status, &limits, &oc, &ou); err != nil {
 		return nil, err
@@ -138,6 +143,9 @@ type ProjectSettings struct {
 	ClearRotation        bool
 	PaymentExpiryMinutes *int
 	Active               *bool
+	// TelegramChatID sets the chat of the project's notifications; ""
+	// removes it.
+	TelegramChatID *string
 	// ByOwner marks settings the project's owner saves in the dashboard:
 	// the owner may turn on again a project they turned off, but not one
 	// the operator turned off.
@@ -289,6 +297,18 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 			return conflict(paywatch.MsgMicroDecimalsOpen)
 		}
 	}
+	if ps.TelegramChatID != nil {
+		var chat *string
+		if *ps.TelegramChatID != "" {
+			if err := ValidateChatID(*ps.TelegramChatID); err != nil {
+				return err
+			}
+			chat = ps.TelegramChatID
+		}
+		if _, err := tx.Exec(ctx, `UPDATE projects SET telegram_chat_id = $2 WHERE id = $1`, id, chat); err != nil {
+			return fmt.Errorf("set telegram chat: %w", err)
+		}
+	}
 	if ps.Active != nil {
 		if err := setActiveBy(ctx, tx, id, *ps.Active, ps.ByOwner); err != nil {
 			return err
@@ -316,36 +336,6 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 		ps.ClearRotation, decimalText(ps.RotationThreshold), ps.PaymentExpiryMinutes, ps.Active, s.clock())
 	if err != nil {
 		return fmt.Errorf("update project: %w", err)
-	}
-	return nil
-}
-
-// setActiveBy records who turns a project off, and refuses the owner
-// turning on a project the operator turned off.
-func setActiveBy(ctx context.Context, tx pgx.Tx, id int64, active, byOwner bool) error {
-	if active && byOwner {
-		var by *string
-		if err := tx.QueryRow(ctx, `SELECT deactivated_by FROM projects WHERE id = $1`, id).Scan(&by); err != nil {
-			return fmt.Errorf("read deactivated_by: %w", err)
-		}
-		if by != nil && *by == "operator" {
-			return forbidden(paywatch.MsgOperatorDeactivated)
-		}
-	}
-	var by *string
-	if !active {
-		who := "operator"
-		if byOwner {
-			who = "owner"
-		}
-		by = &who
-	}
-	// An owner turning off a project the operator turned off leaves the
-	// operator's mark, or the owner could then turn it on.
-	if _, err := tx.Exec(ctx, `
-		UPDATE projects SET deactivated_by = CASE WHEN NOT active AND deactivated_by = 'operator' AND $3 THEN 'operator' ELSE $2 END
-		WHERE id = $1`, id, by, byOwner); err != nil {
-		return fmt.Errorf("record deactivated_by: %w", err)
 	}
 	return nil
 }

@@ -70,6 +70,10 @@ const ErrTypeWebhookFailed = "WebhookFailed"
 // without using up one of the receiver's attempts.
 const ErrTypeWebhookNotSent = "WebhookNotSent"
 
+// ErrTypeChatNotSent marks a chat message Telegram did not take yet (a 429,
+// a 5xx, a network failure): retried.
+const ErrTypeChatNotSent = "ChatNotSent"
+
 // Types of the retryable activity failures that are part of normal
 // operation: a legacy webhook attempt to retry at its next slot, a chain
 // provider's rate limit (retried after a back-off), and a payload that
@@ -188,6 +192,10 @@ type QueueWebhookInput struct {
 type QueueWebhookResult struct {
 	// Skipped is true when the daily quota was exhausted: never sent.
 	Skipped bool
+	// Chat is true when a chat message of the event was queued to be
+	// sent (its project has a chat and the message is within the daily
+	// chat quota): the workflow starts its ChatWorkflow.
+	Chat bool `json:",omitempty"`
 }
 
 // DeliverWebhookInput is the payload of ActivityDeliverWebhook.
@@ -280,4 +288,7 @@ type Activities interface {
 	RecordWebhookAttempt(ctx context.Context, in RecordWebhookAttemptInput) error
 	DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error
 	SendMail(ctx context.Context, in SendMailInput) error
+	SendChat(ctx context.Context, in SendChatInput) error
+	FailChat(ctx context.Context, in SendChatInput) error
+	PollTelegram(ctx context.Context) error
 }

@@ -100,6 +100,9 @@ func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap p
 			p.logger.Error("queue webhook failed", "paymentId", snap.PaymentID, "event", event, "error", err)
 			return
 		}
+		if q.Chat && chatWorkflows(ctx) {
+			p.startChat(ctx, in.EventID)
+		}
 		if q.Skipped {
 			p.logger.Info("webhook skipped: daily quota exhausted", "paymentId", snap.PaymentID, "event", event)
 			return
@@ -113,6 +116,20 @@ func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap p
 			p.logger.Warn("webhook not delivered", "paymentId", snap.PaymentID, "event", event, "eventId", in.EventID, "error", err)
 		}
 	})
+}
+
+// startChat starts the event's ChatWorkflow as an abandoned child and does
+// not wait for it: a chat message never holds up the state machine or the
+// webhook. A run of that ID already started (by the reconciler) sends it.
+func (p *payment) startChat(ctx workflow.Context, eventID string) {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:        ChatWorkflowID(eventID),
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+	})
+	f := workflow.ExecuteChildWorkflow(cctx, ChatWorkflowName, SendChatInput{EventID: eventID})
+	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		p.logger.Info("chat workflow not started: another run sends it", "paymentId", p.st.PaymentID, "eventId", eventID, "error", err)
+	}
 }
 
 // deliverWebhook runs the event's WebhookWorkflow as a child and waits for

@@ -28,6 +28,8 @@ func Register(r worker.Registry, a Activities) {
 	r.RegisterWorkflowWithOptions(PaymentWorkflow, workflow.RegisterOptions{Name: PaymentWorkflowName})
 	r.RegisterWorkflowWithOptions(WebhookWorkflow, workflow.RegisterOptions{Name: WebhookWorkflowName})
 	r.RegisterWorkflowWithOptions(MailWorkflow, workflow.RegisterOptions{Name: MailWorkflowName})
+	r.RegisterWorkflowWithOptions(ChatWorkflow, workflow.RegisterOptions{Name: ChatWorkflowName})
+	r.RegisterWorkflowWithOptions(TelegramPollerWorkflow, workflow.RegisterOptions{Name: TelegramPollerWorkflowName})
 	for name, fn := range map[string]any{
 		ActivitySavePaymentState:     a.SavePaymentState,
 		ActivitySelectNetwork:        a.SelectNetwork,
@@ -41,6 +43,9 @@ func Register(r worker.Registry, a Activities) {
 		ActivityRecordWebhookAttempt: a.RecordWebhookAttempt,
 		ActivityDeliverWebhook:       a.DeliverWebhook,
 		ActivitySendMail:             a.SendMail,
+		ActivitySendChat:             a.SendChat,
+		ActivityFailChat:             a.FailChat,
+		ActivityPollTelegram:         a.PollTelegram,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

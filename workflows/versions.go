@@ -24,6 +24,9 @@ const (
 	// changeWebhookWorkflow moves webhook delivery from an activity of the
 	// payment workflow into a WebhookWorkflow child per event.
 	changeWebhookWorkflow = "webhook-workflow"
+	// changeChat starts a ChatWorkflow for each event whose chat message
+	// was queued (issue 14).
+	changeChat = "chat-notifications"
 )
 
 // versionAtLeast reports whether this run recorded change id at version min
@@ -50,4 +53,11 @@ func webhookWorkflows(ctx workflow.Context) bool {
 // change keeps the old rules for its whole life.
 func oneOwnerRules(ctx workflow.Context) bool {
 	return versionAtLeast(ctx, changeOneOwner, 1, 1)
+}
+
+// chatWorkflows reports whether this run starts a ChatWorkflow for a queued
+// chat message; it is asked only when the queue activity says one was
+// queued, which histories recorded before the change never do.
+func chatWorkflows(ctx workflow.Context) bool {
+	return versionAtLeast(ctx, changeChat, 1, 1)
 }

@@ -37,9 +37,13 @@ Commands:
                 --pool-matching micro_amount|txid  --min-amount X
                 --micro-amount-decimals 1-4  --rotation-threshold X
                 --payment-expiry-minutes N  --active true|false
-      an empty value ("") clears --webhook-url, --owner-email, --min-amount
-      and --rotation-threshold
+                --telegram-chat-id ID
+      an empty value ("") clears --webhook-url, --owner-email, --min-amount,
+      --rotation-threshold and --telegram-chat-id
   projects regenerate-keys SLUG
+  projects telegram-link SLUG
+      a one-time https://t.me/<bot>?start=<code> link (an hour): the chat
+      that presses Start gets the project's payment notifications
   wallet set SLUG [--name NAME] [--xpub-evm XPUB] [--xpub-tron XPUB] [--address NETWORK=ADDRESS]...
   deliveries SLUG [--payment-id ID] [--limit N] [--offset N]
   webhooks redeliver SLUG EVENT_ID
@@ -231,6 +235,12 @@ func adminRequest(args []string) (method, path string, body map[string]any, err 
 	case "projects list":
 		return "GET", "/v1/projects", nil, nil
 
+	case "projects telegram-link":
+		if pos == "" {
+			return "", "", nil, usageError{"the project's slug is required"}
+		}
+		return "POST", "/v1/projects/" + url.PathEscape(pos) + "/telegram-link", nil, nil
+
 	case "projects regenerate-keys":
 		if pos == "" {
 			return "", "", nil, usageError{"the project's slug is required"}
@@ -341,7 +351,7 @@ func adminRequest(args []string) (method, path string, body map[string]any, err 
 // that builds the request body from the flags given.
 func projectFlags(fs *flag.FlagSet) func() (map[string]any, error) {
 	strs := map[string]*optFlag{}
-	for _, f := range []string{"name", "owner-email", "webhook-url", "address-mode", "pool-matching", "min-amount", "rotation-threshold"} {
+	for _, f := range []string{"name", "owner-email", "webhook-url", "address-mode", "pool-matching", "min-amount", "rotation-threshold", "telegram-chat-id"} {
 		strs[f] = &optFlag{}
 		fs.Var(strs[f], f, "")
 	}
@@ -353,11 +363,11 @@ func projectFlags(fs *flag.FlagSet) func() (map[string]any, error) {
 	active := &optFlag{}
 	fs.Var(active, "active", "")
 	keys := map[string]string{
-		"name": "name", "owner-email": "owner_email", "webhook-url": "webhook_url", "address-mode": "address_mode",
+		"name": "name", "owner-email": "owner_email", "webhook-url": "webhook_url", "address-mode": "address_mode", "telegram-chat-id": "telegram_chat_id",
 		"pool-matching": "pool_matching", "min-amount": "minAmount", "rotation-threshold": "rotation_threshold",
 		"micro-amount-decimals": "micro_amount_decimals", "payment-expiry-minutes": "payment_expiry_minutes",
 	}
-	clearable := map[string]bool{"owner-email": true, "webhook-url": true, "min-amount": true, "rotation-threshold": true}
+	clearable := map[string]bool{"owner-email": true, "webhook-url": true, "min-amount": true, "rotation-threshold": true, "telegram-chat-id": true}
 	return func() (map[string]any, error) {
 		body := map[string]any{}
 		for f, v := range strs {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/telegram"
 )
 
 // Mode is the subcommand a process runs; it decides defaults and which parts start.
@@ -40,6 +41,8 @@ const (
 //	PAYWATCH_WEBHOOK_ALLOW_HTTP       allow plain http:// webhook URLs (dev: true, otherwise false: HTTPS in production)
 //	PAYWATCH_SMTP_URL                 smtp://user:pass@host:port or smtps://...; outgoing e-mail (dev without it: the /dev/mail outbox)
 //	PAYWATCH_MAIL_FROM                sender of every e-mail (default paywatch <noreply@localhost>)
+//	PAYWATCH_TELEGRAM_BOT_TOKEN       the deployment's Telegram bot (empty: chat notifications off)
+//	PAYWATCH_TELEGRAM_API_URL         Bot API base URL (default https://api.telegram.org)
 //	PAYWATCH_REQUIRE_2FA              owners must turn on two-factor sign-in before using the dashboard's owner pages (default false)
 //	PAYWATCH_TRUSTED_PROXIES          comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For is honoured
 //	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network (JSON-RPC URLs; TRC20: gRPC host:port)
@@ -74,6 +77,11 @@ type Config struct {
 	SMTPURL string
 	// MailFrom is PAYWATCH_MAIL_FROM, the sender of every e-mail.
 	MailFrom string
+	// TelegramBotToken is PAYWATCH_TELEGRAM_BOT_TOKEN; empty turns chat
+	// notifications off. It is a secret: never logged.
+	TelegramBotToken string
+	// TelegramAPIURL is PAYWATCH_TELEGRAM_API_URL, the Bot API base URL.
+	TelegramAPIURL string
 	// RequireTwoFactor is PAYWATCH_REQUIRE_2FA: project owners must turn on
 	// two-factor sign-in before the dashboard's owner pages open.
 	RequireTwoFactor bool
@@ -152,6 +160,8 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.SMTPURL = str("PAYWATCH_SMTP_URL", "")
 	c.MailFrom = str("PAYWATCH_MAIL_FROM", "paywatch <noreply@localhost>")
 	c.RequireTwoFactor = boolean("PAYWATCH_REQUIRE_2FA", false)
+	c.TelegramBotToken = str("PAYWATCH_TELEGRAM_BOT_TOKEN", "")
+	c.TelegramAPIURL = strings.TrimRight(str("PAYWATCH_TELEGRAM_API_URL", telegram.DefaultAPIURL), "/")
 	for _, v := range strings.Split(getenv("PAYWATCH_TRUSTED_PROXIES"), ",") {
 		if v = strings.TrimSpace(v); v == "" {
 			continue
@@ -235,6 +245,12 @@ func (c Config) Validate() error {
 		if _, err := activities.NewSMTPMailer(c.SMTPURL, c.MailFrom); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if u, err := url.Parse(c.TelegramAPIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("PAYWATCH_TELEGRAM_API_URL: %q is not an http(s) URL", c.TelegramAPIURL))
+	}
+	if strings.ContainsAny(c.TelegramBotToken, " /?#") {
+		errs = append(errs, errors.New("PAYWATCH_TELEGRAM_BOT_TOKEN is not a bot token (it looks like 123456:ABC-DEF...)"))
 	}
 	if c.Mode == ModeAPI || c.Mode == ModeServe || c.Mode == ModeDev {
 		for _, kv := range [][2]string{{"PAYWATCH_API_ADDR", c.APIAddr}, {"PAYWATCH_PAY_ADDR", c.PayAddr}} {

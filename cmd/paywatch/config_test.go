@@ -167,3 +167,23 @@ func TestMailConfig(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "PAYWATCH_MAIL_FROM")
 }
+
+func TestTelegramConfig(t *testing.T) {
+	cfg, err := LoadConfig(ModeDev, envOf(map[string]string{}))
+	require.NoError(t, err)
+	assert.Empty(t, cfg.TelegramBotToken, "chat notifications are off by default")
+	assert.Equal(t, "https://api.telegram.org", cfg.TelegramAPIURL)
+
+	validate := func(env map[string]string) error {
+		cfg, err := LoadConfig(ModeDev, envOf(env))
+		require.NoError(t, err)
+		return cfg.Validate()
+	}
+	require.NoError(t, validate(map[string]string{"PAYWATCH_TELEGRAM_BOT_TOKEN": "123456:ABC-def_ghi", "PAYWATCH_TELEGRAM_API_URL": "http://127.0.0.1:9999/"}))
+	err = validate(map[string]string{"PAYWATCH_TELEGRAM_API_URL": "api.telegram.org"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "PAYWATCH_TELEGRAM_API_URL")
+	err = validate(map[string]string{"PAYWATCH_TELEGRAM_BOT_TOKEN": "123456:secret part/with slash"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "secret part", "the token never reaches a message")
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/telegram"
 )
 
 // mailer is the worker's Mailer: SMTP when PAYWATCH_SMTP_URL is set; none
@@ -28,4 +29,13 @@ type noSMTP struct{}
 
 func (noSMTP) Send(context.Context, store.Mail) error {
 	return errors.New("PAYWATCH_SMTP_URL is not set")
+}
+
+// telegramClient is the deployment's bot, or nil when
+// PAYWATCH_TELEGRAM_BOT_TOKEN is unset (chat notifications off).
+func (m *Main) telegramClient() *telegram.Client {
+	if m.Config.TelegramBotToken == "" {
+		return nil
+	}
+	return telegram.New(m.Config.TelegramAPIURL, m.Config.TelegramBotToken, nil)
 }

@@ -193,6 +193,7 @@ func (m *Main) Run(ctx context.Context) error {
 			DevMail: cfg.Mode == ModeDev && cfg.SMTPURL == "",
 			// The merchant dashboard (operations.md §6); its cookies are
 			// Secure outside dev, which serves plain http://127.0.0.1.
+			Telegram:         m.telegramClient(),
 			Dashboard:        true,
 			InsecureCookies:  cfg.Mode == ModeDev,
 			RequireTwoFactor: cfg.RequireTwoFactor,
@@ -249,6 +250,7 @@ func (m *Main) startWorker(ctx context.Context) error {
 		return err
 	}
 	workflows.Register(w, activities.New(activities.Deps{
+		Telegram:     m.telegramClient(),
 		Mailer:       mailer,
 		Store:        m.store,
 		Chains:       m.chains.Set,
@@ -273,6 +275,12 @@ func (m *Main) startWorker(ctx context.Context) error {
 	m.worker = w
 	if err := workflows.EnsureScanners(ctx, m.temporal, cfg.TaskQueue, m.chains.Networks); err != nil {
 		return fmt.Errorf("start scanners: %w", err)
+	}
+	if cfg.TelegramBotToken != "" {
+		// The bot's one getUpdates reader, for linking chats.
+		if err := workflows.EnsureTelegramPoller(ctx, m.temporal, cfg.TaskQueue); err != nil {
+			return fmt.Errorf("start telegram poller: %w", err)
+		}
 	}
 	return nil
 }
