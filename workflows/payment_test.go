@@ -40,7 +40,11 @@ type PaymentSuite struct {
 	saved     []paywatch.PaymentState
 	hooks     []hook
 	delivered []string
-	released  []workflows.ReleaseAddressInput
+	// chat makes the queue activity say a chat message was queued; chats
+	// are the event ids the ChatWorkflow sent.
+	chat     bool
+	chats    []string
+	released []workflows.ReleaseAddressInput
 	// chain simulation
 	baseHead  uint64
 	stallAt   *uint64         // head frozen here when set
@@ -87,6 +91,7 @@ func (s *PaymentSuite) SetupSuite() {
 func (s *PaymentSuite) SetupTest() {
 	s.start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	s.saved, s.hooks, s.delivered, s.released = nil, nil, nil, nil
+	s.chat, s.chats = false, nil
 	s.baseHead, s.stallAt = 1000, nil
 	s.reorged = map[string]bool{}
 	s.final, s.finalRuns = nil, 0
@@ -109,7 +114,14 @@ func (s *PaymentSuite) SetupTest() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.hooks = append(s.hooks, hook{in: in, at: env.Now().UTC()})
-			return workflows.QueueWebhookResult{}, nil
+			return workflows.QueueWebhookResult{Chat: s.chat}, nil
+		}).Maybe()
+	env.OnActivity(workflows.ActivitySendChat, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.SendChatInput) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.chats = append(s.chats, in.EventID)
+			return nil
 		}).Maybe()
 	env.OnActivity(workflows.ActivitySendWebhook, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.deliverIn }).Return(
 		func(_ context.Context, in workflows.SendWebhookInput) (workflows.SendWebhookResult, error) {
@@ -1342,6 +1354,17 @@ func (s *PaymentSuite) TestWebhookDeliveryDoesNotBlock() {
 	s.Equal(s.start.Add(10*time.Minute+11*blockTime), s.hooks[1].at, "completed is not held up by the partial delivery")
 	s.Equal(s.hooks[1].at.Add(20*time.Minute), s.now(), "the workflow waits for the last delivery")
 	s.Len(s.delivered, 2)
+}
+
+// A queued chat message is sent by its own ChatWorkflow, started beside
+// the webhook; a slow webhook does not hold it up.
+func (s *PaymentSuite) TestChatMessageBesideTheWebhook() {
+	s.chat = true
+	s.deliverIn = 20 * time.Minute
+	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
+	s.run(s.input(), paywatch.StatusPaid)
+	s.Require().Len(s.hooks, 1)
+	s.Equal([]string{s.hooks[0].in.EventID}, s.chats)
 }
 
 // Many small transfers: the workflow continues as new once suggested,
