@@ -61,6 +61,7 @@ type Store interface {
 	RecordChatAttempt(ctx context.Context, eventID, errText string) error
 	MarkChatSent(ctx context.Context, eventID string, telegramID int64) error
 	MarkChatFailed(ctx context.Context, eventID, reason string) error
+	MarkChatStarted(ctx context.Context, eventID string) error
 	// TelegramOffset, SetTelegramOffset, LinkTelegramChat and
 	// UnlinkTelegramChat keep the bot's updates (PollTelegram).
 	TelegramOffset(ctx context.Context) (int64, error)

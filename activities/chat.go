@@ -71,11 +71,20 @@ func (a *Activities) SendChat(ctx context.Context, in workflows.SendChatInput) e
 	if err != nil {
 		return temporalError(err)
 	}
+	if err := a.store.MarkChatStarted(ctx, in.EventID); err != nil {
+		return err
+	}
 	if m.State != store.ChatPending {
 		return nil
 	}
+	if m.CurrentChatID != m.ChatID {
+		// /stop, or a new chat, since the message was queued.
+		return a.failChat(ctx, in.EventID, "not sent: the project's chat changed since the message was queued")
+	}
 	if a.telegram == nil {
-		return a.failChat(ctx, in.EventID, "chat notifications are off: PAYWATCH_TELEGRAM_BOT_TOKEN is not set")
+		// A worker without the bot: another worker, or this one once the
+		// operator sets the token, sends it.
+		return temporal.NewApplicationError("chat notifications are off on this worker (PAYWATCH_TELEGRAM_BOT_TOKEN)", workflows.ErrTypeChatNotSent)
 	}
 	sent, err := a.telegram.SendMessage(ctx, telegram.SendMessage{ChatID: m.ChatID, Text: m.Text, DisableWebPagePreview: true})
 	if err == nil {
@@ -86,7 +95,10 @@ func (a *Activities) SendChat(ctx context.Context, in workflows.SendChatInput) e
 		return nil
 	}
 	var te *telegram.Error
-	if errors.As(err, &te) && te.Permanent() {
+	// 400 and 403 are the chat's answers (bad request, bot blocked, kicked)
+	// and permanent; a 401 or 404 says the deployment's token is wrong,
+	// which the operator fixes: those are retried like a failure.
+	if errors.As(err, &te) && (te.Code == 400 || te.Code == 403) {
 		activity.GetLogger(ctx).Warn("chat message refused for good", "eventId", in.EventID, "code", te.Code, "description", te.Description)
 		return a.failChat(ctx, in.EventID, fmt.Sprintf("%d %s", te.Code, te.Description))
 	}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/paywatch/paywatch/telegram"
+	"github.com/paywatch/paywatch/workflows"
 )
 
 // pollStretch is how long one PollTelegram runs before it returns, and
@@ -16,6 +18,9 @@ import (
 const (
 	pollStretch = 9 * time.Minute
 	pollWait    = 25
+	// replyTimeout bounds an answer to /start or /stop, so a slow one
+	// cannot outlast the poll's heartbeat.
+	replyTimeout = 10 * time.Second
 )
 
 // PollTelegram reads the bot's updates by long polling, from the stored
@@ -26,7 +31,7 @@ const (
 // update again at most once, and handling one twice changes nothing.
 func (a *Activities) PollTelegram(ctx context.Context) error {
 	if a.telegram == nil {
-		return nil
+		return temporal.NewNonRetryableApplicationError("chat notifications are off on this worker (PAYWATCH_TELEGRAM_BOT_TOKEN)", workflows.ErrTypeChatOff, nil)
 	}
 	end := a.now().Add(pollStretch)
 	for a.now().Before(end) {
@@ -43,6 +48,7 @@ func (a *Activities) PollTelegram(ctx context.Context) error {
 			return err
 		}
 		for _, u := range updates {
+			activity.RecordHeartbeat(ctx)
 			if u.Message != nil {
 				a.handleChatCommand(ctx, u.Message)
 			}
@@ -97,7 +103,9 @@ func (a *Activities) handleChatCommand(ctx context.Context, m *telegram.Message)
 	default:
 		return
 	}
-	if _, err := a.telegram.SendMessage(ctx, telegram.SendMessage{ChatID: chatID, Text: reply}); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, replyTimeout)
+	defer cancel()
+	if _, err := a.telegram.SendMessage(rctx, telegram.SendMessage{ChatID: chatID, Text: reply}); err != nil {
 		activity.GetLogger(ctx).Warn("answer telegram chat", "chatId", chatID, "error", err)
 	}
 }

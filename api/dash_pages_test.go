@@ -256,6 +256,18 @@ func TestDashboardTelegramSetting(t *testing.T) {
 	prj, err := e.store.ProjectBySlug(t.Context(), "tgs")
 	require.NoError(t, err)
 	assert.Equal(t, "@shop_payments", prj.TelegramChatID)
+
+	// A chat linked (here by the operator) while the page was open is not
+	// undone by saving other settings from it.
+	b.get("/dashboard/p/tgs/settings")
+	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/projects/tgs", map[string]any{"telegram_chat_id": "4242"}).Code)
+	form["telegram_chat_id"], form["telegram_chat_was"], form["payment_expiry_minutes"] = "@shop_payments", "@shop_payments", "90"
+	p = b.post("/dashboard/p/tgs/settings", form)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	prj, err = e.store.ProjectBySlug(t.Context(), "tgs")
+	require.NoError(t, err)
+	assert.Equal(t, "4242", prj.TelegramChatID)
+	assert.Equal(t, 90, prj.PaymentExpiryMinutes)
 	p = b.post("/dashboard/p/tgs/telegram-link", nil)
 	assert.Equal(t, http.StatusBadRequest, p.Code)
 	assert.Contains(t, p.Body, paywatch.MsgTelegramOff)

@@ -55,7 +55,11 @@ type projectForm struct {
 	RotationThreshold    string
 	PaymentExpiryMinutes string
 	TelegramChatID       string
-	Modes                []string
+	// TelegramChatWas is the chat the form was shown with: the field is
+	// saved only when it was changed, so a chat linked with /start while
+	// the page was open is not undone by saving other settings.
+	TelegramChatWas string
+	Modes           []string
 	// ChatOn tells whether the server has a Telegram bot, and
 	// TelegramLink is a chat link just made, shown once.
 	ChatOn       bool
@@ -72,6 +76,7 @@ func formOf(p *store.Project) projectForm {
 		MicroAmountDecimals:  itoa(p.MicroAmountDecimals),
 		PaymentExpiryMinutes: itoa(p.PaymentExpiryMinutes),
 		TelegramChatID:       p.TelegramChatID,
+		TelegramChatWas:      p.TelegramChatID,
 	}
 	if p.MinAmount != nil {
 		f.MinAmount = p.MinAmount.String()
@@ -90,6 +95,7 @@ func formValues(c echo.Context) projectForm {
 		AddressMode: v("address_mode"), PoolMatching: v("pool_matching"), MinAmount: v("minAmount"),
 		MicroAmountDecimals: v("micro_amount_decimals"), RotationThreshold: v("rotation_threshold"),
 		PaymentExpiryMinutes: v("payment_expiry_minutes"), TelegramChatID: v("telegram_chat_id"),
+		TelegramChatWas: v("telegram_chat_was"),
 	}
 }
 
@@ -119,7 +125,9 @@ func (f projectForm) request(all bool) (projectRequest, error) {
 	}
 	req.AddressMode, req.PoolMatching = str(f.AddressMode), str(f.PoolMatching)
 	req.MinAmount, req.RotationThreshold = orNull(f.MinAmount), orNull(f.RotationThreshold)
-	req.TelegramChatID = orNull(f.TelegramChatID)
+	if f.TelegramChatID != f.TelegramChatWas {
+		req.TelegramChatID = orNull(f.TelegramChatID)
+	}
 	for _, n := range []struct {
 		text  string
 		field string

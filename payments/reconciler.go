@@ -58,6 +58,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		if _, err := r.Mail(ctx); err != nil && ctx.Err() == nil {
 			r.logger().Warn("reconcile e-mail", "error", err)
 		}
+		if _, err := r.Chat(ctx); err != nil && ctx.Err() == nil {
+			r.logger().Warn("reconcile chat messages", "error", err)
+		}
 		if pass%pruneEvery == 0 {
 			if err := r.Store.PruneRateLimits(ctx); err != nil && ctx.Err() == nil {
 				r.logger().Warn("prune rate limits", "error", err)
@@ -145,6 +148,32 @@ func (r *Reconciler) Mail(ctx context.Context) (int, error) {
 			return i, err
 		}
 		if err := r.Store.MarkMailStarted(ctx, id); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
+}
+
+// Chat starts the deliveries of queued chat messages older than MinAge
+// whose ChatWorkflow was never started (a child start lost to a rolling
+// deploy or a terminated payment workflow), and returns how many.
+func (r *Reconciler) Chat(ctx context.Context) (int, error) {
+	if r.Workflows == nil {
+		return 0, nil
+	}
+	minAge := r.MinAge
+	if minAge <= 0 {
+		minAge = DefaultReconcileMinAge
+	}
+	ids, err := r.Store.UnstartedChatMessages(ctx, minAge, reconcileBatch)
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range ids {
+		if err := r.Workflows.SendChat(ctx, id); err != nil {
+			return i, err
+		}
+		if err := r.Store.MarkChatStarted(ctx, id); err != nil {
 			return i, err
 		}
 	}

@@ -33,6 +33,9 @@ type Workflows interface {
 	// SendMail starts the delivery workflow of a queued e-mail; one already
 	// running or done is kept.
 	SendMail(ctx context.Context, mailID string) error
+	// SendChat starts the delivery workflow of a queued chat message unless
+	// one ever ran for it: a run that ended may have sent it.
+	SendChat(ctx context.Context, eventID string) error
 	// DeliverWebhook starts the delivery workflow of a webhook event. A
 	// delivery already running is kept, unless in.Redeliver asks for a
 	// fresh one, which replaces it.
@@ -108,6 +111,23 @@ func (t *TemporalWorkflows) SendMail(ctx context.Context, mailID string) error {
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("start mail workflow %s: %w", mailID, err)
+	}
+	return nil
+}
+
+// SendChat starts the message's ChatWorkflow (ID ChatWorkflowID) unless a
+// run of that ID exists or ever existed: one that ended may have sent the
+// message without recording it, and Telegram must not get it twice.
+func (t *TemporalWorkflows) SendChat(ctx context.Context, eventID string) error {
+	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.ChatWorkflowID(eventID),
+		TaskQueue:                t.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, workflows.ChatWorkflowName, workflows.SendChatInput{EventID: eventID})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start chat workflow %s: %w", eventID, err)
 	}
 	return nil
 }

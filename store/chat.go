@@ -38,9 +38,12 @@ type ChatMessage struct {
 	Attempts  int
 	// TelegramMessageID is Telegram's id of the sent message; 0 until sent.
 	TelegramMessageID int64
-	LastError         string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// CurrentChatID is the project's chat now ("" when unlinked): a message
+	// queued for a chat that was unlinked or replaced since is not sent.
+	CurrentChatID string
+	LastError     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // chatIDPattern is a Telegram chat id (a user, group or supergroup number)
@@ -156,19 +159,20 @@ func chatQuota(ctx context.Context, tx pgx.Tx, projectID int64) (accountID, limi
 	return accountID, paywatch.EffectiveLimits(paywatch.Plan(plan), o).ChatNotificationsPerDay, nil
 }
 
-const chatSelect = `SELECT event_id::text, project_id, payment_id::text, chat_id, text_body, state, attempts,
-	COALESCE(telegram_message_id, 0), COALESCE(last_error, ''), created_at, updated_at FROM chat_messages`
+const chatSelect = `SELECT m.event_id::text, m.project_id, m.payment_id::text, m.chat_id, m.text_body, m.state, m.attempts,
+	COALESCE(m.telegram_message_id, 0), COALESCE(m.last_error, ''), m.created_at, m.updated_at, COALESCE(pr.telegram_chat_id, '')
+	FROM chat_messages m JOIN projects pr ON pr.id = m.project_id`
 
 func scanChat(row pgx.Row) (ChatMessage, error) {
 	var m ChatMessage
 	err := row.Scan(&m.EventID, &m.ProjectID, &m.PaymentID, &m.ChatID, &m.Text, &m.State, &m.Attempts,
-		&m.TelegramMessageID, &m.LastError, &m.CreatedAt, &m.UpdatedAt)
+		&m.TelegramMessageID, &m.LastError, &m.CreatedAt, &m.UpdatedAt, &m.CurrentChatID)
 	return m, err
 }
 
 // ChatMessageByID returns a chat message by its event id.
 func (s *Store) ChatMessageByID(ctx context.Context, eventID string) (ChatMessage, error) {
-	m, err := scanChat(s.pool.QueryRow(ctx, chatSelect+` WHERE event_id = $1`, eventID))
+	m, err := scanChat(s.pool.QueryRow(ctx, chatSelect+` WHERE m.event_id = $1`, eventID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, notFound(paywatch.MsgEventNotFound)
 	}
@@ -178,11 +182,30 @@ func (s *Store) ChatMessageByID(ctx context.Context, eventID string) (ChatMessag
 // ChatMessagesOf lists a project's payment's chat messages, oldest first,
 // for the dashboard's delivery log.
 func (s *Store) ChatMessagesOf(ctx context.Context, projectID int64, paymentID string) ([]ChatMessage, error) {
-	rows, err := s.pool.Query(ctx, chatSelect+` WHERE project_id = $1 AND payment_id::text = $2 ORDER BY created_at, event_id`, projectID, paymentID)
+	rows, err := s.pool.Query(ctx, chatSelect+` WHERE m.project_id = $1 AND m.payment_id = $2::uuid ORDER BY m.created_at, m.event_id`, projectID, paymentID)
 	if err != nil {
 		return nil, fmt.Errorf("list chat messages: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ChatMessage, error) { return scanChat(r) })
+}
+
+// MarkChatStarted records that a delivery workflow was started for the
+// message.
+func (s *Store) MarkChatStarted(ctx context.Context, eventID string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE chat_messages SET started = true WHERE event_id = $1`, eventID)
+	return err
+}
+
+// UnstartedChatMessages lists pending messages older than minAge whose
+// delivery workflow was never started, oldest first, for the reconciler.
+func (s *Store) UnstartedChatMessages(ctx context.Context, minAge time.Duration, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT event_id::text FROM chat_messages WHERE state = 'pending' AND NOT started AND created_at < $1
+		ORDER BY created_at LIMIT $2`, s.now().UTC().Add(-minAge), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unstarted chat messages: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // RecordChatAttempt counts one attempt and its error, if any.

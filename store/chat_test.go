@@ -72,6 +72,17 @@ func TestQueueChatMessage(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, u.ChatNotificationsToday)
 
+	// The reconciler starts a message whose workflow never started.
+	f.clk.Add(10 * time.Minute)
+	ids, err := f.s.UnstartedChatMessages(ctx, time.Minute, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []string{id}, ids)
+	require.NoError(t, f.s.MarkChatStarted(ctx, id))
+	ids, err = f.s.UnstartedChatMessages(ctx, time.Minute, 10)
+	require.NoError(t, err)
+	assert.Empty(t, ids)
+	assert.Equal(t, m.ChatID, m.CurrentChatID)
+
 	require.NoError(t, f.s.MarkChatSent(ctx, id, 77))
 	require.NoError(t, f.s.MarkChatFailed(ctx, id, "late failure"), "a sent message stays sent")
 	m, err = f.s.ChatMessageByID(ctx, id)

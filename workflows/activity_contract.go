@@ -74,6 +74,9 @@ const ErrTypeWebhookNotSent = "WebhookNotSent"
 // a 5xx, a network failure): retried.
 const ErrTypeChatNotSent = "ChatNotSent"
 
+// ErrTypeChatOff marks a worker without a Telegram bot: the poller ends.
+const ErrTypeChatOff = "ChatOff"
+
 // Types of the retryable activity failures that are part of normal
 // operation: a legacy webhook attempt to retry at its next slot, a chain
 // provider's rate limit (retried after a back-off), and a payload that

@@ -31,7 +31,7 @@ const ActivityPollTelegram = "telegram.poll"
 // stretch starts again elsewhere, from the stored offset.
 var pollOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 11 * time.Minute,
-	HeartbeatTimeout:    time.Minute,
+	HeartbeatTimeout:    2 * time.Minute,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:    5 * time.Second,
 		BackoffCoefficient: 2,
@@ -49,6 +49,13 @@ func TelegramPollerWorkflow(ctx workflow.Context) error {
 	ctx = workflow.WithActivityOptions(ctx, pollOptions)
 	for range pollStretchesPerRun {
 		if err := workflow.ExecuteActivity(ctx, ActivityPollTelegram).Get(ctx, nil); err != nil {
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) && app.Type() == ErrTypeChatOff {
+				// The bot was removed: nothing to poll. The next start
+				// with a token starts the poller again.
+				workflow.GetLogger(ctx).Info("telegram poller ends: no bot on the worker")
+				return nil
+			}
 			workflow.GetLogger(ctx).Warn("telegram polling stretch failed", "error", err)
 			if err := workflow.Sleep(ctx, time.Minute); err != nil {
 				return err

@@ -117,6 +117,24 @@ func TestTelegramNotificationsOnDev(t *testing.T) {
 	assert.Equal(t, before+1, bot.Attempts("4242"), "a 403 is not retried")
 	bot.Unblock("4242")
 
+	// A message waiting for a retry is not sent once the project's chat
+	// changed: it was meant for the old chat's readers.
+	bot.FailNext("4242", http.StatusBadGateway, "", 0)
+	before = bot.Attempts("4242")
+	id, _ = create("d")
+	code, body = c.do("PATCH", "/v1/payments/"+id, merchant, map[string]any{"status": "cancelled"})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Eventually(t, func() bool { return bot.Attempts("4242") == before+1 }, 30*time.Second, 100*time.Millisecond)
+	code, body = c.do("PATCH", "/v1/projects/tees", master, map[string]any{"telegram_chat_id": "5555"})
+	require.Equal(t, http.StatusOK, code, body)
+	msg = chatState(id)
+	assert.Equal(t, store.ChatFailed, msg.State)
+	assert.Contains(t, msg.LastError, "chat changed")
+	assert.Equal(t, before+1, bot.Attempts("4242"))
+	assert.Zero(t, bot.Attempts("5555"))
+	code, body = c.do("PATCH", "/v1/projects/tees", master, map[string]any{"telegram_chat_id": "4242"})
+	require.Equal(t, http.StatusOK, code, body)
+
 	// Over the daily quota, a message is skipped.
 	code, body = c.do("PATCH", "/v1/accounts/tg@merchant.test", master, map[string]any{"limits": map[string]any{"chat_notifications_per_day": 0}})
 	require.Equal(t, http.StatusOK, code, body)
