@@ -52,7 +52,7 @@ type Store interface {
 	// MailByID, MarkMailSent and RecordMailFailure keep the outgoing
 	// e-mail (SendMail).
 	MailByID(ctx context.Context, id string) (store.Mail, bool, error)
-	MarkMailSent(ctx context.Context, id string) error
+	MarkMailSent(ctx context.Context, id string, forget bool) error
 	RecordMailFailure(ctx context.Context, id, reason string) error
 	// QueueChatMessage, ChatMessageByID, RecordChatAttempt, MarkChatSent
 	// and MarkChatFailed keep the chat messages (SendChat).

@@ -48,7 +48,7 @@ func (a *Activities) SendMail(ctx context.Context, in workflows.SendMailInput) e
 			return err
 		}
 	}
-	return a.store.MarkMailSent(ctx, m.ID)
+	return a.store.MarkMailSent(ctx, m.ID, a.mailer != nil)
 }
 
 // SMTPMailer sends e-mail through one SMTP server (PAYWATCH_SMTP_URL) with

@@ -118,6 +118,7 @@ func TestSendMailThroughSMTP(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.True(t, sent.Sent)
+	assert.Equal(t, store.SentBodyRemoved, sent.Text, "a sent message keeps no link that signs in")
 
 	sink.mu.Lock()
 	sink.refuse = true

@@ -90,11 +90,19 @@ func (s *Store) MarkMailStarted(ctx context.Context, id string) error {
 	return nil
 }
 
-// MarkMailSent records that a message went out.
-func (s *Store) MarkMailSent(ctx context.Context, id string) error {
+// SentBodyRemoved replaces the text of a message handed to an SMTP server.
+const SentBodyRemoved = "(sent; the text is not kept, since it may hold a sign-in link)"
+
+// MarkMailSent records that a message went out. forget drops its text:
+// a message an SMTP server took may carry a confirmation, reset or
+// invitation link that works until it expires, and the row need not keep
+// it. The dev outbox (forget false) is the mailbox, so it keeps the text.
+func (s *Store) MarkMailSent(ctx context.Context, id string, forget bool) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE mail_messages SET state = 'sent', sent_at = $2, attempts = attempts + 1, last_error = NULL
-		WHERE id = $1 AND state = 'pending'`, id, s.clock().UTC())
+		UPDATE mail_messages SET state = 'sent', sent_at = $2, attempts = attempts + 1, last_error = NULL,
+			text_body = CASE WHEN $3 THEN $4 ELSE text_body END,
+			html_body = CASE WHEN $3 THEN '' ELSE html_body END
+		WHERE id = $1 AND state = 'pending'`, id, s.clock().UTC(), forget, SentBodyRemoved)
 	if err != nil {
 		return fmt.Errorf("mark mail %s sent: %w", id, err)
 	}
