@@ -187,6 +187,19 @@ func TestTelegramLinkCodes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got.TelegramChatID)
 
+	// Codes that expired over a day ago are pruned; the others stay.
+	clk.Add(22 * time.Hour) // the two codes expired 22 h ago
+	require.NoError(t, s.PruneAuth(ctx, store.SessionIdle))
+	var n int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM telegram_link_codes`).Scan(&n))
+	assert.Equal(t, 2, n)
+	clk.Add(2 * time.Hour)
+	_, err = s.NewTelegramLinkCode(ctx, p.ID, "CODE3")
+	require.NoError(t, err)
+	require.NoError(t, s.PruneAuth(ctx, store.SessionIdle))
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM telegram_link_codes`).Scan(&n))
+	assert.Equal(t, 1, n, "only the fresh code")
+
 	require.NoError(t, s.SetTelegramOffset(ctx, 10))
 	require.NoError(t, s.SetTelegramOffset(ctx, 5))
 	off, err := s.TelegramOffset(ctx)

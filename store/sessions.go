@@ -175,7 +175,8 @@ func deleteSessions(ctx context.Context, q authExecer, accountID int64) error {
 const SessionIdle = 2 * time.Hour
 
 // PruneAuth deletes sessions idle longer than idle or past their expiry,
-// and links that expired more than a week ago; the reconciler may call it
+// links that expired more than a week ago, and Telegram link codes that
+// expired more than a day ago; the reconciler may call it
 // now and then so the tables stay small.
 func (s *Store) PruneAuth(ctx context.Context, idle time.Duration) error {
 	now := s.clock()
@@ -185,6 +186,9 @@ func (s *Store) PruneAuth(ctx context.Context, idle time.Duration) error {
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM account_tokens WHERE expires_at < $1`, now.Add(-7*24*time.Hour)); err != nil {
 		return fmt.Errorf("prune account links: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM telegram_link_codes WHERE expires_at < $1`, now.Add(-24*time.Hour)); err != nil {
+		return fmt.Errorf("prune telegram link codes: %w", err)
 	}
 	return nil
 }
