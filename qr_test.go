@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	qrcode "github.com/skip2/go-qrcode"
+
 	"github.com/paywatch/paywatch"
 )
 
@@ -68,4 +70,28 @@ func TestQRCodeDataURI(t *testing.T) {
 	require.EqualError(t, err, "cannot make a QR code of an empty address")
 	_, err = paywatch.QRCodeDataURI(strings.Repeat("x", 5000))
 	require.Error(t, err, "more than a QR code holds")
+}
+
+// The image draws the code's modules: the pixel at the centre of every
+// module has the module's colour, so a scanner reads the address.
+func TestQRCodeDrawsEveryModule(t *testing.T) {
+	const addr = "0x9858EfFD232B4033E47d90003D41EC34EcaEda94"
+	uri, err := paywatch.QRCodeDataURI(addr)
+	require.NoError(t, err)
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(uri, "data:image/png;base64,"))
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(raw))
+	require.NoError(t, err)
+	q, err := qrcode.New(addr, qrcode.Medium)
+	require.NoError(t, err)
+	bits := q.Bitmap()
+	n := len(bits)
+	for my, row := range bits {
+		for mx, dark := range row {
+			x := (2*mx + 1) * paywatch.QRCodeSize / (2 * n)
+			y := (2*my + 1) * paywatch.QRCodeSize / (2 * n)
+			c := color.GrayModel.Convert(img.At(x, y)).(color.Gray)
+			assert.Equal(t, dark, c.Y == 0, "module %d,%d", mx, my)
+		}
+	}
 }
