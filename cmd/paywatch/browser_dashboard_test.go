@@ -97,6 +97,10 @@ func TestBrowserDashboard(t *testing.T) {
 	cfg := devConfig(t, t.TempDir())
 	cfg.DevnetBlockInterval = 0
 	cfg.SMTPURL = "smtp://" + sink.addr
+	// Real ports, so the pages and e-mails show the addresses a browser
+	// uses (the screenshots go in the README).
+	cfg.APIAddr, cfg.PayAddr = freeAddr(t), freeAddr(t)
+	cfg.BaseURL, cfg.PayURL = "http://"+cfg.APIAddr, "http://"+cfg.PayAddr
 	m, out := startMain(t, cfg, nil)
 	base := "http://" + m.APIAddr()
 	payBase := "http://" + m.PayAddr()
@@ -173,7 +177,7 @@ func TestBrowserDashboard(t *testing.T) {
 	p.do(chromedp.SetValue(chromedp.CSS(`#link-form select[name=token]`), "USDT"))
 	p.do(chromedp.SetValue(chromedp.CSS(`#link-form select[name=network]`), "TRC20"))
 	assert.EqualValues(t, http.StatusOK, p.submit("#link-form button[type=submit]"))
-	assert.Contains(t, p.text("main"), "/l/mia-tee") // the pay URL of a test has port 0
+	assert.Contains(t, p.text("main"), payBase+"/l/mia-tee")
 	p.shot("dashboard-links")
 
 	buyer := newBrowserPage(t, browser, payBase, dir)
