@@ -39,6 +39,12 @@ type ScannerStore interface {
 	// PaymentsWithoutWorkflow returns, for those of ids whose workflow is not
 	// recorded as started, when their row was created.
 	PaymentsWithoutWorkflow(ctx context.Context, ids []string) (map[string]time.Time, error)
+	// DueConfirmations lists awaited transfers not yet signalled whose
+	// block is at most upTo.
+	DueConfirmations(ctx context.Context, n paywatch.Network, upTo uint64, limit int) ([]store.AwaitedConfirmation, error)
+	// MarkConfirmationsSignalled records that awaited transfers were
+	// signalled in their blocks.
+	MarkConfirmationsSignalled(ctx context.Context, as []store.AwaitedConfirmation) error
 }
 
 // Signaler signals workflows; client.Client implements it.
@@ -147,6 +153,12 @@ const (
 //     transfer re-mined in the new branch is recorded and signalled with its
 //     new block. The payment workflow checks canonicity before counting
 //     anyway; this tells it sooner.
+//   - Confirmations are pushed: after every poll, the transfers payments
+//     await (store.DueConfirmations) whose block has the network's
+//     confirmations at the head just seen are checked for canonicity, one
+//     block-hash call per block, and signalled once to their payment
+//     (SignalTransferConfirmed), so a payment turns paid at the poll that
+//     sees its confirming block, whatever the block time.
 //   - A batch is recorded only if it was read fully: on EVM networks a
 //     recent block whose logsBloom says it holds a Transfer of a token
 //     contract, but for which eth_getLogs returned nothing, is asked for
@@ -336,7 +348,11 @@ func (s *Scanner) poll1(ctx context.Context, st *scan) (caughtUp bool, err error
 			return false, err
 		}
 	}
-	return s.step(ctx, st)
+	caughtUp, err = s.step(ctx, st)
+	if err != nil {
+		return false, err
+	}
+	return caughtUp, s.confirm(ctx, st)
 }
 
 // load positions a scan at the stored cursor, or, for a network never

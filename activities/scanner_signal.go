@@ -30,8 +30,18 @@ var errWorkflowNotStarted = errors.New("payment workflow not started yet")
 // not an error. NotFound from a workflow that has not started yet is: see
 // checkNotFound.
 func (s *Scanner) send(ctx context.Context, signals []signal) error {
+	notFound, err := s.deliver(ctx, signals)
+	if err != nil {
+		return err
+	}
+	return s.checkNotFound(ctx, notFound)
+}
+
+// deliver sends signals, a few at a time, and returns the payments whose
+// workflow answered NotFound.
+func (s *Scanner) deliver(ctx context.Context, signals []signal) ([]string, error) {
 	if len(signals) == 0 {
-		return nil
+		return nil, nil
 	}
 	var (
 		mu       sync.Mutex
@@ -58,9 +68,9 @@ func (s *Scanner) send(ctx context.Context, signals []signal) error {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return nil, err
 	}
-	return s.checkNotFound(ctx, notFound)
+	return notFound, nil
 }
 
 // checkNotFound tells the payments whose workflow answered NotFound apart,

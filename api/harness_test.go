@@ -108,6 +108,8 @@ type env struct {
 	server *api.Server
 	chain  *fakeChains
 	queue  string
+	// scanning holds the networks whose scanner runs (scanChain).
+	scanning *sync.Map
 }
 
 type envOptions struct {
@@ -145,7 +147,7 @@ func newEnvTB(t testing.TB, opts ...envOptions) *env {
 		storeOpts = append(storeOpts, store.WithNetworks(o.networks))
 	}
 	st := store.New(storetest.NewPool(t), storeOpts...)
-	e := &env{clock: clk, store: st, chain: newFakeChains(), queue: "q-" + strings.ToLower(rand.Text()[:10])}
+	e := &env{clock: clk, store: st, chain: newFakeChains(), queue: "q-" + strings.ToLower(rand.Text()[:10]), scanning: &sync.Map{}}
 	var wf payments.Workflows
 	if !o.noWorkflows {
 		w := worker.New(temporal.client, e.queue, worker.Options{})
@@ -184,6 +186,7 @@ func newEnvSharing(t *testing.T, e *env) *env {
 	c := *e
 	c.t = t
 	c.server = e.newServer(nil, envOptions{})
+	c.scanning = &sync.Map{}
 	return &c
 }
 

@@ -17,6 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -104,10 +105,12 @@ func (e *env) startOfMinute() {
 
 // sendTransfer delivers a token transfer to the payment's workflow as a
 // scanner would (a transfer-seen signal), mined at block on the fake chain
-// of network; the workflow then asks that chain for confirmations (head -
-// block + 1).
+// of network; the network's real scanner (scanChain) then signals the
+// payment once the fake chain's head gives the transfer its confirmations
+// (head - block + 1).
 func (e *env) sendTransfer(id string, n paywatch.Network, t paywatch.Token, txHash, amount string, block uint64) {
 	e.t.Helper()
+	e.scanChain(n)
 	err := temporal.client.SignalWorkflow(context.Background(), workflows.PaymentWorkflowID(id), "", workflows.SignalTransferSeen,
 		paywatch.Transaction{
 			TxHash: txHash, BlockNumber: block, BlockHash: blockHash(block),
@@ -115,6 +118,30 @@ func (e *env) sendTransfer(id string, n paywatch.Network, t paywatch.Token, txHa
 			Amount: paywatch.MustParseAmount(amount, paywatch.Decimals(n, t)),
 		})
 	require.NoError(e.t, err)
+}
+
+// scanChain runs the real scanner of network n over its fake chain until
+// the test ends, once per env: the fake chain has no transfers to find (the
+// tests signal them), so it keeps the cursor at the head and pushes
+// confirmations.
+func (e *env) scanChain(n paywatch.Network) {
+	if _, running := e.scanning.LoadOrStore(n, true); running {
+		return
+	}
+	s := activities.NewScanner(activities.ScannerDeps{
+		Store: e.store, Chains: e.chain, Signaler: temporal.client,
+		PollInterval: map[paywatch.Network]time.Duration{n: 50 * time.Millisecond},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.Run(ctx, workflows.ScanInput{Network: n}, nil)
+	}()
+	e.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // setHead moves the fake chain's head.

@@ -68,8 +68,9 @@ func transactionsOf(raw []byte, decimals int) ([]paywatch.Transaction, error) {
 // st.Version: a save only applies when its version is newer than the
 // stored one, so a retried or overtaken save never undoes a later one.
 // A save that changes the status adds a step to the payment's timeline
-// (PaymentTimeline) in the same transaction. applied reports whether the
-// row changed.
+// (PaymentTimeline) in the same transaction, and the unconfirmed
+// transactions become the payment's awaited confirmations
+// (awaitConfirmations). applied reports whether the row changed.
 func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) (applied bool, err error) {
 	decimals := st.Amount.Decimals()
 	paid, err := unitsAtScale(st.PaidAmount, decimals)
@@ -126,6 +127,9 @@ func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) 
 		applied = tag.RowsAffected() == 1
 		if applied {
 			if err := recordStatusChange(ctx, tx, st.PaymentID); err != nil {
+				return err
+			}
+			if err := awaitConfirmations(ctx, tx, st); err != nil {
 				return err
 			}
 		}

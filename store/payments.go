@@ -110,7 +110,8 @@ const paymentSelect = `
 	       pay.micro_offset, pay.paid_amount::text, pay.tx_hash, pay.transactions, pay.late_payment,
 	       pay.external_ref, pay.external_order_id, pay.metadata, pay.expires_at, pay.paid_at,
 	       pay.address_assigned_at, pay.start_block, pay.created_without_network, pay.workflow_started,
-	       pay.created_at, pay.updated_at, pr.min_amount::text
+	       pay.created_at, pay.updated_at, pr.min_amount::text,
+	       (SELECT c.head FROM chain_cursors c WHERE c.network = pay.network)
 	FROM payments pay JOIN projects pr ON pr.id = pay.project_id`
 
 func scanPayment(row scanner) (*Payment, error) {
@@ -118,14 +119,14 @@ func scanPayment(row scanner) (*Payment, error) {
 	var pool, network, token, address, original, txHash, minAmount *string
 	var amount, paid string
 	var decimals int
-	var startBlock *int64
+	var startBlock, head *int64
 	var txs []byte
 	if err := row.Scan(&p.ID, &p.ProjectID, &p.ProjectSlug, &p.Status, &p.Mode, &pool,
 		&network, &token, &address, &amount, &original, &decimals,
 		&p.MicroOffset, &paid, &txHash, &txs, &p.LatePayment,
 		&p.ExternalRef, &p.ExternalOrderID, &p.Metadata, &p.ExpiresAt, &p.PaidAt,
 		&p.AddressAssignedAt, &startBlock, &p.CreatedWithoutNetwork, &p.WorkflowStarted,
-		&p.CreatedAt, &p.UpdatedAt, &minAmount); err != nil {
+		&p.CreatedAt, &p.UpdatedAt, &minAmount, &head); err != nil {
 		return nil, err
 	}
 	if pool != nil && p.Mode == paywatch.ModePool {
@@ -158,10 +159,32 @@ func scanPayment(row scanner) (*Payment, error) {
 	if p.Transactions, err = transactionsOf(txs, decimals); err != nil {
 		return nil, fmt.Errorf("payment %s: %w", p.ID, err)
 	}
+	if head != nil {
+		liveConfirmations(p.Network, uint64(*head), p.Transactions)
+	}
 	p.ExpiresAt = p.ExpiresAt.UTC()
 	p.CreatedAt = p.CreatedAt.UTC()
 	p.UpdatedAt = p.UpdatedAt.UTC()
 	return &p, nil
+}
+
+// liveConfirmations shows how deep the unconfirmed transfers are at the
+// head the network's scanner last saw: the workflow learns a transfer's
+// confirmations only when it has them all (the scanner's signal), so its
+// saved count of a transfer still confirming is stale. The count stays
+// below the network's requirement until the workflow confirms it.
+func liveConfirmations(n paywatch.Network, head uint64, txs []paywatch.Transaction) {
+	info, ok := paywatch.LookupNetwork(n)
+	if !ok {
+		return
+	}
+	for i := range txs {
+		t := &txs[i]
+		if t.Confirmed || t.BlockNumber == 0 || head < t.BlockNumber {
+			continue
+		}
+		t.Confirmations = max(t.Confirmations, min(int(head-t.BlockNumber+1), info.Confirmations-1))
+	}
 }
 
 func deref(s *string) string {

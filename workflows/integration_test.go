@@ -132,7 +132,8 @@ func TestPaymentEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 
 	// The transfer was mined 30 blocks ago: 31 confirmations of 40, so the
-	// workflow waits about 9 × 250 ms while the payment shows confirming.
+	// payment shows confirming for about 9 × 250 ms, until the scanner (the
+	// test plays it here) signals the block that gives the 40th.
 	h := chain.head() - 30
 	require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalTransferSeen, paywatch.Transaction{
 		TxHash: "0xe2e", BlockNumber: h, BlockHash: blockHash(h), From: "0xpayer", Amount: paywatch.MustParseAmount("12.50", 6),
@@ -151,6 +152,18 @@ func TestPaymentEndToEnd(t *testing.T) {
 		return st.Status == paywatch.StatusConfirming || st.Status == paywatch.StatusPaid
 	}, 15*time.Second, 50*time.Millisecond)
 	assert.True(t, sawConfirming, "the payment is confirming while confirmations come")
+
+	// The saved state made the transfer an awaited confirmation, which is
+	// what the network's scanner reads.
+	require.Eventually(t, func() bool {
+		var block int64
+		err := pool.QueryRow(ctx, `SELECT block_number FROM awaited_confirmations WHERE payment_id = $1 AND tx_hash = '0xe2e'`, paymentID).Scan(&block)
+		return err == nil && uint64(block) == h
+	}, 15*time.Second, 20*time.Millisecond, "the transfer awaits its confirmations")
+	require.Eventually(t, func() bool { return chain.head() >= h+39 }, 15*time.Second, 20*time.Millisecond)
+	require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{
+		Transfers: []workflows.TransferConfirmed{{TxHash: "0xe2e", BlockNumber: h, BlockHash: blockHash(h), Confirmations: int(chain.head() - h + 1), Canonical: true}},
+	}))
 
 	require.NoError(t, run.Get(ctx, nil), "the workflow ends once paid and notified")
 
@@ -171,6 +184,9 @@ func TestPaymentEndToEnd(t *testing.T) {
 	assert.Equal(t, "paid", status)
 	assert.Equal(t, "12500000", paid)
 	assert.Positive(t, version)
+	var awaited int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM awaited_confirmations WHERE payment_id = $1`, paymentID).Scan(&awaited))
+	assert.Zero(t, awaited, "a confirmed transfer is awaited no more")
 	var state string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM webhook_events WHERE payment_id = $1`, paymentID).Scan(&state))
 	assert.Equal(t, "delivered", state)

@@ -23,6 +23,10 @@ const (
 	SignalTransferSeen = "transfer-seen"
 	// SignalTransferRemoved carries a TransferRemoved: the transfer vanished in a reorg.
 	SignalTransferRemoved = "transfer-removed"
+	// SignalTransfersConfirmed carries a TransfersConfirmed from a scanner:
+	// the blocks of transfers the payment counts reached the network's
+	// confirmations (or left the chain). Safe to repeat.
+	SignalTransfersConfirmed = "transfers-confirmed"
 
 	// UpdateCancel cancels a pending payment (PATCH /v1/payments/:id).
 	UpdateCancel = "cancel"
@@ -93,6 +97,28 @@ type ErrorFields = map[string]any
 type TransferRemoved struct {
 	TxHash   string
 	LogIndex uint32
+}
+
+// TransfersConfirmed is the payload of SignalTransfersConfirmed: every
+// transfer of the payment that one scanner poll found due, so transfers
+// confirmed by the same block count together.
+type TransfersConfirmed struct {
+	Transfers []TransferConfirmed
+}
+
+// TransferConfirmed is one transfer of a TransfersConfirmed. At the head
+// the scanner saw, the transfer's block BlockNumber has Confirmations
+// confirmations and still has hash BlockHash (Canonical), or the chain has
+// another block at that height (Canonical false: the transfer left the
+// chain). It speaks of the transfer in that block only: a payment that has
+// seen the transfer mined again in another block ignores it.
+type TransferConfirmed struct {
+	TxHash        string
+	LogIndex      uint32
+	BlockNumber   uint64
+	BlockHash     string
+	Confirmations int
+	Canonical     bool
 }
 
 // CancelRequest is the payload of UpdateCancel.

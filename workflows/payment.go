@@ -36,7 +36,10 @@ import (
 //     as unconfirmed in transactions.
 //   - A transfer counts once it has the network's confirmations and its
 //     block is still canonical; a confirmed transfer is final, so a later
-//     transfer-removed signal for it is ignored (and logged).
+//     transfer-removed signal for it is ignored (and logged). The network's
+//     scanner signals the block that gives the confirmations
+//     (SignalTransfersConfirmed); the workflow asks the chain itself only
+//     every confirmationSafetyCheck, and at its deadlines.
 //   - Late funds (per_payment, pool + txid) are watched until ExpiresAt + 24 h;
 //     partial late funds update paid_amount and transactions but send no
 //     webhook; full ones turn the payment paid or overpaid with
@@ -59,8 +62,14 @@ const (
 	hashRecheckMin = 30 * time.Second
 	hashRecheckMax = 10 * time.Minute
 	// maxConfirmationWait caps one wait for confirmations, whatever the
-	// estimate says.
+	// estimate says (runs before changeConfirmationsPushed).
 	maxConfirmationWait = 10 * time.Minute
+	// confirmationSafetyCheck is how long a run that takes
+	// changeConfirmationsPushed waits for the scanner's signal before it
+	// asks the chain itself how deep its unconfirmed transfers are: a net
+	// under a lost or late signal (a network without a running scanner), not
+	// an estimate of when the confirmations come.
+	confirmationSafetyCheck = 10 * time.Minute
 	// maxHistoryEvents continues-as-new even if the server never suggests it.
 	maxHistoryEvents = 10_000
 	// deadlineCheckPatience is how long after a deadline a failing on-chain
@@ -115,10 +124,14 @@ type payment struct {
 
 	// oneOwner is set for runs that apply the rules of changeOneOwner.
 	oneOwner bool
+	// pushed is set for runs that apply the rules of
+	// changeConfirmationsPushed.
+	pushed bool
 
-	seen    workflow.ReceiveChannel
-	removed workflow.ReceiveChannel
-	logger  log.Logger
+	seen      workflow.ReceiveChannel
+	removed   workflow.ReceiveChannel
+	confirmed workflow.ReceiveChannel
+	logger    log.Logger
 }
 
 // newPayment builds the state of a first run from the input, or takes the
@@ -153,8 +166,10 @@ func newPayment(ctx workflow.Context, in paywatch.PaymentInput) *payment {
 func (p *payment) setup(ctx workflow.Context) error {
 	lifecycleV1(ctx)
 	p.oneOwner = oneOwnerRules(ctx)
+	p.pushed = confirmationsPushed(ctx)
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
+	p.confirmed = workflow.GetSignalChannel(ctx, SignalTransfersConfirmed)
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (paywatch.PaymentState, error) {
 		return p.snapshot(), nil
 	}); err != nil {
@@ -214,7 +229,7 @@ func (p *payment) run(ctx workflow.Context) error {
 // fails only when the workflow is cancelled.
 func (p *payment) wait(ctx workflow.Context) error {
 	p.wake = false
-	cond := func() bool { return p.wake || p.seen.Len() > 0 || p.removed.Len() > 0 }
+	cond := func() bool { return p.wake || p.seen.Len() > 0 || p.removed.Len() > 0 || p.confirmed.Len() > 0 }
 	next := p.nextWake()
 	if next.IsZero() {
 		return workflow.Await(ctx, cond)
@@ -237,6 +252,11 @@ func (p *payment) drainSignals(ctx workflow.Context) {
 		var r TransferRemoved
 		if p.removed.ReceiveAsync(&r) {
 			p.removeTransfer(ctx, r)
+			continue
+		}
+		var c TransfersConfirmed
+		if p.confirmed.ReceiveAsync(&c) {
+			p.confirmTransfers(ctx, c)
 			continue
 		}
 		return

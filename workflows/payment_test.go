@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,13 @@ type PaymentSuite struct {
 	// devnetBlock, when set, is the simulated chain's block interval, which
 	// the check-transfers activity reports as a devnet chain's would.
 	devnetBlock time.Duration
+	// noScanner stops the simulated scanner (scanBlock): no
+	// transfer-confirmed signal comes, as on a network no scanner runs.
+	noScanner bool
+	// scanned holds the transfers (tx hash, block hash) the simulated
+	// scanner signalled; checks counts the check-transfers calls.
+	scanned map[string]bool
+	checks  int
 }
 
 type hook struct {
@@ -101,6 +109,7 @@ func (s *PaymentSuite) SetupTest() {
 	s.selects, s.selectErr, s.selectIn = 0, nil, 0
 	s.deliverIn, s.finalIn = 0, 0
 	s.devnetBlock = 0
+	s.noScanner, s.scanned, s.checks = false, map[string]bool{}, 0
 
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(s.start)
@@ -139,6 +148,7 @@ func (s *PaymentSuite) SetupTest() {
 				s.checkFails--
 				return workflows.CheckTransfersResult{}, errors.New("rpc unavailable")
 			}
+			s.checks++
 			head := s.head()
 			res := workflows.CheckTransfersResult{Head: head, BlockTime: s.devnetBlock}
 			for _, t := range in.Transfers {
@@ -231,7 +241,7 @@ func (s *PaymentSuite) observe(in paywatch.PaymentInput, want ...stored) {
 	}
 	// Recorded only for the check below, which requires none.
 	s.env.OnActivity(workflows.ActivityReleaseAddress, mock.Anything, mock.Anything).Return(s.release).Maybe()
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.execute(in)
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Empty(s.released, "a payment stopped midway releases nothing")
 	s.Require().True(temporal.IsCanceledError(s.env.GetWorkflowError()), "stopped midway, got %v", s.env.GetWorkflowError())
@@ -270,11 +280,65 @@ func (s *PaymentSuite) head() uint64 {
 	if s.stallAt != nil {
 		return *s.stallAt
 	}
-	every := blockTime
+	return s.baseHead + uint64(s.env.Now().Sub(s.start)/s.every())
+}
+
+// every is the simulated chain's block interval.
+func (s *PaymentSuite) every() time.Duration {
 	if s.devnetBlock > 0 {
-		every = s.devnetBlock
+		return s.devnetBlock
 	}
-	return s.baseHead + uint64(s.env.Now().Sub(s.start)/every)
+	return blockTime
+}
+
+// nextBlock is when the simulated chain makes its first block after t
+// (or at t), the earliest the simulated scanner sees what happened at t.
+func (s *PaymentSuite) nextBlock(t time.Time) time.Time {
+	every := s.every()
+	n := (t.Sub(s.start) + every - 1) / every
+	return s.start.Add(n * every)
+}
+
+// execute runs the workflow with the simulated scanner beside it.
+func (s *PaymentSuite) execute(in paywatch.PaymentInput) {
+	s.env.RegisterDelayedCallback(s.scanBlock, s.every())
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+}
+
+// scanBlock is the simulated network scanner (activities.Scanner.confirm),
+// run at every block: it signals each transfer that the last saved state
+// awaits once its block has the network's confirmations at the head, once
+// per block the transfer is in, canonical unless the test reorged it.
+func (s *PaymentSuite) scanBlock() {
+	if s.env.IsWorkflowCompleted() {
+		return
+	}
+	s.env.RegisterDelayedCallback(s.scanBlock, s.every())
+	if s.noScanner {
+		return
+	}
+	s.mu.Lock()
+	var due workflows.TransfersConfirmed
+	if len(s.saved) > 0 {
+		st := slices.MaxFunc(s.saved, func(a, b paywatch.PaymentState) int { return cmp.Compare(a.Version, b.Version) })
+		info, _ := paywatch.LookupNetwork(st.Network)
+		head := s.head()
+		for _, t := range st.Transactions {
+			key := fmt.Sprintf("%s/%d@%s", t.TxHash, t.LogIndex, t.BlockHash)
+			if t.Confirmed || s.scanned[key] || t.BlockNumber+uint64(info.Confirmations)-1 > head {
+				continue
+			}
+			s.scanned[key] = true
+			due.Transfers = append(due.Transfers, workflows.TransferConfirmed{
+				TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash,
+				Confirmations: int(head - t.BlockNumber + 1), Canonical: !s.reorged[t.TxHash],
+			})
+		}
+	}
+	s.mu.Unlock()
+	if len(due.Transfers) > 0 {
+		s.env.SignalWorkflow(workflows.SignalTransfersConfirmed, due)
+	}
 }
 
 // now is the test environment's clock in UTC.
@@ -340,7 +404,7 @@ func (s *PaymentSuite) update(name string, arg any, result *any, err *error) {
 // state version it committed was saved once, in order, up to the last.
 func (s *PaymentSuite) run(in paywatch.PaymentInput, outcome paywatch.Status) {
 	s.expect(in, outcome)
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.execute(in)
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
 	if outcome == noRelease {
@@ -471,6 +535,75 @@ func (s *PaymentSuite) TestConfirmedMatchingAmountIsPaid() {
 	s.False(s.hooks[0].in.State.LatePayment)
 	s.Len(s.delivered, 1)
 	s.Equal(workflows.EventID(st.PaymentID, 1), s.hooks[0].in.EventID)
+}
+
+// The scanner's word is enough: the payment turns paid at the block that
+// gives the 12th confirmation without asking the chain itself.
+func (s *PaymentSuite) TestScannerSignalConfirmsAtTheExactBlock() {
+	s.at(time.Minute+5*time.Second, func() { s.signal("0xa", "50.00") }) // in the block of +1:00
+	s.run(s.input(), paywatch.StatusPaid)
+	st := s.last()
+	s.Equal(s.start.Add(time.Minute+11*blockTime), st.PaidAt.UTC(), "paid at the block that confirms it")
+	s.Equal(required, st.Transactions[0].Confirmations)
+	s.Zero(s.checks, "no confirmation check of the workflow's own")
+}
+
+// Without the scanner's signal (a network no scanner runs), the payment
+// asks the chain itself after the safety interval, not at a block-time
+// estimate.
+func (s *PaymentSuite) TestSafetyCheckConfirmsWithoutScanner() {
+	s.noScanner = true
+	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
+	s.at(time.Minute+11*blockTime+time.Second, func() {
+		s.Equal(paywatch.StatusConfirming, s.query().Status, "no guess at the block time")
+	})
+	s.run(s.input(), paywatch.StatusPaid)
+	s.Equal(s.start.Add(11*time.Minute), s.last().PaidAt.UTC())
+	s.Equal(1, s.checks)
+}
+
+// A confirmation signal about another block than the one the payment saw
+// the transfer in (it was mined again meanwhile), or with too few
+// confirmations, confirms nothing; the right one does.
+func (s *PaymentSuite) TestConfirmationSignalForAnotherBlockIsIgnored() {
+	s.noScanner = true
+	var t paywatch.Transaction
+	s.at(time.Minute, func() {
+		t = s.transfer("0xa", "50.00")
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t)
+	})
+	confirm := func(blockHash string, confirmations int) func() {
+		return func() {
+			s.env.SignalWorkflow(workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{Transfers: []workflows.TransferConfirmed{{
+				TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: blockHash,
+				Confirmations: confirmations, Canonical: true,
+			}}})
+		}
+	}
+	s.at(4*time.Minute, func() { confirm("0xotherblock", required)() })
+	s.at(4*time.Minute+time.Second, func() { confirm(t.BlockHash, required-1)() })
+	s.at(5*time.Minute, func() {
+		st := s.query()
+		s.Equal(paywatch.StatusConfirming, st.Status)
+		s.False(st.Transactions[0].Confirmed)
+	})
+	s.at(6*time.Minute, func() { confirm(strings.ToUpper(t.BlockHash), required+3)() })
+	s.run(s.input(), paywatch.StatusPaid)
+	s.Equal(s.start.Add(6*time.Minute), s.last().PaidAt.UTC())
+	s.Equal(required+3, s.last().Transactions[0].Confirmations)
+	s.Zero(s.checks)
+}
+
+// Two transfers confirmed by the same block count together: 30 + 30
+// against 50 is overpaid, with one webhook, not paid at the first.
+func (s *PaymentSuite) TestTransfersConfirmedTogetherCountTogether() {
+	s.at(time.Minute, func() {
+		s.signal("0xa", "30.00")
+		s.signal("0xb", "30.00")
+	})
+	s.run(s.input(), paywatch.StatusOverpaid)
+	s.Equal([]paywatch.Event{paywatch.EventOverpaid}, s.events())
+	s.Equal("60.00", s.last().PaidAmount.String())
 }
 
 // On a chain that makes blocks faster than the network's mainnet pace (a
@@ -700,7 +833,7 @@ func (s *PaymentSuite) TestRecheckWithoutNetworkIsRefused() {
 		s.update(workflows.UpdateRecheck, workflows.RecheckRequest{}, &r, &e)
 		s.env.CancelWorkflow()
 	})
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, s.networkless())
+	s.execute(s.networkless())
 	s.Require().Error(e)
 	s.Equal(paywatch.EINVALID, workflows.ErrorCode(e))
 	s.Contains(e.Error(), paywatch.MsgNoNetworkToRecheck)
@@ -727,9 +860,10 @@ func (s *PaymentSuite) TestFailedFinalCheckIsRetried() {
 	s.False(st.LatePayment)
 	s.Equal("0xmissed", st.TxHash)
 	// Each failed run takes 14 s (retries after 2, 4 and 8 s) and the next
-	// is a minute later: the third run answers at E+3m+2×74s, and the
-	// transfer already has its confirmations.
-	paidAt := deadline.Add(2 * (14*time.Second + time.Minute))
+	// is a minute later: the third run answers at E+3m+2×74s. The
+	// transfer already has its confirmations, and the scanner says so at
+	// its next block.
+	paidAt := s.nextBlock(deadline.Add(2 * (14*time.Second + time.Minute)))
 	s.Equal(paidAt, st.PaidAt.UTC())
 	s.Equal(paidAt, s.now())
 }
@@ -799,13 +933,15 @@ func (s *PaymentSuite) TestFailedCheckAtEndOfConfirmingGraceIsRetried() {
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
 	grace := in.ExpiresAt.Add(paywatch.ConfirmingGrace)
+	s.noScanner = true // only the workflow's own checks confirm
 	s.at(59*time.Minute, func() {
 		s.signal("0xa", "50.00")
 		h := s.head()
 		s.stallAt = &h
 	})
-	// With the chain stalled, confirmation checks run every 132 s from
-	// +59m: at +89m48s and +92m, none at the end of the grace (+90m).
+	// With the chain stalled, the safety checks at +69m, +79m and +89m
+	// find no confirmations; the next would be at +99m, after the end of
+	// the grace (+90m), which checks at once.
 	s.at(grace.Sub(s.start)-5*time.Second, func() {
 		s.mu.Lock()
 		s.checkFails = 4 // the check at the end of the grace fails
@@ -1144,10 +1280,10 @@ func (s *PaymentSuite) TestSubmitTxHashNotYetOnChainIsRecheckedLater() {
 	s.False(res.Verified)
 	s.Equal(paywatch.StatusPending, res.Status)
 	s.Equal([]paywatch.Event{paywatch.EventCompleted}, s.events())
-	// Re-checked 30 s after submission, mined then, 11 blocks to go.
-	// Recorded at +1:00, re-checked 30 s later and found with 3
-	// confirmations (mined at +1:10): 9 blocks to go.
-	s.Equal(s.start.Add(90*time.Second+9*blockTime), s.now())
+	// Recorded at +1:00, re-checked 30 s later and found in the block
+	// mined at +1:00; the scanner signals the block that gives its 12th
+	// confirmation, 11 blocks later.
+	s.Equal(s.start.Add(time.Minute+11*blockTime), s.now())
 }
 
 // The same hash twice (concurrently): the second is refused with the
@@ -1379,7 +1515,7 @@ func (s *PaymentSuite) TestContinueAsNewWithManySmallTransfers() {
 	})
 	first := s.input()
 	s.expect(first, noRelease) // the address stays with the payment
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, first)
+	s.execute(first)
 	s.Require().True(s.env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
 	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "got %v", s.env.GetWorkflowError())

@@ -90,6 +90,9 @@ type ScanProgress struct {
 	Transfers int
 	// Reorgs counts the reorgs this activity detected.
 	Reorgs int
+	// Confirmations counts the transfers this activity signalled as having
+	// their confirmations (or as gone from the chain).
+	Confirmations int
 }
 
 // ScannerActivities is what the scanner workflow needs from its activity;

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -77,7 +78,7 @@ func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, subm
 			return false
 		}
 		tx.BlockHash, tx.BlockNumber, tx.Confirmations = t.BlockHash, t.BlockNumber, 0
-		p.nextConfCheck = now
+		p.scheduleConfCheck(now)
 		p.changed = true
 		return true
 	}
@@ -98,7 +99,7 @@ func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, subm
 		From:        t.From,
 		Amount:      t.Amount,
 	})
-	p.nextConfCheck = now
+	p.scheduleConfCheck(now)
 	p.settle(now)
 	p.changed = true
 	return true
@@ -177,12 +178,71 @@ func (p *payment) settle(now time.Time) {
 	}
 }
 
+// scheduleConfCheck sets when the chain is next asked about a transfer
+// just counted (or mined again). Runs before changeConfirmationsPushed ask
+// at once and then at block-time estimates; later runs leave it to the
+// network's scanner, which signals the block that gives the confirmations
+// (confirmTransfers), and ask the chain themselves only as a safety net,
+// confirmationSafetyCheck later, unless a check is due sooner.
+func (p *payment) scheduleConfCheck(now time.Time) {
+	if !p.pushed {
+		p.nextConfCheck = now
+		return
+	}
+	if !p.nextConfCheck.After(now) {
+		p.nextConfCheck = now.Add(confirmationSafetyCheck)
+	}
+}
+
+// confirmTransfers counts a scanner's word that transfers' blocks have the
+// network's confirmations, or drops a transfer whose block left the chain,
+// as checkConfirmations does on the chain's own answer, then settles once:
+// transfers confirmed by the same block count together. Only a transfer in
+// the block the signal names is concerned: one the payment has since seen
+// mined in another block, or one already confirmed, is left alone, and a
+// finished payment changes no more.
+func (p *payment) confirmTransfers(ctx workflow.Context, cs TransfersConfirmed) {
+	now := workflow.Now(ctx)
+	if p.over(now) && p.st.Status != paywatch.StatusExpired || p.st.Status == paywatch.StatusCancelled {
+		return
+	}
+	info, _ := paywatch.LookupNetwork(p.st.Network)
+	changed := false
+	for _, c := range cs.Transfers {
+		i := p.find(c.TxHash, c.LogIndex)
+		if i < 0 {
+			continue
+		}
+		tx := &p.st.Transactions[i]
+		if tx.Confirmed || tx.BlockNumber != c.BlockNumber || !strings.EqualFold(tx.BlockHash, c.BlockHash) {
+			continue
+		}
+		switch {
+		case !c.Canonical:
+			p.logger.Info("transfer left the canonical chain", "paymentId", p.st.PaymentID, "txHash", c.TxHash)
+			p.st.Transactions = slices.Delete(p.st.Transactions, i, i+1)
+		case c.Confirmations >= info.Confirmations:
+			tx.Confirmations = c.Confirmations
+			tx.Confirmed = true
+		default:
+			continue
+		}
+		changed = true
+	}
+	if changed {
+		p.settle(now)
+		p.changed = true
+	}
+}
+
 // checkConfirmations asks the chain how deep the unconfirmed transfers are
 // and whether their blocks are still canonical. A transfer counts once it
 // has the network's confirmations in a canonical block; one whose block was
-// replaced is dropped. The next check is due when the shallowest transfer
-// should have enough blocks (block time × blocks missing). It reports
-// whether the chain answered; a failed check is tried again a minute later.
+// replaced is dropped. In runs before changeConfirmationsPushed the next
+// check is due when the shallowest transfer should have enough blocks
+// (block time × blocks missing); later runs wait for the scanner's signal
+// and check again only confirmationSafetyCheck later. It reports whether
+// the chain answered; a failed check is tried again a minute later.
 func (p *payment) checkConfirmations(ctx workflow.Context) bool {
 	info, _ := paywatch.LookupNetwork(p.st.Network)
 	var refs []TransferRef
@@ -235,6 +295,9 @@ func (p *payment) checkConfirmations(ctx workflow.Context) bool {
 		blockTime = res.BlockTime
 	}
 	wait := min(time.Duration(minMissing)*blockTime, maxConfirmationWait)
+	if p.pushed {
+		wait = confirmationSafetyCheck
+	}
 	p.nextConfCheck = now.Add(wait)
 	return true
 }

@@ -27,6 +27,11 @@ const (
 	// changeChat starts a ChatWorkflow for each event whose chat message
 	// was queued (issue 14).
 	changeChat = "chat-notifications"
+	// changeConfirmationsPushed stops guessing when a transfer has its
+	// confirmations from the block time: the scanner signals the block that
+	// gives them (SignalTransfersConfirmed), and the payment asks the chain
+	// itself only as a safety net, confirmationSafetyCheck apart (issue 15).
+	changeConfirmationsPushed = "confirmations-pushed"
 )
 
 // versionAtLeast reports whether this run recorded change id at version min
@@ -60,4 +65,13 @@ func oneOwnerRules(ctx workflow.Context) bool {
 // queued, which histories recorded before the change never do.
 func chatWorkflows(ctx workflow.Context) bool {
 	return versionAtLeast(ctx, changeChat, 1, 1)
+}
+
+// confirmationsPushed reports whether this run takes the rules of
+// changeConfirmationsPushed. It is asked once, in setup, so a run recorded
+// before the change keeps its block-time waits for its whole life (it still
+// counts a scanner's SignalTransfersConfirmed, which adds no command of its
+// own).
+func confirmationsPushed(ctx workflow.Context) bool {
+	return versionAtLeast(ctx, changeConfirmationsPushed, 1, 1)
 }

@@ -43,6 +43,13 @@ type Config struct {
 	// automatic blocks (tests mine explicitly). Start's callers usually set
 	// it from PAYWATCH_DEVNET_BLOCK_INTERVAL; DefaultBlockInterval is 1s.
 	BlockInterval time.Duration
+	// BlockIntervals overrides BlockInterval per network (benchmarks run
+	// each chain at its mainnet block time).
+	BlockIntervals map[paywatch.Network]time.Duration
+	// BlockJitter, between 0 and 1, draws each interval uniformly from
+	// interval × [1 − BlockJitter, 1 + BlockJitter], as real chains vary;
+	// 0 keeps a steady pace.
+	BlockJitter float64
 	// Networks lists the chains to run; nil runs all five.
 	Networks []paywatch.Network
 	// LogRangeLimit, if set, makes the EVM chains refuse eth_getLogs over
@@ -115,6 +122,7 @@ type Devnet struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+	blocks blockLog
 }
 
 // Start starts the chains of cfg and, if cfg.BlockInterval is set, their
@@ -175,28 +183,36 @@ func Start(ctx context.Context, cfg Config) (*Devnet, error) {
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
-	if cfg.BlockInterval > 0 {
-		for _, n := range d.order {
+	for _, n := range d.order {
+		if every := cfg.interval(n); every > 0 {
 			d.wg.Add(1)
-			go d.produce(pctx, n, cfg.BlockInterval)
+			go d.produce(pctx, n, every, cfg.BlockJitter)
 		}
 	}
 	return d, nil
 }
 
-// produce mines a block on network n every interval until ctx ends.
-func (d *Devnet) produce(ctx context.Context, n paywatch.Network, interval time.Duration) {
+// produce mines a block on network n every interval (with jitter, a drawn
+// interval around it) until ctx ends. Blocks follow a schedule, so the time
+// mining takes does not stretch the intervals.
+func (d *Devnet) produce(ctx context.Context, n paywatch.Network, interval time.Duration, jitter float64) {
 	defer d.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	c := d.chains[n]
+	next := time.Now()
 	for {
+		next = next.Add(nextInterval(interval, jitter))
+		t := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
-			if _, err := c.mine(ctx, 1); err != nil && ctx.Err() == nil {
-				d.log.Warn("devnet: block production failed", "network", n, "error", err)
+			if h, err := c.mine(ctx, 1); err != nil {
+				if ctx.Err() == nil {
+					d.log.Warn("devnet: block production failed", "network", n, "error", err)
+				}
+			} else {
+				d.blocks.record(n, h, h, time.Now())
 			}
 		}
 	}
@@ -311,7 +327,11 @@ func (d *Devnet) transfer(ctx context.Context, reqs []TransferRequest, failed bo
 	if err != nil {
 		return nil, err
 	}
-	return c.transfer(ctx, reqs, failed)
+	res, err := c.transfer(ctx, reqs, failed)
+	if err == nil && len(res) > 0 {
+		d.blocks.record(n, res[0].BlockNumber, res[0].BlockNumber, time.Now())
+	}
+	return res, err
 }
 
 // MaxMine is the most blocks one Mine call makes.
@@ -330,7 +350,11 @@ func (d *Devnet) Mine(ctx context.Context, n paywatch.Network, count int) (uint6
 	if count < 1 || count > MaxMine {
 		return 0, paywatch.Errorf(paywatch.EINVALID, "count must be between 1 and %d", MaxMine)
 	}
-	return c.mine(ctx, count)
+	h, err := c.mine(ctx, count)
+	if err == nil {
+		d.blocks.record(n, h-uint64(count)+1, h, time.Now())
+	}
+	return h, err
 }
 
 // Reorg replaces the newest depth blocks of network n with a longer branch
@@ -364,7 +388,17 @@ func (d *Devnet) reorg(ctx context.Context, n paywatch.Network, depth int, reinc
 	if depth < 1 || depth > MaxReorgDepth {
 		return 0, nil, paywatch.Errorf(paywatch.EINVALID, "depth must be between 1 and %d", MaxReorgDepth)
 	}
-	return c.reorg(ctx, depth, reinclude)
+	h, dropped, err := c.reorg(ctx, depth, reinclude)
+	if err == nil {
+		// The new branch: depth + 1 blocks, and the block that mines the
+		// dropped transactions again.
+		from := h - uint64(depth)
+		if reinclude {
+			from--
+		}
+		d.blocks.record(n, from, h, time.Now())
+	}
+	return h, dropped, err
 }
 
 // parseRequest validates the parts of a transfer request every chain

@@ -108,6 +108,44 @@ func TestBlockProducer(t *testing.T) {
 	assert.Empty(t, dropped)
 }
 
+// Per-network intervals: a network with its own interval makes blocks, one
+// set to 0 makes none; MinedAt knows when each block came, in order.
+func TestBlockIntervalsAndMinedAt(t *testing.T) {
+	d := start(t, devnet.Config{
+		BlockInterval:  0,
+		BlockIntervals: map[paywatch.Network]time.Duration{paywatch.ARBITRUM: 10 * time.Millisecond},
+		BlockJitter:    0.5,
+		Networks:       []paywatch.Network{paywatch.ARBITRUM, paywatch.POLYGON},
+	})
+	polygon, _ := d.Network(paywatch.POLYGON)
+	require.Eventually(t, func() bool {
+		s, _ := d.Network(paywatch.ARBITRUM)
+		return s.Head >= polygon.Head+10
+	}, 10*time.Second, 10*time.Millisecond)
+	arb, _ := d.Network(paywatch.ARBITRUM)
+	var last time.Time
+	for h := arb.Head - 8; h <= arb.Head; h++ {
+		at, ok := d.MinedAt(paywatch.ARBITRUM, h)
+		require.True(t, ok, "block %d", h)
+		assert.False(t, at.Before(last), "block %d mined before its parent", h)
+		last = at
+	}
+	still, _ := d.Network(paywatch.POLYGON)
+	assert.Equal(t, polygon.Head, still.Head, "no producer for a network set to 0")
+
+	// Explicit blocks are timed too.
+	before := time.Now()
+	h, err := d.Mine(context.Background(), paywatch.POLYGON, 3)
+	require.NoError(t, err)
+	for _, b := range []uint64{h - 2, h} {
+		at, ok := d.MinedAt(paywatch.POLYGON, b)
+		require.True(t, ok)
+		assert.False(t, at.Before(before))
+	}
+	_, ok := d.MinedAt(paywatch.POLYGON, h+1)
+	assert.False(t, ok, "not mined yet")
+}
+
 func TestTransferFromDevAccounts(t *testing.T) {
 	d := start(t, devnet.Config{Networks: []paywatch.Network{paywatch.TRC20, paywatch.ERC20}})
 	ctx := context.Background()

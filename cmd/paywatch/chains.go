@@ -65,9 +65,11 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger) (*chainRu
 	}
 	if len(devnets) > 0 {
 		d, err := devnet.Start(ctx, devnet.Config{
-			BlockInterval: cfg.DevnetBlockInterval,
-			Networks:      devnets,
-			Logger:        logger,
+			BlockInterval:  cfg.DevnetBlockInterval,
+			BlockIntervals: cfg.DevnetBlockIntervals,
+			BlockJitter:    cfg.DevnetBlockJitter,
+			Networks:       devnets,
+			Logger:         logger,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start devnet chains: %w", err)
@@ -96,6 +98,9 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger) (*chainRu
 		}
 		cfgs = append(cfgs, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
 		poll := cfg.DevnetBlockInterval
+		if d, ok := cfg.DevnetBlockIntervals[n]; ok {
+			poll = d
+		}
 		if poll <= 0 {
 			poll = devnetIdlePoll
 		}

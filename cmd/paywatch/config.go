@@ -96,6 +96,12 @@ type Config struct {
 
 	Devnet              bool
 	DevnetBlockInterval time.Duration
+	// DevnetBlockIntervals overrides DevnetBlockInterval per network, and
+	// DevnetBlockJitter varies each interval by up to that fraction
+	// (devnet.Config); no environment variable sets them: the latency
+	// benchmark runs each chain at its mainnet block time with them.
+	DevnetBlockIntervals map[paywatch.Network]time.Duration
+	DevnetBlockJitter    float64
 
 	TemporalDevAddr string
 	TemporalUIAddr  string

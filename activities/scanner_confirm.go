@@ -1,0 +1,84 @@
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// dueConfirmationsPerPoll bounds the awaited transfers one poll signals;
+// the rest are due again at the next poll.
+const dueConfirmationsPerPoll = 500
+
+// confirm signals the payments whose awaited transfers have the network's
+// confirmations at the head the scan saw (store.DueConfirmations): the
+// transfer's block is at most head − confirmations + 1. Each distinct block
+// is checked against the chain first, and each payment gets one signal
+// with all its transfers that are due (one block-hash call per block, and
+// none at all on a poll with nothing due): a transfer whose block is still
+// canonical is signalled confirmed, one whose block was replaced is
+// signalled as having left the chain. A row is marked once its signal was
+// delivered, or its workflow has ended (NotFound: unlike a transfer just
+// seen, an awaited one belongs to a workflow that has run). A block above a
+// node's own head (a lagging provider) waits for the next poll.
+//
+// The payment workflow counts the signal only for the transfer in the block
+// it names, so a row read just before the workflow saw the transfer mined
+// again cannot confirm the new block early.
+func (s *Scanner) confirm(ctx context.Context, st *scan) error {
+	required := uint64(max(st.info.Confirmations, 1))
+	if st.head < required {
+		return nil
+	}
+	due, err := s.store.DueConfirmations(ctx, st.network, st.head-required+1, dueConfirmationsPerPoll)
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	hashes := map[uint64]string{}
+	var (
+		signals []signal
+		sent    []store.AwaitedConfirmation
+	)
+	// One signal per payment, with all its transfers due at this head.
+	byPayment := map[string]int{}
+	for _, a := range due {
+		h, ok := hashes[a.BlockNumber]
+		if !ok {
+			h, err = st.client.BlockHash(ctx, a.BlockNumber)
+			if errors.Is(err, chains.ErrBlockNotFound) {
+				h, err = "", nil
+			}
+			if err != nil {
+				return err
+			}
+			hashes[a.BlockNumber] = h
+		}
+		if h == "" {
+			continue
+		}
+		c := workflows.TransferConfirmed{
+			TxHash: a.TxHash, LogIndex: a.LogIndex, BlockNumber: a.BlockNumber, BlockHash: a.BlockHash,
+			Confirmations: int(st.head - a.BlockNumber + 1), Canonical: sameHash(h, a.BlockHash),
+		}
+		i, ok := byPayment[a.PaymentID]
+		if !ok {
+			i = len(signals)
+			byPayment[a.PaymentID] = i
+			signals = append(signals, signal{a.PaymentID, workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{}})
+		}
+		arg := signals[i].arg.(workflows.TransfersConfirmed)
+		arg.Transfers = append(arg.Transfers, c)
+		signals[i].arg = arg
+		sent = append(sent, a)
+	}
+	// A row exists because its workflow saved the payment's state, so a
+	// NotFound means the workflow has ended: its row is done with too.
+	if _, err := s.deliver(ctx, signals); err != nil {
+		return err
+	}
+	st.progress.Confirmations += len(sent)
+	return s.store.MarkConfirmationsSignalled(ctx, sent)
+}

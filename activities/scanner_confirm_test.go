@@ -1,0 +1,137 @@
+package activities_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// The scanner signals a transfer a payment awaits once, at the poll whose
+// head gives it the network's confirmations, after checking its block is
+// still canonical; a transfer whose block was replaced is signalled as gone,
+// and one mined again in another block is signalled again for that block.
+func TestScannerSignalsConfirmationsAtTheExactBlock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := paywatch.ARBITRUM // 40 confirmations
+	required := uint64(40)
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	sig := &signalLog{}
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig,
+		PollInterval: map[paywatch.Network]time.Duration{n: 20 * time.Millisecond}})
+	scan := func() {
+		t.Helper()
+		_, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 300 * time.Millisecond}, nil)
+		require.NoError(t, err)
+	}
+	confirmed := func() []workflows.TransfersConfirmed {
+		var out []workflows.TransfersConfirmed
+		for _, g := range sig.signals() {
+			if g.Name == workflows.SignalTransfersConfirmed {
+				out = append(out, g.Arg.(workflows.TransfersConfirmed))
+			}
+		}
+		return out
+	}
+
+	addr, gone := randomAddress(t, n), randomAddress(t, n)
+	id := db.watch(t, n, paywatch.USDT, addr, st.Head)
+	goneID := db.watch(t, n, paywatch.USDT, gone, st.Head)
+	client, err := set.Client(n)
+	require.NoError(t, err)
+	hashOf := func(block uint64) string {
+		t.Helper()
+		h, err := client.BlockHash(ctx, block)
+		require.NoError(t, err)
+		return h
+	}
+	res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "10"})
+	require.NoError(t, err)
+	resHash := hashOf(res.BlockNumber)
+	// What the payment workflows save once they count their transfers: one
+	// in the block the chain has, one in a block the chain no longer has.
+	save := func(paymentID string, version int64, block uint64, blockHash string) {
+		t.Helper()
+		_, err := db.store.SavePaymentState(ctx, paywatch.PaymentState{
+			PaymentID: paymentID, Status: paywatch.StatusConfirming, Network: n, Token: paywatch.USDT,
+			Amount: paywatch.MustParseAmount("10", 6), PaidAmount: paywatch.NewAmount(nil, 6), Version: version,
+			Transactions: []paywatch.Transaction{{TxHash: res.TxHash, LogIndex: 0, BlockNumber: block, BlockHash: blockHash,
+				From: "0xf", Amount: paywatch.MustParseAmount("10", 6)}},
+		})
+		require.NoError(t, err)
+	}
+	save(id, 1, res.BlockNumber, resHash)
+	save(goneID, 1, res.BlockNumber, "0xdeadbeef")
+
+	// 39 confirmations: nothing yet.
+	_, err = d.Mine(ctx, n, int(required)-2)
+	require.NoError(t, err)
+	scan()
+	assert.Empty(t, confirmed(), "one confirmation short")
+
+	// The 40th: one signal each, once.
+	_, err = d.Mine(ctx, n, 1)
+	require.NoError(t, err)
+	scan()
+	scan()
+	got := confirmed()
+	require.Len(t, got, 2)
+	byPayment := map[string]workflows.TransferConfirmed{}
+	for _, g := range sig.signals() {
+		if g.Name == workflows.SignalTransfersConfirmed {
+			tc := g.Arg.(workflows.TransfersConfirmed)
+			require.Len(t, tc.Transfers, 1)
+			byPayment[g.WorkflowID] = tc.Transfers[0]
+		}
+	}
+	ok := byPayment[workflows.PaymentWorkflowID(id)]
+	assert.Equal(t, workflows.TransferConfirmed{TxHash: res.TxHash, LogIndex: 0, BlockNumber: res.BlockNumber,
+		BlockHash: resHash, Confirmations: int(required), Canonical: true}, ok)
+	bad := byPayment[workflows.PaymentWorkflowID(goneID)]
+	assert.False(t, bad.Canonical, "a block the chain no longer has")
+	assert.Equal(t, "0xdeadbeef", bad.BlockHash)
+
+	// Mined again in another block (as the workflow saw it): due again at
+	// that block's 40th confirmation, and only then.
+	res2, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: randomAddress(t, n), Amount: "1"})
+	require.NoError(t, err)
+	res2Hash := hashOf(res2.BlockNumber)
+	save(id, 2, res2.BlockNumber, res2Hash)
+	scan()
+	assert.Len(t, confirmed(), 2, "the new block is not deep enough yet")
+	_, err = d.Mine(ctx, n, int(required)-1)
+	require.NoError(t, err)
+	scan()
+	got = confirmed()
+	require.Len(t, got, 3)
+	assert.Equal(t, res2.BlockNumber, got[2].Transfers[0].BlockNumber)
+	assert.True(t, got[2].Transfers[0].Canonical)
+
+	// Once confirmed in the saved state, the transfer is awaited no more.
+	var rows int
+	_, err = db.store.SavePaymentState(ctx, paywatch.PaymentState{
+		PaymentID: id, Status: paywatch.StatusPaid, Network: n, Token: paywatch.USDT,
+		Amount: paywatch.MustParseAmount("10", 6), PaidAmount: paywatch.MustParseAmount("10", 6), Version: 3,
+		Transactions: []paywatch.Transaction{{TxHash: res.TxHash, BlockNumber: res2.BlockNumber, BlockHash: res2Hash,
+			From: "0xf", Amount: paywatch.MustParseAmount("10", 6), Confirmed: true, Confirmations: 40}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM awaited_confirmations WHERE payment_id = $1`, id).Scan(&rows))
+	assert.Zero(t, rows)
+}
