@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"time"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
@@ -37,4 +38,9 @@ func (s *Scanner) ScanRange(ctx context.Context, n paywatch.Network, from, to ui
 		start = end + 1
 	}
 	return total, nil
+}
+
+// NextPoll exposes nextPoll to the tests.
+func (s *Scanner) NextPoll(n paywatch.Network, foundNew bool) time.Duration {
+	return s.nextPoll(n, foundNew)
 }

@@ -271,6 +271,8 @@ type scan struct {
 	hash         string
 	head         uint64
 	progress     workflows.ScanProgress
+	// confirmFails counts the confirmation passes that failed in a row.
+	confirmFails int
 }
 
 // Run scans in.Network until in.RunFor has passed (0: until ctx ends) and
@@ -299,6 +301,7 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		if !deadline.IsZero() && !s.now().Before(deadline) {
 			return st.progress, nil
 		}
+		before := st.head
 		caughtUp, err := s.poll1(ctx, st)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -323,17 +326,49 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		}
 		heartbeat(st.progress)
 		if caughtUp {
-			if err := sleep(ctx, s.capped(s.PollInterval(st.network), deadline), func() { heartbeat(st.progress) }); err != nil {
+			wait := s.nextPoll(st.network, st.head > before)
+			if err := sleep(ctx, s.capped(wait, deadline), func() { heartbeat(st.progress) }); err != nil {
 				return st.progress, err
 			}
 		}
 	}
 }
 
-// poll1 does one step of the scan: load the cursor if needed, then scan the
-// next batch. caughtUp reports that the scan reached the head and should
-// wait for new blocks.
+// pollSteps is how finely a caught-up scanner looks for the next block:
+// after a poll that found a new block it waits the poll interval less one
+// step, then polls every step until the next block is there. So it sees a
+// block at most one step after the chain made it, whatever the phase
+// between the chain's blocks and its polls, for about one extra head read
+// per block.
+const pollSteps = 8
+
+// nextPoll returns how long a caught-up scanner of network n waits before
+// its next poll: most of the poll interval after a poll that found a new
+// block (foundNew), one step of it otherwise.
+func (s *Scanner) nextPoll(n paywatch.Network, foundNew bool) time.Duration {
+	interval := s.PollInterval(n)
+	step := max(interval/pollSteps, MinPollInterval)
+	if !foundNew {
+		return step
+	}
+	return max(interval-step, MinPollInterval)
+}
+
+// poll1 does one step of the scan: load the cursor if needed, then scan
+// the next batch; then, whether or not that worked, push the confirmations
+// due at the head last seen (confirmDue). caughtUp reports that the scan
+// reached the head and should wait for new blocks.
 func (s *Scanner) poll1(ctx context.Context, st *scan) (caughtUp bool, err error) {
+	caughtUp, err = s.advance(ctx, st)
+	if st.loaded {
+		s.confirmDue(ctx, st)
+	}
+	return caughtUp, err
+}
+
+// advance loads the cursor if needed, then scans the next batch, within
+// the RPC timeout.
+func (s *Scanner) advance(ctx context.Context, st *scan) (caughtUp bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.rpcTimeout)
 	defer cancel()
 	if st.client == nil {
@@ -348,11 +383,7 @@ func (s *Scanner) poll1(ctx context.Context, st *scan) (caughtUp bool, err error
 			return false, err
 		}
 	}
-	caughtUp, err = s.step(ctx, st)
-	if err != nil {
-		return false, err
-	}
-	return caughtUp, s.confirm(ctx, st)
+	return s.step(ctx, st)
 }
 
 // load positions a scan at the stored cursor, or, for a network never

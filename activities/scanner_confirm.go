@@ -3,15 +3,44 @@ package activities
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
 
-// dueConfirmationsPerPoll bounds the awaited transfers one poll signals;
-// the rest are due again at the next poll.
-const dueConfirmationsPerPoll = 500
+// Bounds of one poll's confirmation pass; what is left is due again at the
+// next poll, so a backlog (after downtime) drains over a few polls instead
+// of one pass outgrowing its budget and starting over every time.
+const (
+	// dueConfirmationsPerPoll is the most awaited transfers one pass reads.
+	dueConfirmationsPerPoll = 200
+	// dueBlocksPerPoll is the most distinct blocks one pass checks.
+	dueBlocksPerPoll = 32
+	// confirmTimeout bounds one pass.
+	confirmTimeout = 20 * time.Second
+)
+
+// confirmDue runs the confirmation pass of a poll (confirm) on its own
+// budget. A failure is logged, not returned: the batch the poll read is
+// recorded either way, and the rows stay due for the next poll.
+func (s *Scanner) confirmDue(ctx context.Context, st *scan) {
+	ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
+	err := s.confirm(ctx, st)
+	switch {
+	case err == nil:
+		st.confirmFails = 0
+	case errors.Is(err, context.Canceled):
+	default:
+		// Log the first failure in a row, then every tenth.
+		if st.confirmFails++; st.confirmFails%10 == 1 {
+			st.log.Warn("pushing confirmations failed; trying again at the next poll",
+				"head", st.head, "failures", st.confirmFails, "error", err)
+		}
+	}
+}
 
 // confirm signals the payments whose awaited transfers have the network's
 // confirmations at the head the scan saw (store.DueConfirmations): the
@@ -46,6 +75,9 @@ func (s *Scanner) confirm(ctx context.Context, st *scan) error {
 	byPayment := map[string]int{}
 	for _, a := range due {
 		h, ok := hashes[a.BlockNumber]
+		if !ok && len(hashes) == dueBlocksPerPoll {
+			break // the rows are in block order: the rest wait for the next poll
+		}
 		if !ok {
 			h, err = st.client.BlockHash(ctx, a.BlockNumber)
 			if errors.Is(err, chains.ErrBlockNotFound) {

@@ -135,3 +135,76 @@ func TestScannerSignalsConfirmationsAtTheExactBlock(t *testing.T) {
 	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM awaited_confirmations WHERE payment_id = $1`, id).Scan(&rows))
 	assert.Zero(t, rows)
 }
+
+// A poll whose batch fails (here: a transfer for a payment whose workflow
+// has not started yet holds the batch back) still pushes the confirmations
+// due at the head it last saw.
+func TestScannerPushesConfirmationsWhileABatchIsHeldBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.BEP20 // 15 confirmations
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	client, err := set.Client(n)
+	require.NoError(t, err)
+	db := newScanDB(t)
+
+	addr := randomAddress(t, n)
+	id := db.watch(t, n, paywatch.USDT, addr, st.Head)
+	res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "10"})
+	require.NoError(t, err)
+	hash, err := client.BlockHash(ctx, res.BlockNumber)
+	require.NoError(t, err)
+	_, err = db.store.SavePaymentState(ctx, paywatch.PaymentState{
+		PaymentID: id, Status: paywatch.StatusConfirming, Network: n, Token: paywatch.USDT,
+		Amount: paywatch.MustParseAmount("10", 18), PaidAmount: paywatch.NewAmount(nil, 18), Version: 1,
+		Transactions: []paywatch.Transaction{{TxHash: res.TxHash, BlockNumber: res.BlockNumber, BlockHash: hash,
+			From: "0xf", Amount: paywatch.MustParseAmount("10", 18)}},
+	})
+	require.NoError(t, err)
+
+	// A payment whose workflow has not started yet gets a transfer: every
+	// batch from here on fails until it starts.
+	unstarted := randomAddress(t, n)
+	uid := db.watch(t, n, paywatch.USDT, unstarted, st.Head)
+	db.setStarted(t, uid, false, 0)
+	sig := &signalLog{ended: map[string]bool{workflows.PaymentWorkflowID(uid): true}}
+	_, err = d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: unstarted, Amount: "1"})
+	require.NoError(t, err)
+	_, err = d.Mine(ctx, n, 15)
+	require.NoError(t, err)
+
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig,
+		PollInterval: map[paywatch.Network]time.Duration{n: 20 * time.Millisecond}})
+	p, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 500 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	assert.Less(t, p.Height, res.BlockNumber+1, "the batch with the unstarted payment's transfer is held back")
+	var confirmed []workflows.TransferConfirmed
+	for _, g := range sig.signals() {
+		if g.Name == workflows.SignalTransfersConfirmed && g.WorkflowID == workflows.PaymentWorkflowID(id) {
+			confirmed = append(confirmed, g.Arg.(workflows.TransfersConfirmed).Transfers...)
+		}
+	}
+	require.Len(t, confirmed, 1)
+	assert.True(t, confirmed[0].Canonical)
+	assert.GreaterOrEqual(t, confirmed[0].Confirmations, 15)
+}
+
+// A caught-up scanner polls again after most of the block interval when it
+// found a new block, then in eighths of it until the next one is there.
+func TestScannerPollsInStepsUntilTheNextBlock(t *testing.T) {
+	s := activities.NewScanner(activities.ScannerDeps{PollInterval: map[paywatch.Network]time.Duration{
+		paywatch.BEP20: time.Second, paywatch.ARBITRUM: 200 * time.Millisecond,
+	}})
+	assert.Equal(t, 875*time.Millisecond, s.NextPoll(paywatch.BEP20, true))
+	assert.Equal(t, 125*time.Millisecond, s.NextPoll(paywatch.BEP20, false))
+	assert.Equal(t, 10500*time.Millisecond, s.NextPoll(paywatch.ERC20, true), "12 s blocks by default")
+	assert.Equal(t, 1500*time.Millisecond, s.NextPoll(paywatch.ERC20, false))
+	assert.Equal(t, 150*time.Millisecond, s.NextPoll(paywatch.ARBITRUM, true))
+	assert.Equal(t, activities.MinPollInterval, s.NextPoll(paywatch.ARBITRUM, false), "never below the minimum")
+}

@@ -18,12 +18,14 @@ CREATE TABLE awaited_confirmations (
 );
 CREATE INDEX awaited_confirmations_due_idx ON awaited_confirmations (network, block_number) WHERE signalled_at IS NULL;
 
--- Payments confirming when this migration runs are awaited from now on.
+-- Payments confirming when this migration runs are awaited from now on:
+-- open ones, and expired ones still inside their 24-hour late window.
 INSERT INTO awaited_confirmations (payment_id, network, tx_hash, log_index, block_number, block_hash)
-SELECT p.id, p.network, t->>'tx_hash', (t->>'log_index')::bigint, (t->>'block_number')::bigint, t->>'block_hash'
+SELECT p.id, p.network, t->>'tx_hash', COALESCE((t->>'log_index')::bigint, 0), (t->>'block_number')::bigint, t->>'block_hash'
 FROM payments p
 CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(p.transactions) = 'array' THEN p.transactions ELSE '[]'::jsonb END) t
-WHERE p.network IS NOT NULL AND p.status IN ('pending', 'confirming', 'partial', 'expired')
+WHERE p.network IS NOT NULL
+  AND (p.status IN ('pending', 'confirming', 'partial') OR p.status = 'expired' AND p.expires_at > now() - interval '24 hours')
   AND NOT COALESCE((t->>'confirmed')::boolean, false)
   AND t->>'tx_hash' IS NOT NULL AND t->>'block_hash' IS NOT NULL AND t->>'block_number' IS NOT NULL
 ON CONFLICT DO NOTHING;

@@ -276,6 +276,10 @@ func (s *Store) ReleaseAddress(ctx context.Context, paymentID string, outcome pa
 			paymentID, reusable); err != nil {
 			return fmt.Errorf("release micro offset: %w", err)
 		}
+		// The payment's workflow is ending: nothing of it is awaited any more.
+		if _, err := tx.Exec(ctx, `DELETE FROM awaited_confirmations WHERE payment_id = $1`, paymentID); err != nil {
+			return fmt.Errorf("forget awaited confirmations: %w", err)
+		}
 		return nil
 	})
 }

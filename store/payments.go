@@ -159,7 +159,7 @@ func scanPayment(row scanner) (*Payment, error) {
 	if p.Transactions, err = transactionsOf(txs, decimals); err != nil {
 		return nil, fmt.Errorf("payment %s: %w", p.ID, err)
 	}
-	if head != nil {
+	if head != nil && awaitsConfirmations(p.Status) && p.Status != paywatch.StatusExpired {
 		liveConfirmations(p.Network, uint64(*head), p.Transactions)
 	}
 	p.ExpiresAt = p.ExpiresAt.UTC()
@@ -172,7 +172,9 @@ func scanPayment(row scanner) (*Payment, error) {
 // head the network's scanner last saw: the workflow learns a transfer's
 // confirmations only when it has them all (the scanner's signal), so its
 // saved count of a transfer still confirming is stale. The count stays
-// below the network's requirement until the workflow confirms it.
+// below the network's requirement until the workflow confirms it. Only
+// open payments show it: an expired, final or cancelled payment keeps the
+// count its workflow saved.
 func liveConfirmations(n paywatch.Network, head uint64, txs []paywatch.Transaction) {
 	info, ok := paywatch.LookupNetwork(n)
 	if !ok {

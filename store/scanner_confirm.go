@@ -137,12 +137,22 @@ func (s *Store) MarkConfirmationsSignalled(ctx context.Context, as []AwaitedConf
 		blocks = append(blocks, int64(a.BlockNumber))
 		blockHashes = append(blockHashes, a.BlockHash)
 	}
+	// The rows are locked in key order, the order a state save writes
+	// them in, so the two cannot deadlock.
 	if _, err := s.pool.Exec(ctx, `
+		WITH marked AS (
+			SELECT a.payment_id, a.network, a.tx_hash, a.log_index
+			FROM awaited_confirmations a
+			JOIN unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
+			     AS u(payment_id, network, tx_hash, log_index, block_number, block_hash)
+			  ON a.payment_id = u.payment_id AND a.network = u.network AND a.tx_hash = u.tx_hash
+			 AND a.log_index = u.log_index AND a.block_number = u.block_number AND a.block_hash = u.block_hash
+			ORDER BY a.payment_id, a.network, a.tx_hash, a.log_index
+			FOR UPDATE OF a
+		)
 		UPDATE awaited_confirmations a SET signalled_at = $7
-		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
-		     AS u(payment_id, network, tx_hash, log_index, block_number, block_hash)
-		WHERE a.payment_id = u.payment_id AND a.network = u.network AND a.tx_hash = u.tx_hash
-		  AND a.log_index = u.log_index AND a.block_number = u.block_number AND a.block_hash = u.block_hash`,
+		FROM marked m
+		WHERE a.payment_id = m.payment_id AND a.network = m.network AND a.tx_hash = m.tx_hash AND a.log_index = m.log_index`,
 		payments, networks, hashes, indexes, blocks, blockHashes, s.now().UTC()); err != nil {
 		return fmt.Errorf("mark confirmations signalled: %w", err)
 	}

@@ -91,3 +91,27 @@ func TestAwaitedConfirmationsFollowTheSavedState(t *testing.T) {
 	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM awaited_confirmations`).Scan(&rows))
 	assert.Zero(t, rows)
 }
+
+// A payment whose workflow ends (its address released) awaits nothing, even
+// with a transfer that never confirmed.
+func TestReleaseForgetsAwaitedConfirmations(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "pro", `{}`)
+	s := store.New(f.pool)
+	id := f.payment(t)
+	_, err := s.SavePaymentState(ctx, paywatch.PaymentState{
+		PaymentID: id, Status: paywatch.StatusExpired, Network: paywatch.ERC20, Token: paywatch.USDT,
+		Address: "0x1111111111111111111111111111111111111111", Amount: paywatch.MustParseAmount("50.00", 6),
+		PaidAmount: paywatch.NewAmount(nil, 6), Version: 1,
+		Transactions: []paywatch.Transaction{{TxHash: "0xabc", BlockNumber: 100, BlockHash: "0xb100", From: "0xf",
+			Amount: paywatch.MustParseAmount("50", 6)}},
+	})
+	require.NoError(t, err)
+	due, err := s.DueConfirmations(ctx, paywatch.ERC20, 100, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1, "an expired payment in its late window awaits its transfer")
+	require.NoError(t, s.ReleaseAddress(ctx, id, paywatch.StatusExpired))
+	due, err = s.DueConfirmations(ctx, paywatch.ERC20, 1000, 10)
+	require.NoError(t, err)
+	assert.Empty(t, due)
+}

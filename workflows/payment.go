@@ -229,7 +229,9 @@ func (p *payment) run(ctx workflow.Context) error {
 // fails only when the workflow is cancelled.
 func (p *payment) wait(ctx workflow.Context) error {
 	p.wake = false
-	cond := func() bool { return p.wake || p.seen.Len() > 0 || p.removed.Len() > 0 || p.confirmed.Len() > 0 }
+	cond := func() bool {
+		return p.wake || p.seen.Len() > 0 || p.removed.Len() > 0 || p.pushed && p.confirmed.Len() > 0
+	}
 	next := p.nextWake()
 	if next.IsZero() {
 		return workflow.Await(ctx, cond)
@@ -254,8 +256,11 @@ func (p *payment) drainSignals(ctx workflow.Context) {
 			p.removeTransfer(ctx, r)
 			continue
 		}
+		// Runs before changeConfirmationsPushed never read the scanner's
+		// signal: a history that recorded it while an older worker ran the
+		// workflow must replay without the commands handling it would add.
 		var c TransfersConfirmed
-		if p.confirmed.ReceiveAsync(&c) {
+		if p.pushed && p.confirmed.ReceiveAsync(&c) {
 			p.confirmTransfers(ctx, c)
 			continue
 		}

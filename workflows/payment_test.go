@@ -77,6 +77,8 @@ type PaymentSuite struct {
 	// scanner signalled; checks counts the check-transfers calls.
 	scanned map[string]bool
 	checks  int
+	// checkIn is how long a confirmation check takes.
+	checkIn time.Duration
 }
 
 type hook struct {
@@ -109,7 +111,7 @@ func (s *PaymentSuite) SetupTest() {
 	s.selects, s.selectErr, s.selectIn = 0, nil, 0
 	s.deliverIn, s.finalIn = 0, 0
 	s.devnetBlock = 0
-	s.noScanner, s.scanned, s.checks = false, map[string]bool{}, 0
+	s.noScanner, s.scanned, s.checks, s.checkIn = false, map[string]bool{}, 0, 0
 
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(s.start)
@@ -140,7 +142,7 @@ func (s *PaymentSuite) SetupTest() {
 			return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeDelivered, StatusCode: 200}, nil
 		}).Maybe()
 	env.OnActivity(workflows.ActivityRecordWebhookAttempt, mock.Anything, mock.Anything).Return(nil).Maybe()
-	env.OnActivity(workflows.ActivityCheckTransfers, mock.Anything, mock.Anything).Return(
+	env.OnActivity(workflows.ActivityCheckTransfers, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return s.checkIn }).Return(
 		func(_ context.Context, in workflows.CheckTransfersInput) (workflows.CheckTransfersResult, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -606,16 +608,48 @@ func (s *PaymentSuite) TestTransfersConfirmedTogetherCountTogether() {
 	s.Equal("60.00", s.last().PaidAmount.String())
 }
 
-// On a chain that makes blocks faster than the network's mainnet pace (a
+// A run from before changeConfirmationsPushed keeps its block-time waits:
+// on a chain that makes blocks faster than the network's mainnet pace (a
 // devnet chain), the check-transfers activity reports the real interval and
-// the confirmation wait follows it: 11 blocks of 1 s, not of 12 s.
-func (s *PaymentSuite) TestConfirmationWaitFollowsReportedBlockTime() {
+// the confirmation wait follows it, 11 blocks of 1 s, not of 12 s; and it
+// ignores the scanner's signal.
+func (s *PaymentSuite) TestOldRunsWaitTheReportedBlockTime() {
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	s.devnetBlock = time.Second
 	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
 	s.run(s.input(), paywatch.StatusPaid)
 	st := s.last()
 	s.Equal(paywatch.StatusPaid, st.Status)
 	s.Equal(s.start.Add(time.Minute+11*time.Second), st.PaidAt.UTC())
+	s.Equal(2, s.checks, "asked at once, then when the estimate says")
+	s.NotEmpty(s.scanned, "the scanner signalled too, and was ignored")
+}
+
+// A scanner's signal buffered while the check at the end of the confirming
+// grace ran does not turn the payment paid once it expired: a per_user
+// payment has no late window.
+func (s *PaymentSuite) TestConfirmationAfterExpiryIsIgnored() {
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	grace := in.ExpiresAt.Add(paywatch.ConfirmingGrace)
+	s.noScanner = true
+	s.checkIn = 5 * time.Second
+	var t paywatch.Transaction
+	s.at(59*time.Minute, func() {
+		t = s.transfer("0xa", "50.00")
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t)
+		h := s.head()
+		s.stallAt = &h // no confirmations by the end of the grace
+	})
+	s.at(grace.Sub(s.start)+2*time.Second, func() {
+		s.env.SignalWorkflow(workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{Transfers: []workflows.TransferConfirmed{{
+			TxHash: t.TxHash, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash, Confirmations: required, Canonical: true,
+		}}})
+	})
+	s.run(in, paywatch.StatusExpired)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal(paywatch.StatusExpired, s.last().Status)
+	s.False(s.last().Transactions[0].Confirmed)
 }
 
 // confirming → overpaid above expected × 1.01.

@@ -123,3 +123,12 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = testLogWriter{}
+
+// A history recorded by a run from before changeConfirmationsPushed that
+// received the scanner's transfers-confirmed signal (sent by a new scanner
+// while an older worker ran the payment, during a rolling deploy) replays
+// with today's code: such a run never reads that signal. The history ends
+// open, with the payment still confirming.
+func TestReplayOldRunWithConfirmationSignal(t *testing.T) {
+	replayHistoryFile(t, filepath.Join("testdata", "replay-open", "old-run-confirmation-signal.json"))
+}

@@ -200,13 +200,14 @@ func (p *payment) scheduleConfCheck(now time.Time) {
 // transfers confirmed by the same block count together. Only a transfer in
 // the block the signal names is concerned: one the payment has since seen
 // mined in another block, or one already confirmed, is left alone, and a
-// finished payment changes no more.
+// payment that is over (final, or expired with no late window left) changes
+// no more, even when the signal was buffered while it got there.
 func (p *payment) confirmTransfers(ctx workflow.Context, cs TransfersConfirmed) {
 	now := workflow.Now(ctx)
-	if p.over(now) && p.st.Status != paywatch.StatusExpired || p.st.Status == paywatch.StatusCancelled {
+	info, ok := paywatch.LookupNetwork(p.st.Network)
+	if !ok || p.over(now) {
 		return
 	}
-	info, _ := paywatch.LookupNetwork(p.st.Network)
 	changed := false
 	for _, c := range cs.Transfers {
 		i := p.find(c.TxHash, c.LogIndex)

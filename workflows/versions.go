@@ -69,9 +69,10 @@ func chatWorkflows(ctx workflow.Context) bool {
 
 // confirmationsPushed reports whether this run takes the rules of
 // changeConfirmationsPushed. It is asked once, in setup, so a run recorded
-// before the change keeps its block-time waits for its whole life (it still
-// counts a scanner's SignalTransfersConfirmed, which adds no command of its
-// own).
+// before the change keeps its block-time waits for its whole life, and never
+// reads a scanner's SignalTransfersConfirmed: such a run may have recorded
+// the signal in its history while an older worker ran it, and handling it
+// on replay would add commands the history lacks.
 func confirmationsPushed(ctx workflow.Context) bool {
 	return versionAtLeast(ctx, changeConfirmationsPushed, 1, 1)
 }
