@@ -21,9 +21,9 @@ import (
 // Store is what the activities need from PostgreSQL; *store.Store
 // implements it.
 type Store interface {
-	// SavePaymentState persists the workflow's state if st.Version is newer
-	// than the stored one.
-	SavePaymentState(ctx context.Context, st paywatch.PaymentState) (applied bool, err error)
+	// SavePaymentStateResult persists the workflow's state if st.Version
+	// is newer than the stored one, reporting a change of status.
+	SavePaymentStateResult(ctx context.Context, st paywatch.PaymentState) (store.SavedState, error)
 	// AssignAddress gives a network-less payment its deposit address on n
 	// (address modes live there). Refusals are *paywatch.Error values with
 	// codes EINVALID, ERATELIMIT, EFORBIDDEN or ECONFLICT and the exact API
@@ -104,7 +104,27 @@ type Deps struct {
 	// a devnet chain makes blocks every PAYWATCH_DEVNET_BLOCK_INTERVAL, not
 	// at the mainnet pace of paywatch.NetworkInfo.BlockTime.
 	BlockTimes map[paywatch.Network]time.Duration
+	// Metrics counts webhook attempts and status changes for the
+	// service's /metrics; nil counts nothing.
+	Metrics Metrics
 }
+
+// Metrics is told what the activities did, for the service's metrics
+// (package metrics implements it).
+type Metrics interface {
+	// WebhookAttempt counts one delivery attempt that was made (went to
+	// the network: webhooks.Result.Sent), by how it ended.
+	WebhookAttempt(outcome webhooks.Outcome)
+	// PaymentEntered counts a payment moving into status s; each move is
+	// counted once, however often its save is retried.
+	PaymentEntered(s paywatch.Status)
+}
+
+// noMetrics counts nothing.
+type noMetrics struct{}
+
+func (noMetrics) WebhookAttempt(webhooks.Outcome) {}
+func (noMetrics) PaymentEntered(paywatch.Status)  {}
 
 // Activities implements workflows.Activities; register it with
 // workflows.Register.
@@ -117,6 +137,7 @@ type Activities struct {
 	now        func() time.Time
 	log        *slog.Logger
 	blockTimes map[paywatch.Network]time.Duration
+	metrics    Metrics
 }
 
 var _ workflows.Activities = (*Activities)(nil)
@@ -131,6 +152,10 @@ func New(deps Deps) *Activities {
 		blockTimes: deps.BlockTimes,
 		mailer:     deps.Mailer,
 		telegram:   deps.Telegram,
+		metrics:    deps.Metrics,
+	}
+	if a.metrics == nil {
+		a.metrics = noMetrics{}
 	}
 	if a.now == nil {
 		a.now = time.Now

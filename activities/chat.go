@@ -107,7 +107,9 @@ func (a *Activities) SendChat(ctx context.Context, in workflows.SendChatInput) e
 	}
 	opts := temporal.ApplicationErrorOptions{Cause: err}
 	if d, ok := telegram.RetryAfter(err); ok {
+		// Telegram's 429: an expected retry, after the wait it asked for.
 		opts.NextRetryDelay = d
+		return temporal.NewApplicationErrorWithOptions("chat message not sent yet: rate limited", workflows.ErrTypeRateLimited, opts)
 	}
 	return temporal.NewApplicationErrorWithOptions("chat message not sent yet", workflows.ErrTypeChatNotSent, opts)
 }

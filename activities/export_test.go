@@ -44,3 +44,6 @@ func (s *Scanner) ScanRange(ctx context.Context, n paywatch.Network, from, to ui
 func (s *Scanner) NextPoll(n paywatch.Network, foundNew bool) time.Duration {
 	return s.nextPoll(n, foundNew)
 }
+
+// FailureLevel exposes failureLevel to the tests.
+var FailureLevel = failureLevel

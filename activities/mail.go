@@ -2,14 +2,17 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	netmail "net/mail"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/wneessen/go-mail"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
@@ -45,10 +48,27 @@ func (a *Activities) SendMail(ctx context.Context, in workflows.SendMailInput) e
 			if rerr := a.store.RecordMailFailure(ctx, m.ID, err.Error()); rerr != nil {
 				return rerr
 			}
+			if smtpTemporary(err) {
+				return temporal.NewApplicationErrorWithOptions("e-mail deferred by the mail server",
+					workflows.ErrTypeMailDeferred, temporal.ApplicationErrorOptions{Cause: err})
+			}
 			return err
 		}
 	}
 	return a.store.MarkMailSent(ctx, m.ID, a.mailer != nil)
+}
+
+// smtpTemporary reports whether err is a mail server's temporary refusal,
+// an SMTP 4xx reply, which the retry is meant for. Anything else (a 5xx,
+// a server that cannot be reached, a TLS or authentication failure) is a
+// real fault and is reported as one.
+func smtpTemporary(err error) bool {
+	var se *mail.SendError
+	if errors.As(err, &se) && (se.IsTemp() || se.ErrorCode()/100 == 4) {
+		return true
+	}
+	var te *textproto.Error
+	return errors.As(err, &te) && te.Code/100 == 4
 }
 
 // SMTPMailer sends e-mail through one SMTP server (PAYWATCH_SMTP_URL) with

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/paywatch/paywatch/activities"
@@ -27,6 +28,8 @@ type mailSink struct {
 	mu     sync.Mutex
 	got    []sunkMail
 	refuse bool
+	// code is the refusal's SMTP reply code; 0 means 451.
+	code int
 }
 
 type sunkMail struct {
@@ -78,6 +81,9 @@ func (s *sinkSession) Data(r io.Reader) error {
 	s.sink.mu.Lock()
 	defer s.sink.mu.Unlock()
 	if s.sink.refuse {
+		if s.sink.code != 0 {
+			return &smtp.SMTPError{Code: s.sink.code, Message: "refused for good"}
+		}
 		return &smtp.SMTPError{Code: 451, Message: "try again later"}
 	}
 	s.cur.data = string(b)
@@ -128,10 +134,24 @@ func TestSendMailThroughSMTP(t *testing.T) {
 	_, err = env.ExecuteActivity(workflows.ActivitySendMail, workflows.SendMailInput{MailID: m2.ID})
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "451"), "the server's refusal: %v", err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, workflows.ErrTypeMailDeferred, app.Type(), "a 4xx is the expected retry")
+	assert.False(t, app.NonRetryable())
 	again, _, err := st.MailByID(ctx, m2.ID)
 	require.NoError(t, err)
 	assert.False(t, again.Sent, "kept for the retry")
 	var attempts int
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT attempts FROM mail_messages WHERE id = $1`, m2.ID).Scan(&attempts))
 	assert.Equal(t, 1, attempts)
+
+	// A permanent refusal (5xx) is a real fault: retried, but not marked
+	// expected.
+	sink.mu.Lock()
+	sink.code = 554
+	sink.mu.Unlock()
+	_, err = env.ExecuteActivity(workflows.ActivitySendMail, workflows.SendMailInput{MailID: m2.ID})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "554")
+	assert.NotContains(t, err.Error(), workflows.ErrTypeMailDeferred)
 }

@@ -8,10 +8,18 @@ import (
 )
 
 // SavePaymentState persists a state change of the workflow. It is
-// idempotent: the store only applies a version newer than the saved one.
+// idempotent: the store only applies a version newer than the saved one,
+// so a change of status is counted (Metrics) by the save that made it,
+// never by its retries.
 func (a *Activities) SavePaymentState(ctx context.Context, st paywatch.PaymentState) error {
-	_, err := a.store.SavePaymentState(ctx, st)
-	return temporalError(err)
+	saved, err := a.store.SavePaymentStateResult(ctx, st)
+	if err != nil {
+		return temporalError(err)
+	}
+	if saved.Entered != "" {
+		a.metrics.PaymentEntered(saved.Entered)
+	}
+	return nil
 }
 
 // SelectNetwork assigns the deposit address of a network-less payment.

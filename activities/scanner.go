@@ -45,6 +45,10 @@ type ScannerStore interface {
 	// MarkConfirmationsSignalled records that awaited transfers were
 	// signalled in their blocks.
 	MarkConfirmationsSignalled(ctx context.Context, as []store.AwaitedConfirmation) error
+	// RecordScanFailure counts a failed poll of a network, for /health.
+	RecordScanFailure(ctx context.Context, n paywatch.Network, msg string) error
+	// ClearScanFailure ends a network's failure record.
+	ClearScanFailure(ctx context.Context, n paywatch.Network) error
 }
 
 // Signaler signals workflows; client.Client implements it.
@@ -168,7 +172,10 @@ const (
 //   - A failed poll (RPC error, rate limit, database) is retried inside the
 //     activity with backoff, heartbeating meanwhile; it never fails the
 //     activity, and each network has its own activity, so one network's
-//     outage never holds up another.
+//     outage never holds up another. Each failed poll is counted in
+//     PostgreSQL (store.RecordScanFailure) and the first poll that works
+//     clears the count, so /health, in whichever process serves it, names
+//     a network whose scanner keeps failing.
 type Scanner struct {
 	store      ScannerStore
 	chains     Chains
@@ -294,6 +301,9 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 	}
 	var fails int
 	var lastErr string
+	// failRecord: the network may have a failure record, from this run or
+	// an earlier one (another worker, before a restart).
+	failRecord := true
 	for {
 		if err := ctx.Err(); err != nil {
 			return st.progress, err
@@ -309,11 +319,16 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 			}
 			fails++
 			wait := backoff(err, fails)
-			// Log the first failure, a changed error, then every tenth.
-			if msg := err.Error(); fails == 1 || msg != lastErr || fails%10 == 0 {
-				st.log.Warn("scan failed; retrying", "attempt", fails, "retryIn", wait.Round(time.Millisecond), "error", err)
+			// Log the first failure, a changed error, then every tenth at
+			// WARN; at ERROR once the scanner is failing for /health, then
+			// every 100th (failureLevel).
+			msg := err.Error()
+			if level, ok := failureLevel(fails, msg != lastErr); ok {
+				st.log.Log(ctx, level, "scan failed; retrying", "attempt", fails, "retryIn", wait.Round(time.Millisecond), "error", err)
 				lastErr = msg
 			}
+			s.recordFailure(ctx, st, err)
+			failRecord = true
 			heartbeat(st.progress)
 			if err := sleep(ctx, s.capped(wait, deadline), func() { heartbeat(st.progress) }); err != nil {
 				return st.progress, err
@@ -323,6 +338,9 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		if fails > 0 {
 			st.log.Info("scan recovered", "failedAttempts", fails, "height", st.height)
 			fails, lastErr = 0, ""
+		}
+		if failRecord && s.clearFailure(ctx, st) {
+			failRecord = false
 		}
 		heartbeat(st.progress)
 		if caughtUp {

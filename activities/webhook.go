@@ -179,6 +179,9 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeNoURL}, nil
 	}
 	res := a.sender.Send(ctx, d.URL, d.Secret, d.Payload)
+	if res.Sent { // a URL refused before any request is no attempt made
+		a.metrics.WebhookAttempt(res.Outcome)
+	}
 	switch {
 	case res.Err != nil: // refused URL or a network failure: the detail is for the service log
 		activity.GetLogger(ctx).Warn("webhook attempt failed", "eventId", in.EventID, "attempt", in.Attempt,

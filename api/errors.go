@@ -134,9 +134,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			}
 		case errors.As(err, &ie):
 			msg = ie.public
-			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
+			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "requestId", requestIDOf(c), "error", err)
 		default:
-			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
+			s.deps.Logger.Error("request failed", "method", c.Request().Method, "path", c.Path(), "requestId", requestIDOf(c), "error", err)
 		}
 		b = body(msg, nil)
 	}

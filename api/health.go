@@ -2,13 +2,17 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
 )
 
 // Check probes one dependency; a nil error means it is up.
@@ -20,25 +24,52 @@ type ChainStatus struct {
 	Head      uint64 `json:"head"`
 	Scanned   uint64 `json:"scanned"`
 	LagBlocks uint64 `json:"lag_blocks"`
+	// Status is the scanner's verdict, set by /health: ChainOK,
+	// ChainLagging or ChainFailing.
+	Status string `json:"status"`
+	// FailedPolls is how many of the scanner's polls failed in a row, up
+	// to now; 0 while they work.
+	FailedPolls int `json:"failed_polls,omitempty"`
+	// FailingSince is when the first of those polls failed.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
 }
 
-// HealthResponse is the body of GET /health (operations.md §3).
+// HealthResponse is the body of GET /health (operations.md §3, §5).
 type HealthResponse struct {
 	Status        string            `json:"status"`
 	UptimeSeconds int64             `json:"uptime_seconds"`
 	Version       string            `json:"version"`
 	Checks        map[string]string `json:"checks"`
 	Chains        []ChainStatus     `json:"chains"`
+	// Problems say, one line each, why Status is degraded: a check down,
+	// a network's scanner lagging or failing (naming the network).
+	Problems []string `json:"problems,omitempty"`
 }
 
-// Health values of HealthResponse.Status and of each check.
+// Health values of HealthResponse.Status, of each check and of each
+// chain's status.
 const (
 	HealthOK       = "ok"
 	HealthDegraded = "degraded"
 	HealthDraining = "draining"
 	CheckUp        = "up"
 	CheckDown      = "down"
+	ChainOK        = "ok"
+	// ChainLagging is a scanner more than MaxLagBlocks behind its head.
+	ChainLagging = "lagging"
+	// ChainFailing is a scanner whose last FailingPolls polls failed:
+	// every RPC endpoint down or rate limiting, or its records not
+	// written.
+	ChainFailing = "failing"
 )
+
+// DefaultMaxLagBlocks is PAYWATCH_MAX_LAG_BLOCKS's default: a scanner
+// more blocks than this behind its head makes /health degraded.
+const DefaultMaxLagBlocks = 100
+
+// FailingPolls is how many failed polls in a row make a scanner failing
+// for /health (store.FailingPolls; the scanner logs it at ERROR).
+const FailingPolls = store.FailingPolls
 
 // healthCheckTimeout bounds each dependency probe so a hung database cannot
 // hang the load balancer's health check.
@@ -81,7 +112,6 @@ func (s *Server) health(c echo.Context) error {
 
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	resp.Status = HealthOK
 	for name, check := range s.deps.Checks {
 		wg.Add(1)
 		go func() {
@@ -93,20 +123,56 @@ func (s *Server) health(c echo.Context) error {
 			mu.Lock()
 			defer mu.Unlock()
 			resp.Checks[name] = state
-			if state != CheckUp {
-				resp.Status = HealthDegraded
-			}
 		}()
 	}
 	wg.Wait()
+	for _, name := range slices.Sorted(maps.Keys(resp.Checks)) {
+		if resp.Checks[name] != CheckUp {
+			resp.Problems = append(resp.Problems, name+" down")
+		}
+	}
 	if s.deps.Chains != nil {
 		chains, err := s.deps.Chains(ctx)
 		if err != nil {
-			resp.Status = HealthDegraded
+			resp.Problems = append(resp.Problems, "chain status unknown")
 		}
 		if chains != nil {
 			resp.Chains = chains
 		}
 	}
+	for i := range resp.Chains {
+		if p := s.judgeChain(&resp.Chains[i]); p != "" {
+			resp.Problems = append(resp.Problems, p)
+		}
+	}
+	resp.Status = HealthOK
+	if len(resp.Problems) > 0 {
+		resp.Status = HealthDegraded
+	}
 	return c.JSON(http.StatusOK, resp)
+}
+
+// judgeChain sets ch.Status and returns the problem it makes, naming the
+// network, or "" when it is ok. A failing scanner's head is the one it saw
+// before the failures began, so its lag says nothing more.
+func (s *Server) judgeChain(ch *ChainStatus) string {
+	maxLag := s.deps.MaxLagBlocks
+	if maxLag == 0 {
+		maxLag = DefaultMaxLagBlocks
+	}
+	switch {
+	case ch.FailedPolls >= FailingPolls:
+		ch.Status = ChainFailing
+		since := ""
+		if ch.FailingSince != nil {
+			since = " since " + ch.FailingSince.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("%s scanner failing: %d polls in a row failed%s", ch.Network, ch.FailedPolls, since)
+	case ch.LagBlocks > maxLag:
+		ch.Status = ChainLagging
+		return fmt.Sprintf("%s scanner lagging: %d blocks behind the head (more than %d)", ch.Network, ch.LagBlocks, maxLag)
+	default:
+		ch.Status = ChainOK
+		return ""
+	}
 }

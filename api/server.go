@@ -33,6 +33,10 @@ type Deps struct {
 	Checks map[string]Check
 	// Chains reports scanner progress for /health; nil until scanners run.
 	Chains func(ctx context.Context) ([]ChainStatus, error)
+	// MaxLagBlocks is PAYWATCH_MAX_LAG_BLOCKS: a scanner more blocks than
+	// this behind its head makes /health degraded; 0 means
+	// DefaultMaxLagBlocks.
+	MaxLagBlocks uint64
 	// Logger receives request errors; never secrets.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. The store has its own clock
@@ -86,6 +90,11 @@ type Deps struct {
 	// Devnet serves the devnet endpoints of operations.md §4 on the API
 	// listener; nil (serve, or dev without devnet chains) answers 404.
 	Devnet http.Handler
+	// ObserveRequest, when set, is told of every answered request of
+	// both listeners: its Echo route pattern (never the raw path; "" when
+	// no route matched), status code and duration, for the service's
+	// metrics.
+	ObserveRequest func(route string, code int, took time.Duration)
 }
 
 // Server holds the two Echo instances and the shared draining flag.
@@ -142,7 +151,8 @@ func (s *Server) clock() time.Time {
 }
 
 // newEcho builds one listener's Echo answering only publicURL's host.
-// headers runs first, before the host rule, so that every answer carries
+// The access log runs first, so every request gets its id and its log
+// line; headers run before the host rule, so that every answer carries
 // the listener's headers, the host rule's 404 included.
 func (s *Server) newEcho(publicURL string, headers echo.MiddlewareFunc) *echo.Echo {
 	e := echo.New()
@@ -150,6 +160,10 @@ func (s *Server) newEcho(publicURL string, headers echo.MiddlewareFunc) *echo.Ec
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
 	e.IPExtractor = clientIP(s.deps.TrustedProxies)
+	e.Pre(s.accessLog)
+	if s.deps.ObserveRequest != nil {
+		e.Pre(observe(s.deps.ObserveRequest))
+	}
 	e.Pre(headers)
 	e.Pre(hostRule(publicURL))
 	e.Use(middleware.Recover())

@@ -72,8 +72,24 @@ type Client = chainapi.Client
 //	    Contracts     map[paywatch.Token]string // token contract per token; nil: mainnet contracts
 //	    MaxBlockRange uint64                    // per eth_getLogs / per Tron batch; default 1000 EVM, 100 Tron (its maximum)
 //	    Concurrency   int                       // Tron per-block calls in flight; default 4
+//	    Observe       func(RPCOutcome)          // told how each request to an endpoint ended (metrics); may be nil
 //	}
 type Config = chainapi.Config
+
+// RPCOutcome is how one request to one endpoint ended: RPCOK (the
+// endpoint answered, "not found" and refused ranges included), RPCError
+// (unreachable, timed out, a server error) or RPCRateLimited.
+type RPCOutcome = chainapi.RPCOutcome
+
+// The outcomes of a request (Config.Observe).
+const (
+	RPCOK          = chainapi.RPCOK
+	RPCError       = chainapi.RPCError
+	RPCRateLimited = chainapi.RPCRateLimited
+)
+
+// RPCOutcomes lists every RPCOutcome.
+func RPCOutcomes() []RPCOutcome { return chainapi.RPCOutcomes() }
 
 // CallCounter is implemented by every Client of this package: Calls returns
 // the number of RPC calls issued so far (failed attempts and failovers

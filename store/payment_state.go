@@ -72,22 +72,42 @@ func transactionsOf(raw []byte, decimals int) ([]paywatch.Transaction, error) {
 // transactions become the payment's awaited confirmations
 // (awaitConfirmations). applied reports whether the row changed.
 func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) (applied bool, err error) {
+	saved, err := s.SavePaymentStateResult(ctx, st)
+	return saved.Applied, err
+}
+
+// SavedState is what one save of a payment's state did.
+type SavedState struct {
+	// Applied reports whether the row changed: the save was newer than
+	// the stored state.
+	Applied bool
+	// Entered is the status the save moved the payment into, "" when the
+	// status stayed as it was. A retried or overtaken save never applies,
+	// so each change of status is reported once.
+	Entered paywatch.Status
+}
+
+// SavePaymentStateResult is SavePaymentState, also reporting whether the
+// save changed the payment's status (a step of its timeline), for the
+// service's metrics.
+func (s *Store) SavePaymentStateResult(ctx context.Context, st paywatch.PaymentState) (SavedState, error) {
+	var saved SavedState
 	decimals := st.Amount.Decimals()
 	paid, err := unitsAtScale(st.PaidAmount, decimals)
 	if err != nil {
-		return false, err
+		return saved, err
 	}
 	var original *string
 	if st.OriginalAmount != nil {
 		o, err := unitsAtScale(*st.OriginalAmount, decimals)
 		if err != nil {
-			return false, err
+			return saved, err
 		}
 		original = &o
 	}
 	txs, err := json.Marshal(PaymentTransactions(st.Transactions))
 	if err != nil {
-		return false, err
+		return saved, err
 	}
 	var startBlock *int64
 	if st.StartBlock > 0 {
@@ -124,10 +144,14 @@ func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) 
 		if err != nil {
 			return err
 		}
-		applied = tag.RowsAffected() == 1
-		if applied {
-			if err := recordStatusChange(ctx, tx, st.PaymentID); err != nil {
+		saved = SavedState{Applied: tag.RowsAffected() == 1}
+		if saved.Applied {
+			changed, err := recordStatusChange(ctx, tx, st.PaymentID)
+			if err != nil {
 				return err
+			}
+			if changed {
+				saved.Entered = st.Status
 			}
 			if err := awaitConfirmations(ctx, tx, st); err != nil {
 				return err
@@ -136,9 +160,9 @@ func (s *Store) SavePaymentState(ctx context.Context, st paywatch.PaymentState) 
 		return countConfirmed(ctx, tx, st, s.now().UTC())
 	})
 	if err != nil {
-		return false, fmt.Errorf("save payment %s state v%d: %w", st.PaymentID, st.Version, err)
+		return SavedState{}, fmt.Errorf("save payment %s state v%d: %w", st.PaymentID, st.Version, err)
 	}
-	return applied, nil
+	return saved, nil
 }
 
 // countConfirmed adds the confirmed transfers of st that were not counted

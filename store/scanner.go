@@ -101,13 +101,34 @@ type ChainStatus struct {
 	// UpdatedAt is when the scanner last recorded progress; zero for a
 	// network not scanned yet.
 	UpdatedAt time.Time
+	// FailedPolls is how many polls of the scanner failed in a row, up to
+	// now (RecordScanFailure); 0 while its polls work.
+	FailedPolls int
+	// FailingSince is when the first of those polls failed; zero while
+	// its polls work.
+	FailingSince time.Time
+	// LastError is the error of the last failed poll; "" while its polls
+	// work. It may name RPC hosts: it is for the operator's logs, not for
+	// an unauthenticated answer.
+	LastError string
 }
 
 // ChainStatus returns the scan progress of the offered networks (see
-// WithNetworks), in API order; a network not scanned yet has zeros. Without
-// WithNetworks it lists the networks that have a cursor.
+// WithNetworks), in API order, with their scanners' failure records; a
+// network not scanned yet has zeros. Without WithNetworks it lists the
+// networks that have a cursor or a failure record.
 func (s *Store) ChainStatus(ctx context.Context) ([]ChainStatus, error) {
-	rows, err := s.pool.Query(ctx, `SELECT network, height, head, updated_at FROM chain_cursors`)
+	// A scanner that never reached its chain has a failure record but no
+	// cursor. A failure record last written before the cursor's last
+	// progress is stale (the scanner worked since; a leftover activity or
+	// a late write may have left it): it is ignored.
+	rows, err := s.pool.Query(ctx, `
+		SELECT COALESCE(c.network, f.network), COALESCE(c.height, 0), COALESCE(c.head, 0), c.updated_at,
+		       COALESCE(f.failed_polls, 0), f.failing_since, COALESCE(f.last_error, '')
+		FROM chain_cursors c FULL JOIN scanner_failures f
+			ON f.network = c.network AND f.updated_at >= c.updated_at
+		WHERE c.network IS NOT NULL OR NOT EXISTS (
+			SELECT 1 FROM chain_cursors c2 WHERE c2.network = f.network)`)
 	if err != nil {
 		return nil, fmt.Errorf("chain status: %w", err)
 	}
@@ -116,11 +137,18 @@ func (s *Store) ChainStatus(ctx context.Context) ([]ChainStatus, error) {
 	for rows.Next() {
 		var n string
 		var height, head int64
-		var updated time.Time
-		if err := rows.Scan(&n, &height, &head, &updated); err != nil {
+		var updated, failingSince *time.Time
+		var st ChainStatus
+		if err := rows.Scan(&n, &height, &head, &updated, &st.FailedPolls, &failingSince, &st.LastError); err != nil {
 			return nil, fmt.Errorf("chain status: %w", err)
 		}
-		st := ChainStatus{Network: paywatch.Network(n), Head: uint64(head), Scanned: uint64(height), UpdatedAt: updated}
+		st.Network, st.Head, st.Scanned = paywatch.Network(n), uint64(head), uint64(height)
+		if updated != nil {
+			st.UpdatedAt = *updated
+		}
+		if failingSince != nil {
+			st.FailingSince = *failingSince
+		}
 		st.Head = max(st.Head, st.Scanned)
 		st.LagBlocks = st.Head - st.Scanned
 		byNetwork[st.Network] = st

@@ -38,18 +38,19 @@ func recordCreation(ctx context.Context, tx pgx.Tx, paymentID string) error {
 // just saved a newer state (and so holds the payment's row lock: saves of
 // one payment take turns, and each sees the rows of those before it). A
 // replayed save never gets here, and the (payment_id, state_version) key
-// keeps it from adding a row if it did.
-func recordStatusChange(ctx context.Context, tx pgx.Tx, paymentID string) error {
-	_, err := tx.Exec(ctx, `
+// keeps it from adding a row if it did. changed reports whether it added
+// one: the save moved the payment into a new status.
+func recordStatusChange(ctx context.Context, tx pgx.Tx, paymentID string) (changed bool, err error) {
+	tag, err := tx.Exec(ctx, `
 		INSERT INTO payment_status_changes (payment_id, status, paid_amount, decimals, state_version, at)
 		SELECT p.id, p.status, p.paid_amount, p.decimals, p.state_version, p.updated_at FROM payments p
 		WHERE p.id = $1 AND p.status IS DISTINCT FROM (
 			SELECT c.status FROM payment_status_changes c WHERE c.payment_id = p.id ORDER BY c.id DESC LIMIT 1)
 		ON CONFLICT (payment_id, state_version) DO NOTHING`, paymentID)
 	if err != nil {
-		return fmt.Errorf("record status change: %w", err)
+		return false, fmt.Errorf("record status change: %w", err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
 
 // PaymentTimeline returns the statuses a project's payment went through,

@@ -26,7 +26,8 @@ const (
 	// attempt may succeed.
 	Retry Outcome = "retry"
 	// Failed is a permanent failure: a 4xx (or other non-2xx, non-5xx)
-	// answer, a refused URL or a missing secret.
+	// answer, or, with no request made (Result.Sent false), a refused URL
+	// or a missing secret.
 	Failed Outcome = "failed"
 )
 
@@ -46,6 +47,13 @@ type Result struct {
 	// service's own log; the URL is left out, since its query may carry a
 	// receiver's token.
 	Err error
+	// Sent reports that the attempt went to the network: the receiver
+	// answered, or looking up its host, connecting or the request failed.
+	// It is false when Send refused the attempt before any request: a
+	// missing secret, a scheme not allowed, a URL that may not be used (a
+	// private address, found before the request or at dial time). The
+	// metrics count only the attempts sent.
+	Sent bool
 }
 
 // Sender makes signed delivery attempts.
@@ -104,7 +112,7 @@ func (s *Sender) Send(ctx context.Context, rawURL, secret string, payload []byte
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
-	out := Result{StatusCode: resp.StatusCode, Answer: string(raw)}
+	out := Result{StatusCode: resp.StatusCode, Answer: string(raw), Sent: true}
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		out.Outcome = Delivered
@@ -131,7 +139,7 @@ func refused(err error) Result {
 
 // networkFailure is the result of an attempt that failed in the network.
 func networkFailure(err error) Result {
-	return Result{Outcome: Retry, Answer: networkFailureText(err), Err: withoutURL(err)}
+	return Result{Outcome: Retry, Answer: networkFailureText(err), Err: withoutURL(err), Sent: true}
 }
 
 // networkFailureText describes an attempt that failed in the network with

@@ -70,8 +70,14 @@ const ErrTypeWebhookFailed = "WebhookFailed"
 // without using up one of the receiver's attempts.
 const ErrTypeWebhookNotSent = "WebhookNotSent"
 
-// ErrTypeChatNotSent marks a chat message Telegram did not take yet (a 429,
-// a 5xx, a network failure): retried.
+// ErrTypeMailDeferred marks an e-mail the mail server refused for now
+// (SMTP 4xx: greylisting, a full queue, a rate limit): retried, and logged
+// as the expected retry it is.
+const ErrTypeMailDeferred = "MailDeferred"
+
+// ErrTypeChatNotSent marks a chat message Telegram did not take yet (a 5xx,
+// a network failure, a token Telegram does not know): retried. Telegram's
+// 429 is ErrTypeRateLimited, retried after the wait Telegram asks for.
 const ErrTypeChatNotSent = "ChatNotSent"
 
 // ErrTypeChatOff marks a worker without a Telegram bot: the poller ends.
@@ -79,8 +85,8 @@ const ErrTypeChatOff = "ChatOff"
 
 // Types of the retryable activity failures that are part of normal
 // operation: a legacy webhook attempt to retry at its next slot, a chain
-// provider's rate limit (retried after a back-off), and a payload that
-// cannot be encoded (not retried).
+// provider's or Telegram's rate limit (retried after a back-off), and a
+// payload that cannot be encoded (not retried).
 const (
 	ErrTypeWebhookRetry = "WebhookRetry"
 	ErrTypeRateLimited  = "RateLimited"

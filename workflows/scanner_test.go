@@ -464,8 +464,12 @@ func TestScannerOutageOfOneNetworkStallsNoOther(t *testing.T) {
 	st, err := e.store.ChainStatus(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, st, 2)
-	assert.Equal(t, store.ChainStatus{Network: paywatch.POLYGON}, st[0])
+	assert.Equal(t, paywatch.POLYGON, st[0].Network)
+	assert.Zero(t, st[0].Scanned)
+	assert.Positive(t, st[0].FailedPolls, "the failing polls are counted for /health")
+	assert.Contains(t, st[0].LastError, "rate limited")
 	assert.GreaterOrEqual(t, st[1].Scanned, res.BlockNumber)
+	assert.Zero(t, st[1].FailedPolls)
 }
 
 func TestPaymentConfirmsAtExactlyTheFixedCount(t *testing.T) {

@@ -1,15 +1,19 @@
 package evm
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"testing"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains/internal/chainapi"
 )
 
@@ -63,4 +67,25 @@ func TestRedact(t *testing.T) {
 	assert.Equal(t, "https://mainnet.infura.io/…", redact("https://mainnet.infura.io/v3/secretkey"))
 	assert.Equal(t, "https://rpc.example", redact("https://user:pass@rpc.example?apikey=secret"))
 	assert.Equal(t, "http://127.0.0.1:8545", redact("http://127.0.0.1:8545/"))
+}
+
+// A provider's API key sits in its URL's path or query; an unreachable
+// endpoint's error names the endpoint without it.
+func TestTransportErrorsDoNotShowTheURLsKey(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	c, err := Dial(context.Background(), chainapi.Config{
+		Network: paywatch.ERC20,
+		URLs:    []string{"http://user:pw-secret@" + addr + "/v3/key-in-path?apikey=key-in-query"},
+	})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Head(context.Background())
+	require.ErrorIs(t, err, chainapi.ErrUnavailable)
+	assert.Contains(t, err.Error(), addr, "the endpoint is named")
+	for _, secret := range []string{"pw-secret", "key-in-path", "key-in-query"} {
+		assert.NotContains(t, err.Error(), secret)
+	}
 }

@@ -115,7 +115,7 @@ func Dial(ctx context.Context, cfg chainapi.Config) (*Client, error) {
 		clients = append(clients, ethclient.NewClient(rc))
 		names = append(names, redact(raw))
 	}
-	c.eps = chainapi.NewEndpoints(clients, names)
+	c.eps = chainapi.NewEndpoints(clients, names, cfg.Observe)
 	return c, nil
 }
 
@@ -354,10 +354,18 @@ var ratePhrases = []string{
 }
 
 // normalize wraps provider errors in chainapi's sentinels: rate limits in
-// ErrRateLimited, refused ranges in ErrRangeTooLarge.
+// ErrRateLimited, refused ranges in ErrRangeTooLarge; and it redacts the
+// endpoint's URL in transport errors.
 func normalize(err error) error {
 	if err == nil || errors.Is(err, ethereum.NotFound) {
 		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// net/http's transport errors quote the request URL, whose path
+		// or query holds the provider's API key; these errors reach the
+		// logs and Temporal's histories.
+		ue.URL = redact(ue.URL)
 	}
 	var he rpc.HTTPError
 	if errors.As(err, &he) {

@@ -108,7 +108,7 @@ func Dial(_ context.Context, cfg chainapi.Config) (*Client, error) {
 		conns = append(conns, g)
 		names = append(names, addr)
 	}
-	c.eps = chainapi.NewEndpoints(conns, names)
+	c.eps = chainapi.NewEndpoints(conns, names, cfg.Observe)
 	return c, nil
 }
 

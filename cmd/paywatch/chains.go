@@ -51,8 +51,10 @@ const devnetIdlePoll = time.Second
 // cfg.DevnetBlockInterval), and it dials a client per network with RPC URLs
 // (cfg.RPCURLs, token contracts from cfg.Contracts over the mainnet ones)
 // or a devnet chain (the devnet's contracts). A network with neither is not
-// offered. Close releases everything.
-func startChains(ctx context.Context, cfg Config, logger *slog.Logger) (*chainRuntime, error) {
+// offered. observe, when set, gives each network's client its
+// chains.Config.Observe (the metrics' request counter). Close releases
+// everything.
+func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe func(paywatch.Network) func(chains.RPCOutcome)) (*chainRuntime, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -105,6 +107,11 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger) (*chainRu
 			poll = devnetIdlePoll
 		}
 		rt.PollIntervals[n] = poll
+	}
+	if observe != nil {
+		for i := range cfgs {
+			cfgs[i].Observe = observe(cfgs[i].Network)
+		}
 	}
 	set, err := chains.DialSet(ctx, cfgs...)
 	if err != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,7 +23,8 @@ type composeFile struct {
 		DependsOn   map[string]struct {
 			Condition string `yaml:"condition"`
 		} `yaml:"depends_on"`
-		Ports []string `yaml:"ports"`
+		Ports   []string `yaml:"ports"`
+		Volumes []string `yaml:"volumes"`
 	} `yaml:"services"`
 	Volumes map[string]any `yaml:"volumes"`
 }
@@ -36,7 +39,7 @@ func TestDockerComposePromises(t *testing.T) {
 	for n := range f.Services {
 		names = append(names, n)
 	}
-	assert.ElementsMatch(t, []string{"postgres", "temporal", "temporal-ui", "api", "worker"}, names)
+	assert.ElementsMatch(t, []string{"postgres", "temporal", "temporal-ui", "api", "worker", "prometheus"}, names)
 
 	assert.Regexp(t, `^postgres:\d+`, f.Services["postgres"].Image)
 	assert.Contains(t, f.Volumes, "postgres-data", "PostgreSQL data must outlive the container")
@@ -66,6 +69,7 @@ func TestDockerComposePromises(t *testing.T) {
 		}
 		assert.Equal(t, "service_healthy", svc.DependsOn["postgres"].Condition, "%s waits for PostgreSQL", role)
 		assert.Contains(t, svc.DependsOn, "temporal", role)
+		assert.Equal(t, "0.0.0.0:9090", svc.Environment["PAYWATCH_METRICS_ADDR"], "%s serves /metrics to Prometheus", role)
 	}
 	assert.NotNil(t, f.Services["api"].Build, "the api service builds the image from the Dockerfile")
 	assert.Equal(t, "0.0.0.0:8080", f.Services["api"].Environment["PAYWATCH_API_ADDR"])
@@ -83,4 +87,65 @@ func TestDockerfileIsMultiStageAndNonRoot(t *testing.T) {
 	user := regexp.MustCompile(`(?m)^USER (\S+)`).FindStringSubmatch(df)
 	require.NotNil(t, user, "the runtime stage sets a user")
 	assert.NotRegexp(t, `^(root|0)(:|$)`, user[1])
+}
+
+// Prometheus in the compose stack scrapes both roles with the scrape
+// configuration under deploy/, which the sample Grafana dashboard reads.
+func TestComposePrometheus(t *testing.T) {
+	raw, err := os.ReadFile("../../docker-compose.yml")
+	require.NoError(t, err)
+	var f composeFile
+	require.NoError(t, yaml.Unmarshal(raw, &f))
+	prom := f.Services["prometheus"]
+	assert.Regexp(t, `^prom/prometheus:v\d+\.\d+\.\d+$`, prom.Image, "pin the Prometheus version")
+	assert.Contains(t, prom.Volumes, "./deploy/prometheus.yml:/etc/prometheus/prometheus.yml:ro")
+	assert.Contains(t, prom.Command, "--config.file=/etc/prometheus/prometheus.yml")
+	assert.Contains(t, f.Volumes, "prometheus-data", "metrics outlive the container")
+	assert.Equal(t, []string{"127.0.0.1:9091:9090"}, prom.Ports,
+		"Prometheus on host port 9091, clear of paywatch dev's metrics on 127.0.0.1:9090")
+
+	raw, err = os.ReadFile("../../deploy/prometheus.yml")
+	require.NoError(t, err)
+	var cfg struct {
+		RuleFiles     []string `yaml:"rule_files"`
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &cfg))
+	var targets []string
+	for _, sc := range cfg.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			targets = append(targets, st.Targets...)
+		}
+	}
+	assert.Subset(t, targets, []string{"api:9090", "worker:9090", "temporal:8000"})
+	for _, rf := range cfg.RuleFiles {
+		assert.Contains(t, prom.Volumes, "./deploy/"+filepath.Base(rf)+":"+rf+":ro", "rule file %s is mounted", rf)
+	}
+
+	raw, err = os.ReadFile("../../deploy/grafana/paywatch.json")
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash), "the dashboard is valid JSON")
+	var exprs strings.Builder
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs.WriteString(tg.Expr + "\n")
+		}
+	}
+	for _, family := range []string{"paywatch_scanner_lag_blocks", "paywatch_scanner_head", "paywatch_scanner_scanned",
+		"paywatch_rpc_requests_total", "paywatch_webhook_deliveries_total", "paywatch_payments_total",
+		"paywatch_http_request_duration_seconds_bucket", "temporal_"} {
+		assert.Contains(t, exprs.String(), family, "the dashboard shows %s", family)
+	}
 }

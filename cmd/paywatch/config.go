@@ -12,6 +12,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/telegram"
 )
 
@@ -45,6 +46,8 @@ const (
 //	PAYWATCH_TELEGRAM_API_URL         Bot API base URL (default https://api.telegram.org)
 //	PAYWATCH_REQUIRE_2FA              owners must turn on two-factor sign-in before using the dashboard's owner pages (default false)
 //	PAYWATCH_TRUSTED_PROXIES          comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For is honoured
+//	PAYWATCH_MAX_LAG_BLOCKS           a scanner more blocks than this behind its head makes /health degraded (default 100)
+//	PAYWATCH_METRICS_ADDR             listener for GET /metrics in the Prometheus text format (dev: 127.0.0.1:9090, skipped with a warning if taken; otherwise empty: off; "off" disables it)
 //	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network (JSON-RPC URLs; TRC20: gRPC host:port)
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
 //	PAYWATCH_DEVNET                   run devnet chains for networks without an RPC URL (dev: true; never in serve)
@@ -68,6 +71,14 @@ type Config struct {
 	PayAddr string
 	BaseURL string
 	PayURL  string
+	// MetricsAddr is PAYWATCH_METRICS_ADDR, the listener of GET /metrics
+	// (package metrics), apart from the API's; empty turns it off.
+	MetricsAddr string
+	// MetricsAddrDefault says MetricsAddr is dev's default, not set: when
+	// it cannot be bound (a local Prometheus on 9090), the process warns
+	// and runs without the listener. A set address that cannot be bound
+	// is fatal.
+	MetricsAddrDefault bool
 
 	MasterKey           string
 	WebhookAllowPrivate bool
@@ -88,6 +99,10 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client; empty ignores the header.
 	TrustedProxies []netip.Prefix
+	// MaxLagBlocks is PAYWATCH_MAX_LAG_BLOCKS: /health answers degraded,
+	// naming the network, while a scanner is more blocks than this behind
+	// its head. At least 1.
+	MaxLagBlocks uint64
 
 	// RPCURLs maps a network to its RPC endpoints, in failover order.
 	RPCURLs map[paywatch.Network][]string
@@ -134,6 +149,18 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 		}
 		return b
 	}
+	count := func(key string, def, least int) int {
+		v := strings.TrimSpace(getenv(key))
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
+		if err != nil || n < least {
+			errs = append(errs, fmt.Errorf("%s: %q is not a whole number of at least %d", key, v, least))
+			return def
+		}
+		return n
+	}
 	duration := func(key string, def time.Duration) time.Duration {
 		v := strings.TrimSpace(getenv(key))
 		if v == "" {
@@ -158,6 +185,14 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.DataDir = str("PAYWATCH_DATA_DIR", ".data")
 	c.APIAddr = str("PAYWATCH_API_ADDR", "127.0.0.1:8080")
 	c.PayAddr = str("PAYWATCH_PAY_ADDR", "127.0.0.1:8081")
+	defMetrics := ""
+	if dev {
+		defMetrics = "127.0.0.1:9090"
+	}
+	if c.MetricsAddr = str("PAYWATCH_METRICS_ADDR", defMetrics); strings.EqualFold(c.MetricsAddr, "off") {
+		c.MetricsAddr = ""
+	}
+	c.MetricsAddrDefault = dev && strings.TrimSpace(getenv("PAYWATCH_METRICS_ADDR")) == ""
 	c.BaseURL = strings.TrimRight(str("PAYWATCH_BASE_URL", ""), "/")
 	c.PayURL = strings.TrimRight(str("PAYWATCH_PAY_URL", ""), "/")
 	c.MasterKey = str("PAYWATCH_MASTER_KEY", "")
@@ -179,6 +214,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
+	c.MaxLagBlocks = uint64(count("PAYWATCH_MAX_LAG_BLOCKS", api.DefaultMaxLagBlocks, 1))
 	c.Devnet = boolean("PAYWATCH_DEVNET", dev)
 	c.DevnetBlockInterval = duration("PAYWATCH_DEVNET_BLOCK_INTERVAL", time.Second)
 	c.TemporalDevAddr = str("PAYWATCH_TEMPORAL_DEV_ADDR", "127.0.0.1:7233")
@@ -270,6 +306,9 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: %q is not an http(s) URL", kv[0], kv[1]))
 			}
 		}
+	}
+	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
+		errs = append(errs, fmt.Errorf("PAYWATCH_METRICS_ADDR: %q is not host:port (or off)", c.MetricsAddr))
 	}
 	if c.Mode != ModeDev && c.Devnet {
 		errs = append(errs, errors.New("PAYWATCH_DEVNET is only available in paywatch dev"))

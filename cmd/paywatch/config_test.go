@@ -187,3 +187,51 @@ func TestTelegramConfig(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "secret part", "the token never reaches a message")
 }
+
+func TestMaxLagBlocks(t *testing.T) {
+	cfg, err := LoadConfig(ModeServe, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(100), cfg.MaxLagBlocks)
+
+	cfg, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_MAX_LAG_BLOCKS": " 2500 "}))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2500), cfg.MaxLagBlocks)
+	cfg, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_MAX_LAG_BLOCKS": "10_000"}))
+	require.NoError(t, err, "underscores group digits, as in the other counts")
+	assert.Equal(t, uint64(10000), cfg.MaxLagBlocks)
+
+	for _, bad := range []string{"0", "-5", "lots", "1.5", "99999999999999999999"} {
+		_, err := LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_MAX_LAG_BLOCKS": bad}))
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), `PAYWATCH_MAX_LAG_BLOCKS: "`+bad+`" is not a whole number of at least 1`)
+	}
+}
+
+func TestMetricsAddr(t *testing.T) {
+	cfg, err := LoadConfig(ModeDev, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9090", cfg.MetricsAddr, "dev serves /metrics on loopback")
+	assert.True(t, cfg.MetricsAddrDefault, "dev's default: a taken port is a warning")
+
+	for _, mode := range []Mode{ModeServe, ModeAPI, ModeWorker} {
+		cfg, err := LoadConfig(mode, envOf(nil))
+		require.NoError(t, err)
+		assert.Empty(t, cfg.MetricsAddr, "%s: off unless set", mode)
+	}
+	cfg, err = LoadConfig(ModeWorker, envOf(map[string]string{"PAYWATCH_METRICS_ADDR": " 0.0.0.0:9464 "}))
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.0.0:9464", cfg.MetricsAddr)
+	assert.False(t, cfg.MetricsAddrDefault)
+	cfg, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_METRICS_ADDR": "127.0.0.1:9090"}))
+	require.NoError(t, err)
+	assert.False(t, cfg.MetricsAddrDefault, "set explicitly, even to the default: a taken port is fatal")
+	cfg, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_METRICS_ADDR": "off"}))
+	require.NoError(t, err)
+	assert.Empty(t, cfg.MetricsAddr)
+
+	cfg, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_METRICS_ADDR": "9090"}))
+	require.NoError(t, err)
+	err = cfg.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `PAYWATCH_METRICS_ADDR: "9090" is not host:port (or off)`)
+}

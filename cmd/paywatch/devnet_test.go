@@ -173,7 +173,7 @@ func TestStartChainsRunsDevnetForNetworksWithoutRPC(t *testing.T) {
 		RPCURLs:             map[paywatch.Network][]string{paywatch.ERC20: {"http://" + freeAddr(t)}},
 		Contracts:           map[paywatch.Network]map[paywatch.Token]string{paywatch.TRC20: {paywatch.USDT: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"}},
 	}
-	rt, err := startChains(ctx, cfg, nil)
+	rt, err := startChains(ctx, cfg, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, rt.Close()) })
 
@@ -232,7 +232,7 @@ func TestStartChainsRunsDevnetForNetworksWithoutRPC(t *testing.T) {
 func TestStartChainsWithoutDevnet(t *testing.T) {
 	rt, err := startChains(context.Background(), Config{Devnet: false, RPCURLs: map[paywatch.Network][]string{
 		paywatch.POLYGON: {"http://" + freeAddr(t), "http://" + freeAddr(t)},
-	}}, nil)
+	}}, nil, nil)
 	require.NoError(t, err)
 	defer rt.Close()
 	assert.Equal(t, []paywatch.Network{paywatch.POLYGON}, rt.Networks, "no RPC URL and no devnet: not offered")
@@ -242,7 +242,7 @@ func TestStartChainsWithoutDevnet(t *testing.T) {
 	_, err = rt.Set.Client(paywatch.TRC20)
 	assert.ErrorIs(t, err, chains.ErrNotOffered)
 
-	_, err = startChains(context.Background(), Config{RPCURLs: map[paywatch.Network][]string{paywatch.TRC20: {"not an address"}}}, nil)
+	_, err = startChains(context.Background(), Config{RPCURLs: map[paywatch.Network][]string{paywatch.TRC20: {"not an address"}}}, nil, nil)
 	assert.Error(t, err)
 
 	assert.Equal(t, map[paywatch.Token]string{

@@ -22,12 +22,13 @@ func (l leveled) Enabled(ctx context.Context, lv slog.Level) bool {
 // expectedActivityErrors are the application error types of activity
 // failures that are part of normal operation, retried by design: a legacy
 // webhook attempt answered 5xx, a chain provider's rate limit, a webhook
-// read during a database outage. The SDK logs every failed activity
-// attempt at ERROR; these are logged at WARN instead.
+// read during a database outage, a mail server's 4xx. The SDK logs every
+// failed activity attempt at ERROR; these are logged at WARN instead.
 var expectedActivityErrors = []string{
 	"(type: " + workflows.ErrTypeWebhookRetry + ",",
 	"(type: " + workflows.ErrTypeRateLimited + ",",
 	"(type: " + workflows.ErrTypeWebhookNotSent + ",",
+	"(type: " + workflows.ErrTypeMailDeferred + ",",
 }
 
 // Handle lowers the SDK's "Activity error." records of expected retries

@@ -44,6 +44,7 @@ func devConfig(t testing.TB, dataDir string) Config {
 		"PAYWATCH_PAY_ADDR":          "127.0.0.1:0",
 		"PAYWATCH_TEMPORAL_DEV_ADDR": freeAddr(t),
 		"PAYWATCH_TEMPORAL_UI_ADDR":  "off",
+		"PAYWATCH_METRICS_ADDR":      "127.0.0.1:0",
 		"PAYWATCH_LOG_LEVEL":         "warn",
 	}
 	cfg, err := LoadConfig(ModeDev, func(k string) string { return env[k] })

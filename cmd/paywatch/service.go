@@ -24,6 +24,7 @@ import (
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/metrics"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
@@ -50,6 +51,11 @@ type Main struct {
 	apiAddr  string
 	payAddr  string
 	errc     chan error
+
+	// metrics is the process's Prometheus registry, nil when
+	// PAYWATCH_METRICS_ADDR is off (metrics.go).
+	metrics     *metrics.Metrics
+	metricsAddr string
 
 	store    *store.Store
 	chains   *chainRuntime
@@ -126,7 +132,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 
-	rt, err := startChains(ctx, *cfg, m.logger)
+	m.startMetrics()
+	rt, err := startChains(ctx, *cfg, m.logger, m.rpcObserver())
 	if err != nil {
 		return fmt.Errorf("chains: %w", err)
 	}
@@ -148,6 +155,8 @@ func (m *Main) Run(ctx context.Context) error {
 		HostPort:  temporalAddr,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    sdklog.NewStructuredLogger(slog.New(leveled{m.logger.Handler(), sdkLevel})),
+		// The SDK's own metrics, the worker's included, on /metrics.
+		MetricsHandler: m.temporalMetrics(),
 	})
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", temporalAddr, err)
@@ -187,6 +196,7 @@ func (m *Main) Run(ctx context.Context) error {
 			WebhookRequireHTTPS: !cfg.WebhookAllowHTTP,
 			TrustedProxies:      cfg.TrustedProxies,
 			Chains:              m.chainStatus,
+			MaxLagBlocks:        cfg.MaxLagBlocks,
 			// The devnet endpoints of operations.md §4 live on the API
 			// listener, behind its Host rule, only while devnet chains run.
 			Devnet:  rt.DevnetHandler,
@@ -197,6 +207,7 @@ func (m *Main) Run(ctx context.Context) error {
 			Dashboard:        true,
 			InsecureCookies:  cfg.Mode == ModeDev,
 			RequireTwoFactor: cfg.RequireTwoFactor,
+			ObserveRequest:   m.requestObserver(),
 		})
 		// A payment row whose workflow start was lost (a crash between the
 		// insert and the start) gets its workflow from the reconciler.
@@ -208,6 +219,9 @@ func (m *Main) Run(ctx context.Context) error {
 		if m.payAddr, err = m.listen(cfg.PayAddr, m.http.Pay()); err != nil {
 			return err
 		}
+	}
+	if err := m.serveMetrics(); err != nil {
+		return err
 	}
 	if cfg.Mode == ModeDev {
 		m.printStartup()
@@ -258,14 +272,9 @@ func (m *Main) startWorker(ctx context.Context) error {
 		RequireHTTPS: !cfg.WebhookAllowHTTP,
 		Logger:       m.logger,
 		BlockTimes:   m.chains.PollIntervals,
+		Metrics:      m.activityMetrics(),
 	}))
-	workflows.RegisterScanner(w, activities.NewScanner(activities.ScannerDeps{
-		Store:        m.store,
-		Chains:       m.chains.Set,
-		Signaler:     m.temporal,
-		Logger:       m.logger,
-		PollInterval: m.chains.PollIntervals,
-	}))
+	workflows.RegisterScanner(w, activities.NewScanner(m.scannerDeps()))
 	if m.Register != nil {
 		m.Register(w)
 	}
@@ -285,6 +294,18 @@ func (m *Main) startWorker(ctx context.Context) error {
 	return nil
 }
 
+// scannerDeps are the dependencies of the worker's chain scanners; the
+// scale benchmark builds an instrumented scanner from the same ones.
+func (m *Main) scannerDeps() activities.ScannerDeps {
+	return activities.ScannerDeps{
+		Store:        m.store,
+		Chains:       m.chains.Set,
+		Signaler:     m.temporal,
+		Logger:       m.logger,
+		PollInterval: m.chains.PollIntervals,
+	}
+}
+
 // chainStatus reports each network's scanner progress for /health.
 func (m *Main) chainStatus(ctx context.Context) ([]api.ChainStatus, error) {
 	rows, err := m.store.ChainStatus(ctx)
@@ -293,7 +314,11 @@ func (m *Main) chainStatus(ctx context.Context) ([]api.ChainStatus, error) {
 	}
 	out := make([]api.ChainStatus, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, api.ChainStatus{Network: string(r.Network), Head: r.Head, Scanned: r.Scanned, LagBlocks: r.LagBlocks})
+		ch := api.ChainStatus{Network: string(r.Network), Head: r.Head, Scanned: r.Scanned, LagBlocks: r.LagBlocks, FailedPolls: r.FailedPolls}
+		if !r.FailingSince.IsZero() {
+			ch.FailingSince = &r.FailingSince
+		}
+		out = append(out, ch)
 	}
 	return out, nil
 }
@@ -377,6 +402,11 @@ func (m *Main) close() error {
 	if m.temporal != nil {
 		m.temporal.Close()
 	}
+	if m.metrics != nil {
+		if err := m.metrics.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close metrics: %w", err))
+		}
+	}
 	if m.embedded != nil {
 		if err := m.embedded.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop Temporal server: %w", err))
@@ -400,6 +430,9 @@ func (m *Main) printStartup() {
 		fmt.Fprintf(&b, "  Temporal     %s\n", m.Config.TemporalAddress)
 	}
 	fmt.Fprintf(&b, "  Master key   %s\n", m.Config.MasterKey)
+	if m.metricsAddr != "" {
+		fmt.Fprintf(&b, "  Metrics      http://%s%s\n", m.metricsAddr, metrics.Path)
+	}
 	fmt.Fprintf(&b, "  Database     %s\n", store.Redact(m.Config.DatabaseURL))
 	if m.chains != nil {
 		for _, l := range m.chains.StartupLines {

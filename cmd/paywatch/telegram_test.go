@@ -103,6 +103,8 @@ func TestTelegramNotificationsOnDev(t *testing.T) {
 		assert.Contains(t, text, want)
 	}
 	assert.Equal(t, 2, bot.Attempts("4242")-1, "the 429 and the send")
+	assert.Regexp(t, `level=WARN msg="Activity error\." .*ActivityType=chat\.send .*type: RateLimited`, out.String(), "the 429 is an expected retry")
+	assert.NotRegexp(t, `level=ERROR msg="Activity error\." .*ActivityType=chat\.send`, out.String())
 
 	// A blocked bot is recorded, and not retried.
 	bot.Block("4242")

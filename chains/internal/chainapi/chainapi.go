@@ -55,7 +55,32 @@ type Config struct {
 	// Concurrency is how many per-block calls a Tron client keeps in flight
 	// while reading a batch (default 4). EVM clients ignore it.
 	Concurrency int
+	// Observe, when set, is told how every request to an endpoint ended
+	// (each endpoint a failover tries counts once), for the service's
+	// metrics. It must be cheap and safe for concurrent use.
+	Observe func(RPCOutcome)
 }
+
+// RPCOutcome is how one request to one endpoint ended, as far as the
+// endpoint's health goes.
+type RPCOutcome string
+
+// The outcomes of a request.
+const (
+	// RPCOK means the endpoint answered. An answer about the request (not
+	// found, a block range refused as too large, an invalid argument) is an
+	// answer too: the endpoint works, and the client acts on it.
+	RPCOK RPCOutcome = "ok"
+	// RPCError means the endpoint failed: unreachable, timed out, a server
+	// error or an answer that could not be read. The client fails over.
+	RPCError RPCOutcome = "error"
+	// RPCRateLimited means the endpoint refused the request for rate
+	// limiting (HTTP 429, gRPC ResourceExhausted or a rate-limit message).
+	RPCRateLimited RPCOutcome = "rate_limited"
+)
+
+// RPCOutcomes lists every RPCOutcome, so that metrics can show each at 0.
+func RPCOutcomes() []RPCOutcome { return []RPCOutcome{RPCOK, RPCError, RPCRateLimited} }
 
 // Errors a Client wraps, so callers can tell them apart with errors.Is.
 var (
@@ -202,11 +227,14 @@ type Endpoints[T any] struct {
 	conns   []T
 	names   []string
 	current atomic.Int32
+	observe func(RPCOutcome)
 }
 
-// NewEndpoints returns a failover list over conns, named for error messages.
-func NewEndpoints[T any](conns []T, names []string) *Endpoints[T] {
-	return &Endpoints[T]{conns: conns, names: names}
+// NewEndpoints returns a failover list over conns, named for error
+// messages. observe (Config.Observe, may be nil) is told the outcome of
+// every call to an endpoint.
+func NewEndpoints[T any](conns []T, names []string, observe func(RPCOutcome)) *Endpoints[T] {
+	return &Endpoints[T]{conns: conns, names: names, observe: observe}
 }
 
 // All returns the connections, for closing them.
@@ -241,13 +269,27 @@ func (e *Endpoints[T]) Do(ctx context.Context, classify func(error) Failure, cal
 		idx := (start + i) % n
 		err := call(e.conns[idx])
 		if err == nil {
+			e.record(RPCOK)
 			e.current.Store(int32(idx))
 			return nil
 		}
 		if ctx.Err() != nil {
+			// The caller gave up (shutdown, or its own deadline): that says
+			// nothing about the endpoint unless the deadline ran out on it.
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				e.record(RPCError)
+			}
 			return err
 		}
 		class := classify(err)
+		switch class {
+		case Final:
+			e.record(RPCOK)
+		case Limited:
+			e.record(RPCRateLimited)
+		default:
+			e.record(RPCError)
+		}
 		if class == Final {
 			e.current.Store(int32(idx))
 			return err
@@ -265,4 +307,11 @@ func (e *Endpoints[T]) Do(ctx context.Context, classify func(error) Failure, cal
 		return errors.Join(errs...)
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+}
+
+// record tells the observer, if any, how one call ended.
+func (e *Endpoints[T]) record(o RPCOutcome) {
+	if e.observe != nil {
+		e.observe(o)
+	}
 }

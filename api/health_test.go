@@ -1,0 +1,115 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/api"
+)
+
+// getHealthOf asks s's API listener for /health.
+func getHealthOf(t *testing.T, s *api.Server) (int, api.HealthResponse, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.API().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	var h api.HealthResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &h), rec.Body.String())
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &raw))
+	return rec.Code, h, raw
+}
+
+// /health is degraded (still 200), naming the network, when a scanner is
+// more than MaxLagBlocks behind its head or its polls keep failing; ok
+// otherwise, with the fields it always had.
+func TestHealthJudgesEveryScanner(t *testing.T) {
+	since := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	up := map[string]api.Check{"database": func(context.Context) error { return nil }}
+	for _, tc := range []struct {
+		name     string
+		maxLag   uint64
+		chains   []api.ChainStatus
+		checks   map[string]api.Check
+		status   string
+		verdicts []string
+		problems []string
+	}{
+		{
+			name:   "all caught up",
+			chains: []api.ChainStatus{{Network: "ERC20", Head: 500, Scanned: 500}, {Network: "TRC20", Head: 900, Scanned: 800, LagBlocks: 100}},
+			status: "ok", verdicts: []string{"ok", "ok"},
+		},
+		{
+			name:   "one block over the default",
+			chains: []api.ChainStatus{{Network: "ERC20", Head: 500, Scanned: 500}, {Network: "TRC20", Head: 901, Scanned: 800, LagBlocks: 101}},
+			status: "degraded", verdicts: []string{"ok", "lagging"},
+			problems: []string{"TRC20 scanner lagging: 101 blocks behind the head (more than 100)"},
+		},
+		{
+			name:   "PAYWATCH_MAX_LAG_BLOCKS",
+			maxLag: 1000,
+			chains: []api.ChainStatus{{Network: "TRC20", Head: 901, Scanned: 800, LagBlocks: 101}},
+			status: "ok", verdicts: []string{"ok"},
+		},
+		{
+			name:   "a poll or two failed: a hiccup",
+			chains: []api.ChainStatus{{Network: "BEP20", FailedPolls: api.FailingPolls - 1, FailingSince: &since}},
+			status: "ok", verdicts: []string{"ok"},
+		},
+		{
+			name: "every endpoint failing",
+			chains: []api.ChainStatus{
+				{Network: "BEP20", Head: 10, Scanned: 10, FailedPolls: 7, FailingSince: &since},
+				{Network: "ERC20", Head: 700, Scanned: 100, LagBlocks: 600},
+			},
+			status: "degraded", verdicts: []string{"failing", "lagging"},
+			problems: []string{
+				"BEP20 scanner failing: 7 polls in a row failed since 2025-03-01T12:00:00Z",
+				"ERC20 scanner lagging: 600 blocks behind the head (more than 100)",
+			},
+		},
+		{
+			name:   "a check down",
+			checks: map[string]api.Check{"database": func(context.Context) error { return errors.New("refused") }},
+			chains: []api.ChainStatus{{Network: "ERC20"}},
+			status: "degraded", verdicts: []string{"ok"},
+			problems: []string{"database down"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checks := tc.checks
+			if checks == nil {
+				checks = up
+			}
+			s := api.New(api.Deps{
+				Version: "test", Checks: checks, MaxLagBlocks: tc.maxLag,
+				Chains: func(context.Context) ([]api.ChainStatus, error) {
+					return append([]api.ChainStatus(nil), tc.chains...), nil
+				},
+			})
+			code, h, raw := getHealthOf(t, s)
+			assert.Equal(t, http.StatusOK, code, "degraded is still 200")
+			assert.Equal(t, tc.status, h.Status)
+			var verdicts []string
+			for _, ch := range h.Chains {
+				verdicts = append(verdicts, ch.Status)
+			}
+			assert.Equal(t, tc.verdicts, verdicts)
+			assert.Equal(t, tc.problems, h.Problems)
+			for _, field := range []string{"status", "uptime_seconds", "version", "checks", "chains"} {
+				assert.Contains(t, raw, field)
+			}
+			if tc.problems == nil {
+				assert.NotContains(t, raw, "problems", "an ok answer has the fields it always had")
+			}
+		})
+	}
+}
