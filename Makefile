@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # environment wins, and .ci/setup leaves a non-local one alone.
 export PAYWATCH_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/paywatch_ci?sslmode=disable
 
-.PHONY: run test test-deps bench build lint migrate clean
+.PHONY: run test test-deps bench bench-scale build lint migrate clean
 
 ## run: everything in one process: API, pages, worker, embedded Temporal + Web UI, devnet chains
 ## (starts the local PostgreSQL cluster first if it is down)
@@ -29,6 +29,12 @@ test-deps:
 ## bench: the benchmarks whose figures the README quotes
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+
+## bench-scale: `paywatch dev` grown to 100,000 open payments (about 30-45 min on 2 cores; not part of
+## bench). PAYWATCH_SCALE_CHECKPOINTS=2000 make bench-scale is a quick run; see the README's Scale section
+bench-scale:
+	PAYWATCH_SCALE_CHECKPOINTS=$${PAYWATCH_SCALE_CHECKPOINTS:-10000,50000,100000} \
+		$(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 60m ./cmd/paywatch
 
 ## build: bin/paywatch (with the embedded Temporal server) and bin/paywatch-slim (without)
 build: bin/paywatch bin/paywatch-slim

@@ -55,6 +55,8 @@ const (
 //	PAYWATCH_TEMPORAL_DEV_ADDR        embedded Temporal frontend (default 127.0.0.1:7233)
 //	PAYWATCH_TEMPORAL_UI_ADDR         embedded Temporal Web UI (default 127.0.0.1:8233; "off" disables it)
 //	PAYWATCH_TASK_QUEUE               Temporal task queue (default "paywatch")
+//	PAYWATCH_WORKFLOW_CACHE_SIZE      workflows the worker keeps in memory between their tasks (default 1000; 0 turns the cache off)
+//	PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE  workflows the embedded Temporal server keeps in memory (default 1000, at least 100)
 //	PAYWATCH_DRAIN_DELAY              how long /health answers 503 before listeners close (dev 0s, otherwise 5s)
 //	PAYWATCH_SHUTDOWN_TIMEOUT         upper bound for draining in-flight requests (default 15s)
 //	PAYWATCH_LOG_LEVEL                debug, info, warn or error (default info)
@@ -121,10 +123,39 @@ type Config struct {
 	TemporalDevAddr string
 	TemporalUIAddr  string
 
+	// WorkflowCacheSize is PAYWATCH_WORKFLOW_CACHE_SIZE, the worker's
+	// sticky workflow cache: how many workflows keep their state (and their
+	// goroutines) in memory between workflow tasks, so a task needs no
+	// replay of the history. Open payments beyond it cost no memory of the
+	// worker; their next task replays their history. 0 turns it off.
+	WorkflowCacheSize int
+	// TemporalHistoryCacheSize is PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE, the
+	// embedded Temporal server's history cache (its dynamic config
+	// history.hostLevelCacheMaxSize): how many workflows' mutable state it
+	// keeps in memory. Beyond it, a workflow's state is read from SQLite
+	// when it next does something. Only the embedded server uses it.
+	TemporalHistoryCacheSize int
+
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	LogLevel        string
 }
+
+// Cache sizes. Every open payment is a running workflow, and both the
+// worker and the Temporal server would otherwise keep every one touched in
+// the last hour in memory (the SDK's default of 10,000 workflows and the
+// server's of 128,000, at tens of KB each): the caches hold the payments
+// that are busy, the others wait in the database.
+const (
+	// DefaultWorkflowCacheSize is PAYWATCH_WORKFLOW_CACHE_SIZE's default.
+	DefaultWorkflowCacheSize = 1000
+	// DefaultTemporalHistoryCacheSize is PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE's default.
+	DefaultTemporalHistoryCacheSize = 1000
+	// MinTemporalHistoryCacheSize is the smallest history cache: entries of
+	// workflows being worked on cannot be evicted, and a cache full of them
+	// fails requests.
+	MinTemporalHistoryCacheSize = 100
+)
 
 // LoadConfig reads the configuration for mode from getenv, applying that
 // mode's defaults. It reports unparseable values; Validate reports missing ones.
@@ -222,6 +253,8 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	if strings.EqualFold(c.TemporalUIAddr, "off") {
 		c.TemporalUIAddr = ""
 	}
+	c.WorkflowCacheSize = count("PAYWATCH_WORKFLOW_CACHE_SIZE", DefaultWorkflowCacheSize, 0)
+	c.TemporalHistoryCacheSize = count("PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE", DefaultTemporalHistoryCacheSize, MinTemporalHistoryCacheSize)
 	defDrain := 5 * time.Second
 	if dev {
 		defDrain = 0

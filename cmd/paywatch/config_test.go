@@ -188,6 +188,40 @@ func TestTelegramConfig(t *testing.T) {
 	assert.NotContains(t, err.Error(), "secret part", "the token never reaches a message")
 }
 
+func TestCacheSizes(t *testing.T) {
+	cfg, err := LoadConfig(ModeDev, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 1000, cfg.WorkflowCacheSize, "the SDK's 10,000 would keep 10,000 open payments in memory")
+	assert.Equal(t, 1000, cfg.TemporalHistoryCacheSize, "the server's 128,000 would keep every recently active payment in memory")
+
+	cfg, err = LoadConfig(ModeWorker, envOf(map[string]string{
+		"PAYWATCH_WORKFLOW_CACHE_SIZE":         " 5000 ",
+		"PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE": "20_000",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, 5000, cfg.WorkflowCacheSize)
+	assert.Equal(t, 20000, cfg.TemporalHistoryCacheSize)
+
+	cfg, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_WORKFLOW_CACHE_SIZE": "0"}))
+	require.NoError(t, err)
+	assert.Zero(t, cfg.WorkflowCacheSize, "0 turns the worker's cache off")
+
+	for env, want := range map[string]string{
+		"PAYWATCH_WORKFLOW_CACHE_SIZE":         `PAYWATCH_WORKFLOW_CACHE_SIZE: "-1" is not a whole number of at least 0`,
+		"PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE": `PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE: "-1" is not a whole number of at least 100`,
+	} {
+		_, err := LoadConfig(ModeDev, envOf(map[string]string{env: "-1"}))
+		require.Error(t, err, env)
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE": "50"}))
+	require.Error(t, err, "a cache full of workflows in use fails requests")
+	assert.Contains(t, err.Error(), `PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE: "50" is not a whole number of at least 100`)
+	_, err = LoadConfig(ModeDev, envOf(map[string]string{"PAYWATCH_WORKFLOW_CACHE_SIZE": "lots"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `PAYWATCH_WORKFLOW_CACHE_SIZE: "lots" is not a whole number`)
+}
+
 func TestMaxLagBlocks(t *testing.T) {
 	cfg, err := LoadConfig(ModeServe, envOf(nil))
 	require.NoError(t, err)

@@ -16,5 +16,6 @@ func startEmbeddedTemporal(cfg Config) (embeddedTemporal, error) {
 		UIAddr:           cfg.TemporalUIAddr,
 		Namespace:        cfg.TemporalNamespace,
 		SearchAttributes: workflows.SearchAttributes,
+		HistoryCacheSize: cfg.TemporalHistoryCacheSize,
 	})
 }

@@ -108,6 +108,12 @@ func (m *Main) Run(ctx context.Context) error {
 		cfg.MasterKey = key
 	}
 
+	// The SDK's sticky workflow cache belongs to the process and is shared
+	// by every worker in it, the embedded server's system workers included;
+	// its size is fixed when the first of them starts, so set it before the
+	// server starts.
+	worker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
+
 	temporalAddr := cfg.TemporalAddress
 	if cfg.EmbeddedTemporal() {
 		srv, err := startEmbeddedTemporal(*cfg)

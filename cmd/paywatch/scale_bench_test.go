@@ -1,0 +1,1128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/pbkdf2"
+	"crypto/sha512"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tyler-smith/go-bip32"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// The scale benchmark's settings, read from the environment. Only `make
+// bench-scale` sets scaleCheckpointsEnv, so `make bench` skips it.
+const (
+	// scaleCheckpointsEnv lists the open-payment counts to measure at, in
+	// increasing order, e.g. "10000,50000,100000" (a quick run: "2000").
+	scaleCheckpointsEnv = "PAYWATCH_SCALE_CHECKPOINTS"
+	// scalePayEnv is how many open payments are paid at each checkpoint
+	// (default 1000; 0 skips paying).
+	scalePayEnv = "PAYWATCH_SCALE_PAY"
+	// scaleProfileEnv names a directory for heap profiles taken after a GC
+	// at each checkpoint (heap-<open>.pb.gz); empty takes none.
+	scaleProfileEnv = "PAYWATCH_SCALE_PROFILE_DIR"
+	// scaleExpiryEnv set to "off" skips waiting for the expiry probe, which
+	// cannot expire sooner than 8 minutes after the start.
+	scaleExpiryEnv = "PAYWATCH_SCALE_EXPIRY"
+)
+
+// scaleNetwork is the network of every payment of the scale benchmark.
+const scaleNetwork = paywatch.ERC20
+
+// scaleAmount is every payment's amount, paid exactly.
+const scaleAmount = "25.5"
+
+// scalePayBatch is how many payments one devnet block pays.
+const scalePayBatch = 50
+
+// BenchmarkScale grows the real `paywatch dev` (embedded Temporal server,
+// worker, API, devnet chains, all in this process) to tens of thousands of
+// open per_payment payments created through the API, and at each
+// checkpoint of PAYWATCH_SCALE_CHECKPOINTS reports the creation rate, the
+// process's memory, the storage sizes, the scanner's cost per block, and
+// how long paying 1,000 random open payments takes to turn them all paid.
+// It also counts the Temporal history events and billable actions of a
+// paid and of an expired payment. It runs once whatever b.N is; see the
+// README's Scale section and `make bench-scale`.
+func BenchmarkScale(b *testing.B) {
+	spec := os.Getenv(scaleCheckpointsEnv)
+	if spec == "" {
+		b.Skip("set " + scaleCheckpointsEnv + " (make bench-scale does) to run the scale benchmark")
+	}
+	checkpoints, err := parseCheckpoints(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	payN := 1000
+	if v := os.Getenv(scalePayEnv); v != "" {
+		if payN, err = strconv.Atoi(v); err != nil || payN < 0 {
+			b.Fatalf("%s: %q is not a count", scalePayEnv, v)
+		}
+	}
+	profileDir := os.Getenv(scaleProfileEnv)
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	began := time.Now()
+
+	dataDir := b.TempDir()
+	cfg := devConfig(b, dataDir)
+	cfg.LogLevel = "error"
+	// The cache settings come from the environment, so one run can measure
+	// other sizes (the SDK's and the server's defaults, say).
+	env, err := LoadConfig(ModeDev, os.Getenv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.WorkflowCacheSize = env.WorkflowCacheSize
+	cfg.TemporalHistoryCacheSize = env.TemporalHistoryCacheSize
+	m, scan := startScaleMain(b, cfg)
+	progress("scale: started in %s (workflow cache %d, history cache %d); checkpoints %v, paying %d at each",
+		time.Since(began).Round(time.Millisecond), cfg.WorkflowCacheSize, cfg.TemporalHistoryCacheSize, checkpoints, payN)
+
+	s := newScaleRun(b, m)
+	s.maintainDatabase(ctx)
+	s.probes = s.startProbes(ctx)
+	idle := s.measure(ctx, 0, profileDir)
+	progress("scale: idle: RSS %.0f MB, heap %.0f MB", idle.rssMB, idle.heapMB)
+
+	results := []scaleResult{idle}
+	for _, target := range checkpoints {
+		seq := s.seqRows(ctx)
+		r := s.grow(ctx, target)
+		r.seqRowsPerCreate, r.seqTable = seqGrowth(seq, s.seqRows(ctx), r.created)
+		stop := cpuProfile(profileDir, fmt.Sprintf("cpu-settle-%d.pb.gz", target))
+		settled := s.settle()
+		stop()
+		mem := s.measure(ctx, target, profileDir)
+		r.copyMemory(mem)
+		r.settled = settled
+		r.scanIdle = scan.window(15 * time.Second)
+		if payN > 0 {
+			stop := cpuProfile(profileDir, fmt.Sprintf("cpu-pay-%d.pb.gz", target))
+			r.paidN, r.paidIn, r.scanPaying = s.pay(ctx, payN, scan)
+			stop()
+		}
+		results = append(results, r)
+		progress("scale: %s", r.line(idle))
+	}
+
+	s.tableScans(ctx)
+	paid, expired := s.finishProbes(ctx)
+	report := scaleReport(results, paid, expired, cfg)
+	fmt.Fprint(os.Stdout, report)
+	last := results[len(results)-1]
+	b.ReportMetric(last.rssMB, "rss-MB")
+	b.ReportMetric(last.heapMB, "heap-MB")
+	b.ReportMetric(last.createRate, "creates/s")
+	progress("scale: done in %s", time.Since(began).Round(time.Second))
+}
+
+// parseCheckpoints reads "10000,50000,100000".
+func parseCheckpoints(spec string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(f, "_", "")))
+		if err != nil || n <= 0 || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("%s: %q is not a list of increasing counts such as 10000,50000,100000", scaleCheckpointsEnv, spec)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// progress prints a line at once (b.Log would wait for the end).
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+// startScaleMain starts `paywatch dev` as startMain does, with the scan
+// activity of scaleNetwork replaced by a measuring one.
+func startScaleMain(b *testing.B, cfg Config) (*Main, *scaleScanner) {
+	b.Helper()
+	logs := &tailBuffer{max: 1 << 20}
+	m := NewMain(cfg, io.Discard, logs)
+	scan := &scaleScanner{network: scaleNetwork}
+	m.Register = func(r worker.Registry) {
+		if err := scan.init(m); err != nil {
+			b.Fatal(err)
+		}
+		// Replaces the scan activity RegisterScanner registered.
+		r.RegisterActivityWithOptions(scan.ScanNetwork, activity.RegisterOptions{
+			Name: workflows.ActivityScanNetwork, DisableAlreadyRegisteredCheck: true,
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		_ = m.Close()
+		b.Fatalf("run: %v\n%s", err, logs.String())
+	}
+	b.Cleanup(func() {
+		_ = m.Close()
+		scan.close()
+		if b.Failed() {
+			b.Logf("service logs (tail):\n%s", logs.String())
+		}
+	})
+	return m, scan
+}
+
+// tailBuffer keeps the last max bytes written, so the service's logs cannot
+// grow the process being measured.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// scaleScanner is the scan activity with a measuring scanner for one
+// network: it runs the real Scanner one poll at a time (each poll is
+// Scanner.Run for a moment, which also reads the cursor again) on a chain
+// client of its own, so the RPC calls it counts are the scanner's alone,
+// and it adds up the time each poll takes and the blocks it moves the
+// cursor. The other networks get the plain scan activity.
+type scaleScanner struct {
+	network paywatch.Network
+	plain   *activities.Scanner
+	s       *activities.Scanner
+	set     *chains.Set
+	client  chains.Client
+	poll    time.Duration
+
+	mu     sync.Mutex
+	busy   time.Duration
+	blocks uint64
+	calls  uint64
+	polls  int
+}
+
+func (sc *scaleScanner) init(m *Main) error {
+	st, ok := m.chains.Devnet.Network(sc.network)
+	if !ok {
+		return fmt.Errorf("no devnet chain for %s", sc.network)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	set, err := chains.DialSet(ctx, chains.Config{Network: sc.network, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	if err != nil {
+		return err
+	}
+	sc.set = set
+	sc.client, _ = set.Client(sc.network)
+	sc.plain = activities.NewScanner(m.scannerDeps())
+	deps := m.scannerDeps()
+	deps.Chains = set
+	sc.s = activities.NewScanner(deps)
+	sc.poll = sc.s.PollInterval(sc.network)
+	return nil
+}
+
+func (sc *scaleScanner) close() {
+	if sc.set != nil {
+		sc.set.Close()
+	}
+}
+
+// ScanNetwork is the scan activity (workflows.ActivityScanNetwork).
+func (sc *scaleScanner) ScanNetwork(ctx context.Context, in workflows.ScanInput) (workflows.ScanProgress, error) {
+	if in.Network != sc.network {
+		return sc.plain.ScanNetwork(ctx, in)
+	}
+	stopping := activity.GetWorkerStopChannel(ctx)
+	end := time.Now().Add(in.RunFor)
+	beat := func(p workflows.ScanProgress) { activity.RecordHeartbeat(ctx, p) }
+	var last workflows.ScanProgress
+	for time.Now().Before(end) {
+		calls := chains.Calls(sc.client)
+		t0 := time.Now()
+		p, err := sc.s.Run(ctx, workflows.ScanInput{Network: in.Network, RunFor: time.Millisecond}, beat)
+		took := time.Since(t0)
+		if err != nil {
+			select {
+			case <-stopping:
+				return last, nil
+			default:
+				return last, err
+			}
+		}
+		if last.Height > 0 && p.Height > last.Height {
+			sc.mu.Lock()
+			sc.busy += took
+			sc.blocks += p.Height - last.Height
+			sc.calls += chains.Calls(sc.client) - calls
+			sc.polls++
+			sc.mu.Unlock()
+		}
+		last = p
+		beat(p)
+		select {
+		case <-stopping:
+			return last, nil
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(sc.poll):
+		}
+	}
+	return last, nil
+}
+
+// scanStats is the scanner's cost over a window.
+type scanStats struct {
+	msPerBlock    float64
+	callsPerBlock float64
+	blocks        uint64
+}
+
+func (sc *scaleScanner) snapshot() (time.Duration, uint64, uint64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.busy, sc.blocks, sc.calls
+}
+
+func since(sc *scaleScanner, busy0 time.Duration, blocks0, calls0 uint64) scanStats {
+	busy, blocks, calls := sc.snapshot()
+	n := blocks - blocks0
+	if n == 0 {
+		return scanStats{}
+	}
+	return scanStats{
+		msPerBlock:    float64((busy - busy0).Microseconds()) / 1000 / float64(n),
+		callsPerBlock: float64(calls-calls0) / float64(n),
+		blocks:        n,
+	}
+}
+
+// window measures the scanner over d of its normal life at the head.
+func (sc *scaleScanner) window(d time.Duration) scanStats {
+	busy, blocks, calls := sc.snapshot()
+	time.Sleep(d)
+	return since(sc, busy, blocks, calls)
+}
+
+// scaleRun is the state of one scale run.
+type scaleRun struct {
+	b       *testing.B
+	m       *Main
+	c       apiClient
+	master  map[string]string
+	httpc   *http.Client
+	xpubs   *xpubDeriver
+	probes  *scaleProbes
+	keys    []string
+	created atomic.Int64 // payments created by grow
+	paid    int          // payments paid by pay
+	cpu0    cpuSample
+}
+
+func newScaleRun(b *testing.B, m *Main) *scaleRun {
+	s := &scaleRun{
+		b:      b,
+		m:      m,
+		c:      apiClient{t: b, base: "http://" + m.APIAddr()},
+		master: map[string]string{"x-master-key": m.Config.MasterKey},
+		httpc:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}},
+		xpubs:  newXPubDeriver(b),
+	}
+	code, body := s.c.do("POST", "/v1/accounts", s.master, map[string]any{"email": "scale@merchant.test", "plan": "pro"})
+	if code != http.StatusCreated {
+		b.Fatalf("create account: %d %v", code, body)
+	}
+	unlimited := map[string]any{"limits": map[string]any{"projects": -1, "wallets": -1, "api_calls_per_day": -1}}
+	if code, body = s.c.do("PATCH", "/v1/accounts/scale@merchant.test", s.master, unlimited); code != http.StatusOK {
+		b.Fatalf("raise limits: %d %v", code, body)
+	}
+	return s
+}
+
+// newProject creates a project with its own wallet and returns its API key.
+func (s *scaleRun) newProject(slug string, extra map[string]any) (string, error) {
+	req := map[string]any{"slug": slug, "owner_email": "scale@merchant.test"}
+	for k, v := range extra {
+		req[k] = v
+	}
+	code, body := s.c.do("POST", "/v1/projects", s.master, req)
+	if code != http.StatusCreated {
+		return "", fmt.Errorf("create project: %d %v", code, body)
+	}
+	xpub, err := s.xpubs.at(s.xpubs.next.Add(1))
+	if err != nil {
+		return "", err
+	}
+	if code, body := s.c.do("PUT", "/v1/projects/"+slug+"/wallet", s.master, map[string]any{"xpubs": map[string]any{"evm": xpub}}); code != http.StatusOK {
+		return "", fmt.Errorf("set wallet: %d %v", code, body)
+	}
+	return body["api_key"].(string), nil
+}
+
+// createPayment creates one payment through the API and returns its id and
+// address.
+func (s *scaleRun) createPayment(key, ref string, expiresIn int) (id, address string, err error) {
+	body := map[string]any{"amount": json.Number(scaleAmount), "external_ref": ref, "network": string(scaleNetwork)}
+	if expiresIn > 0 {
+		body["expires_in"] = expiresIn
+	}
+	payload, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", s.c.base+"/v1/payments", bytes.NewReader(payload))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	resp, err := s.httpc.Do(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return "", "", fmt.Errorf("create payment: status %d: %s", resp.StatusCode, raw)
+	}
+	var out struct {
+		Payment struct {
+			ID      string `json:"id"`
+			Address string `json:"address"`
+		} `json:"payment"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return "", "", err
+	}
+	return out.Payment.ID, out.Payment.Address, nil
+}
+
+// grow creates payments until target are open and measures the creation
+// rate of this segment.
+func (s *scaleRun) grow(ctx context.Context, target int) scaleResult {
+	from := int(s.created.Load())
+	want := target + s.paid - from
+	r := scaleResult{open: target}
+	if want <= 0 {
+		return r
+	}
+	// Keys first, outside the measured time: each key creates at most
+	// paymentsPerKey payments, within its 60 requests a minute.
+	t0 := time.Now()
+	first := len(s.keys)
+	need := (want + paymentsPerKey - 1) / paymentsPerKey
+	keys := make([]string, need)
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for range benchClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= need || failed.Load() != nil {
+					return
+				}
+				k, err := s.newProject(fmt.Sprintf("scale-%d", first+i), nil)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				keys[i] = k
+			}
+		}()
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		s.b.Fatal(err)
+	}
+	s.keys = append(s.keys, keys...)
+	progress("scale: %d projects for %d payments in %s", need, want, time.Since(t0).Round(time.Millisecond))
+
+	lat := make([]time.Duration, want)
+	next.Store(0)
+	t0 = time.Now()
+	last := t0
+	for range benchClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= want || failed.Load() != nil {
+					return
+				}
+				seq := from + i
+				c0 := time.Now()
+				if _, _, err := s.createPayment(keys[i/paymentsPerKey], fmt.Sprintf("c-%d", seq), 0); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat[i] = time.Since(c0)
+				if n := s.created.Add(1); n%5000 == 0 {
+					progress("scale: %d created (%.0f/s since the last line)", n, 5000/time.Since(last).Seconds())
+					last = time.Now()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		s.b.Fatal(err)
+	}
+	elapsed := time.Since(t0)
+	slices.Sort(lat)
+	r.created = want
+	r.createRate = float64(want) / elapsed.Seconds()
+	r.load = loadAverage()
+	r.p50 = lat[len(lat)/2]
+	r.p99 = lat[len(lat)*99/100]
+	return r
+}
+
+// cpuProfile profiles the CPU into dir/name until the returned function is
+// called; it does nothing without a dir.
+func cpuProfile(dir, name string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
+}
+
+// maintainDatabase does autovacuum's work when the PostgreSQL server runs
+// without it (the CI cluster of this repository sets autovacuum = off):
+// VACUUM (ANALYZE) every minute, as autovacuum would about as often on
+// tables growing this fast. Without statistics the planner keeps the
+// sequential-scan plans it cached for prepared statements while the tables
+// were small, and every later execution reads the whole table, a cost a
+// production server (autovacuum on) never shows.
+func (s *scaleRun) maintainDatabase(ctx context.Context) {
+	var on string
+	if err := s.m.pool.QueryRow(ctx, `SHOW autovacuum`).Scan(&on); err != nil {
+		s.b.Fatal(err)
+	}
+	if on == "on" {
+		return
+	}
+	progress("scale: the PostgreSQL server runs with autovacuum off; the benchmark runs VACUUM (ANALYZE) every minute instead")
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.b.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.m.pool.Exec(ctx, `VACUUM (ANALYZE)`); err != nil && ctx.Err() == nil {
+					progress("scale: VACUUM (ANALYZE): %v", err)
+				}
+			}
+		}
+	}()
+}
+
+// settle waits until the work the creations left behind (the Temporal
+// server's queued tasks, such as visibility updates) is done: the
+// process's CPU stays below a tenth of a core for 3 seconds (at most 5
+// minutes). It returns how long that took.
+func (s *scaleRun) settle() time.Duration {
+	t0 := time.Now()
+	prev := readCPU()
+	for time.Since(t0) < 5*time.Minute {
+		time.Sleep(3 * time.Second)
+		cur := readCPU()
+		if cur.cores(prev) < 0.1 {
+			break
+		}
+		prev = cur
+	}
+	took := time.Since(t0)
+	progress("scale: settled in %s", took.Round(time.Second))
+	return took
+}
+
+// measure reads the process's memory and the storage sizes.
+func (s *scaleRun) measure(ctx context.Context, open int, profileDir string) scaleResult {
+	r := scaleResult{open: open}
+	r.rssMB = rssMB()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r.heapMB = float64(ms.HeapAlloc) / (1 << 20)
+	r.stackMB = float64(ms.StackInuse) / (1 << 20)
+	r.goroutines = runtime.NumGoroutine()
+	if profileDir != "" {
+		f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("heap-%d.pb.gz", open)))
+		if err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			_ = f.Close()
+		}
+		if f, err = os.Create(filepath.Join(profileDir, fmt.Sprintf("goroutine-%d.txt", open))); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		}
+	}
+	debug.FreeOSMemory()
+	r.rssAfterGCMB = rssMB()
+	runtime.ReadMemStats(&ms)
+	mb := func(v uint64) float64 { return float64(v) / (1 << 20) }
+	progress("scale: memory at %d: %s; Go: heap in use %.0f MB, heap released %.0f MB, stacks %.0f MB, runtime other %.0f MB (Sys %.0f MB)",
+		open, procMemory(), mb(ms.HeapInuse), mb(ms.HeapReleased), mb(ms.StackSys), mb(ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys), mb(ms.Sys))
+	for _, name := range []string{"temporal.db", "temporal.db-wal", "temporal.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(s.m.Config.DataDir, name)); err == nil {
+			r.temporalMB += float64(fi.Size()) / (1 << 20)
+		}
+	}
+	var pg int64
+	if err := s.m.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&pg); err != nil {
+		s.b.Fatal(err)
+	}
+	r.postgresMB = float64(pg) / (1 << 20)
+	return r
+}
+
+// pay pays n random open payments of the bulk, each with a devnet transfer
+// of its exact amount (scalePayBatch to a block), and returns how long it
+// took until all of them were paid, with the scanner's cost meanwhile.
+func (s *scaleRun) pay(ctx context.Context, n int, scan *scaleScanner) (int, time.Duration, scanStats) {
+	rows, err := s.m.pool.Query(ctx, `
+		SELECT id::text, address FROM payments
+		WHERE status = 'pending' AND address IS NOT NULL AND external_ref LIKE 'c-%'
+		ORDER BY random() LIMIT $1`, n)
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	var ids, addrs []string
+	for rows.Next() {
+		var id, addr string
+		if err := rows.Scan(&id, &addr); err != nil {
+			s.b.Fatal(err)
+		}
+		ids = append(ids, id)
+		addrs = append(addrs, addr)
+	}
+	if err := rows.Err(); err != nil {
+		s.b.Fatal(err)
+	}
+	busy, blocks, calls := scan.snapshot()
+	t0 := time.Now()
+	for i := 0; i < len(addrs); i += scalePayBatch {
+		var reqs []devnet.TransferRequest
+		for _, a := range addrs[i:min(i+scalePayBatch, len(addrs))] {
+			reqs = append(reqs, devnet.TransferRequest{Network: scaleNetwork, Token: paywatch.USDT, To: a, Amount: scaleAmount})
+		}
+		if _, err := s.m.chains.Devnet.TransferBatch(ctx, reqs); err != nil {
+			s.b.Fatal(err)
+		}
+	}
+	deadline := t0.Add(10 * time.Minute)
+	for {
+		var done int
+		if err := s.m.pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE id = ANY($1::uuid[]) AND status = 'paid'`, ids).Scan(&done); err != nil {
+			s.b.Fatal(err)
+		}
+		if done == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.b.Fatalf("only %d of %d paid payments turned paid in 10 minutes", done, len(ids))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(t0)
+	s.paid += len(ids)
+	return len(ids), took, since(scan, busy, blocks, calls)
+}
+
+// tableScans prints the tables that PostgreSQL read sequentially, with the
+// rows those scans read: a query without a fitting index shows as rows
+// read that grow with the payments.
+func (s *scaleRun) tableScans(ctx context.Context) {
+	rows, err := s.m.pool.Query(ctx, `
+		SELECT relname, seq_scan, seq_tup_read, COALESCE(idx_scan, 0), n_live_tup
+		FROM pg_stat_user_tables WHERE seq_tup_read > 0 ORDER BY seq_tup_read DESC LIMIT 8`)
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var seq, read, idx, live int64
+		if err := rows.Scan(&name, &seq, &read, &idx, &live); err != nil {
+			s.b.Fatal(err)
+		}
+		progress("scale: table %s: %d sequential scans read %d rows; %d index scans; %d rows", name, seq, read, idx, live)
+	}
+}
+
+// seqRows returns the rows each table's sequential scans have read so far.
+func (s *scaleRun) seqRows(ctx context.Context) map[string]int64 {
+	rows, err := s.m.pool.Query(ctx, `SELECT relname, seq_tup_read FROM pg_stat_user_tables`)
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			s.b.Fatal(err)
+		}
+		out[name] = n
+	}
+	return out
+}
+
+// seqGrowth is how many rows sequential scans read per payment created
+// between two seqRows, and the table that read the most: a figure that
+// grows with the open payments is a query missing an index.
+func seqGrowth(before, after map[string]int64, created int) (float64, string) {
+	var total, top int64
+	var table string
+	for name, n := range after {
+		d := n - before[name]
+		total += d
+		if d > top {
+			top, table = d, name
+		}
+	}
+	if created == 0 {
+		return 0, table
+	}
+	return float64(total) / float64(created), table
+}
+
+// loadAverage is the machine's 1-minute load: other work on the machine
+// slows the creations.
+func loadAverage() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(raw)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// scaleResult is one row of the figures table.
+type scaleResult struct {
+	open       int
+	created    int
+	createRate float64
+	p50, p99   time.Duration
+	load       string // the machine's load average after the creations
+	settled    time.Duration
+	// seqRowsPerCreate is the rows PostgreSQL's sequential scans read per
+	// payment created in the segment (seqTable read the most).
+	seqRowsPerCreate float64
+	seqTable         string
+
+	rssMB, rssAfterGCMB, heapMB, stackMB float64
+	goroutines                           int
+	temporalMB, postgresMB               float64
+
+	scanIdle, scanPaying scanStats
+	paidIn               time.Duration
+	paidN                int
+}
+
+func (r *scaleResult) copyMemory(m scaleResult) {
+	r.rssMB, r.rssAfterGCMB, r.heapMB, r.stackMB, r.goroutines = m.rssMB, m.rssAfterGCMB, m.heapMB, m.stackMB, m.goroutines
+	r.temporalMB, r.postgresMB = m.temporalMB, m.postgresMB
+}
+
+// perPaymentKB is the growth over idle per open payment.
+func perPaymentKB(now, idle float64, open int) float64 {
+	if open == 0 {
+		return 0
+	}
+	return (now - idle) * 1024 / float64(open)
+}
+
+func (r scaleResult) line(idle scaleResult) string {
+	return fmt.Sprintf("%d open: %.0f creates/s (p50 %s, p99 %s, load %s), settled in %s; RSS %.0f MB (%.1f KB/payment), after FreeOSMemory %.0f MB; heap %.0f MB (%.1f KB/payment); stacks %.0f MB, %d goroutines; temporal.db %.0f MB (%.1f KB/payment), PostgreSQL %.0f MB; scan %.2f ms/block, %.2f calls/block idle, %.2f ms/block, %.2f calls/block paying; %d paid in %s; sequential scans read %.1f rows per creation (most: %s)",
+		r.open, r.createRate, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.load, r.settled.Round(time.Second),
+		r.rssMB, perPaymentKB(r.rssMB, idle.rssMB, r.open), r.rssAfterGCMB,
+		r.heapMB, perPaymentKB(r.heapMB, idle.heapMB, r.open), r.stackMB, r.goroutines,
+		r.temporalMB, perPaymentKB(r.temporalMB, idle.temporalMB, r.open), r.postgresMB,
+		r.scanIdle.msPerBlock, r.scanIdle.callsPerBlock, r.scanPaying.msPerBlock, r.scanPaying.callsPerBlock,
+		r.paidN, r.paidIn.Round(100*time.Millisecond), r.seqRowsPerCreate, r.seqTable)
+}
+
+// rssMB reads VmRSS from /proc/self/status.
+func rssMB() float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// procMemory is the RSS split of /proc/self/status: anonymous memory (the
+// Go heap and stacks, and what C-style allocators outside it hold) and
+// file-backed pages (the binary, memory-mapped files).
+func procMemory() string {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && (f[0] == "RssAnon:" || f[0] == "RssFile:" || f[0] == "RssShmem:") {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			parts = append(parts, fmt.Sprintf("%s %.0f MB", strings.TrimSuffix(f[0], ":"), kb/1024))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cpuSample is the process's CPU time at a moment.
+type cpuSample struct {
+	at    time.Time
+	ticks float64
+}
+
+func readCPU() cpuSample {
+	s := cpuSample{at: time.Now()}
+	raw, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return s
+	}
+	// Fields after the command's closing parenthesis; utime and stime are
+	// the 14th and 15th fields of the whole line.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) > 12 {
+		u, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		s.ticks = u + st
+	}
+	return s
+}
+
+// cores is the CPU used between prev and s, in cores (USER_HZ is 100).
+func (s cpuSample) cores(prev cpuSample) float64 {
+	return (s.ticks - prev.ticks) / 100 / s.at.Sub(prev.at).Seconds()
+}
+
+// xpubDeriver derives account xpubs m/44'/60'/i' of the test mnemonic from
+// one coin-level key, so thousands of projects each get their own quickly.
+type xpubDeriver struct {
+	coin *bip32.Key
+	next atomic.Uint32
+}
+
+func newXPubDeriver(t testing.TB) *xpubDeriver {
+	seed, err := pbkdf2.Key(sha512.New, "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about", []byte("mnemonic"), 2048, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := bip32.NewMasterKey(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []uint32{44, 60} {
+		if k, err = k.NewChildKey(bip32.FirstHardenedChild + i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &xpubDeriver{coin: k}
+}
+
+func (d *xpubDeriver) at(account uint32) (string, error) {
+	k, err := d.coin.NewChildKey(bip32.FirstHardenedChild + account)
+	if err != nil {
+		return "", err
+	}
+	return k.PublicKey().String(), nil
+}
+
+// scaleProbes are the payments whose Temporal histories are counted: one
+// paid, one left to expire, in a project with a webhook URL so their
+// webhook deliveries count too.
+type scaleProbes struct {
+	sink              *httptest.Server
+	paidID, expiredID string
+	expiresAt         time.Time
+	webhooks          atomic.Int64
+	skipExpiry        bool
+}
+
+func (s *scaleRun) startProbes(ctx context.Context) *scaleProbes {
+	p := &scaleProbes{skipExpiry: os.Getenv(scaleExpiryEnv) == "off"}
+	p.sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.webhooks.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	s.b.Cleanup(p.sink.Close)
+	key, err := s.newProject("scale-probe", map[string]any{"webhook_url": p.sink.URL + "/hooks"})
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	var addr string
+	if p.paidID, addr, err = s.createPayment(key, "probe-paid", 0); err != nil {
+		s.b.Fatal(err)
+	}
+	if !p.skipExpiry {
+		if p.expiredID, _, err = s.createPayment(key, "probe-expired", 300); err != nil {
+			s.b.Fatal(err)
+		}
+		p.expiresAt = time.Now().Add(300*time.Second + paywatch.PendingShownExpiredAfter)
+	}
+	if _, err := s.m.chains.Devnet.Transfer(ctx, devnet.TransferRequest{Network: scaleNetwork, Token: paywatch.USDT, To: addr, Amount: scaleAmount}); err != nil {
+		s.b.Fatal(err)
+	}
+	return p
+}
+
+// historyCount is what one workflow's history (and its children's) costs.
+type historyCount struct {
+	events  int
+	actions int
+	byType  map[string]int
+}
+
+func (h historyCount) String() string {
+	keys := make([]string, 0, len(h.byType))
+	for k := range h.byType {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, h.byType[k]))
+	}
+	return fmt.Sprintf("%d events, %d actions (%s)", h.events, h.actions, strings.Join(parts, ", "))
+}
+
+// countHistory counts the events of a workflow's history and its billable
+// Temporal Cloud actions (https://docs.temporal.io/cloud/actions): a
+// workflow start, each activity scheduled (and each retry), timer
+// started, signal received, search attribute upsert (except
+// TemporalChangeVersion alone), update accepted, workflow options update,
+// and two per child workflow started; markers count once per workflow task
+// that records any, as the server's own action metric counts them. A
+// child's start is counted in its parent, so a child's own
+// WorkflowExecutionStarted is not counted again. Children are followed.
+func (s *scaleRun) countHistory(ctx context.Context, workflowID string, child bool) (historyCount, error) {
+	h := historyCount{byType: map[string]int{}}
+	it := s.m.temporal.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	markerTasks := map[int64]bool{}
+	var children []string
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return h, err
+		}
+		h.events++
+		action := ""
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			if !child {
+				action = "start"
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			action = "activity:" + e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			if a := e.GetActivityTaskStartedEventAttributes().GetAttempt(); a > 1 {
+				h.byType["activity retry"] += int(a - 1)
+				h.actions += int(a - 1)
+			}
+		case enumspb.EVENT_TYPE_TIMER_STARTED:
+			action = "timer"
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+			action = "signal:" + e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()
+		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			fields := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
+			if _, v := fields["TemporalChangeVersion"]; !(v && len(fields) == 1) {
+				action = "upsert search attributes"
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+			action = "update"
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_OPTIONS_UPDATED:
+			action = "options updated"
+		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+			h.byType["child workflow"] += 2
+			h.actions += 2
+		case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+			children = append(children, e.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution().GetWorkflowId())
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			wft := e.GetMarkerRecordedEventAttributes().GetWorkflowTaskCompletedEventId()
+			if !markerTasks[wft] {
+				markerTasks[wft] = true
+				action = "markers"
+			}
+		}
+		if action != "" {
+			h.byType[action]++
+			h.actions++
+		}
+	}
+	for _, id := range children {
+		c, err := s.countHistory(ctx, id, true)
+		if err != nil {
+			return h, err
+		}
+		h.events += c.events
+		h.actions += c.actions
+		h.byType["child events"] += c.events
+		for k, v := range c.byType {
+			h.byType["child "+k] += v
+		}
+	}
+	return h, nil
+}
+
+// finishProbes waits for the paid probe's workflow (and its webhook
+// delivery) to end and for the expiry probe to expire, and counts their
+// histories.
+func (s *scaleRun) finishProbes(ctx context.Context) (paid, expired historyCount) {
+	p := s.probes
+	if err := waitWorkflowClosed(ctx, s, workflows.PaymentWorkflowID(p.paidID), 5*time.Minute); err != nil {
+		s.b.Fatal(err)
+	}
+	var err error
+	if paid, err = s.countHistory(ctx, workflows.PaymentWorkflowID(p.paidID), false); err != nil {
+		s.b.Fatal(err)
+	}
+	progress("scale: paid payment: %s", paid)
+	if p.skipExpiry {
+		return paid, historyCount{}
+	}
+	if wait := time.Until(p.expiresAt); wait > 0 {
+		progress("scale: waiting %s for the expiry probe", wait.Round(time.Second))
+	}
+	deadline := p.expiresAt.Add(5 * time.Minute)
+	for {
+		var status string
+		if err := s.m.pool.QueryRow(ctx, `SELECT status FROM payments WHERE id = $1`, p.expiredID).Scan(&status); err != nil {
+			s.b.Fatal(err)
+		}
+		if status == string(paywatch.StatusExpired) {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.b.Fatalf("the expiry probe is still %s", status)
+		}
+		time.Sleep(time.Second)
+	}
+	// Its webhook delivery and the state save finish right after.
+	time.Sleep(5 * time.Second)
+	if expired, err = s.countHistory(ctx, workflows.PaymentWorkflowID(p.expiredID), false); err != nil {
+		s.b.Fatal(err)
+	}
+	progress("scale: expired payment (late window still open): %s", expired)
+	return paid, expired
+}
+
+func waitWorkflowClosed(ctx context.Context, s *scaleRun, id string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		d, err := s.m.temporal.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return err
+		}
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New(id + " still running")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// actionPrice is Temporal Cloud's pay-as-you-go price of one action: $50
+// per million (https://docs.temporal.io/cloud/pricing).
+const actionPrice = 50.0 / 1e6
+
+// scaleReport renders the figures as the README's Markdown.
+func scaleReport(rs []scaleResult, paid, expired historyCount, cfg Config) string {
+	var b strings.Builder
+	idle := rs[0]
+	fmt.Fprintf(&b, "\nworkflow cache %d, history cache %d; idle: RSS %.0f MB (%.0f MB after FreeOSMemory), heap %.0f MB, %d goroutines, temporal.db %.1f MB, PostgreSQL %.1f MB\n\n",
+		cfg.WorkflowCacheSize, cfg.TemporalHistoryCacheSize, idle.rssMB, idle.rssAfterGCMB, idle.heapMB, idle.goroutines, idle.temporalMB, idle.postgresMB)
+	b.WriteString("| open payments | creations/s (p50, p99) | settled after | RSS | Go heap after GC | temporal.db | PostgreSQL | scanner at the head: ms/block, RPC/block | scanner while paying: ms/block, RPC/block | 1,000 paid in |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs[1:] {
+		fmt.Fprintf(&b, "| %d | %.0f (%d ms, %d ms) | %.0f s | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.2f, %.2f | %.2f, %.2f | %.1f s |\n",
+			r.open, r.createRate, r.p50.Milliseconds(), r.p99.Milliseconds(), r.settled.Seconds(),
+			r.rssMB, perPaymentKB(r.rssMB, idle.rssMB, r.open),
+			r.heapMB, perPaymentKB(r.heapMB, idle.heapMB, r.open),
+			r.temporalMB, perPaymentKB(r.temporalMB, idle.temporalMB, r.open),
+			r.postgresMB, perPaymentKB(r.postgresMB, idle.postgresMB, r.open),
+			r.scanIdle.msPerBlock, r.scanIdle.callsPerBlock, r.scanPaying.msPerBlock, r.scanPaying.callsPerBlock,
+			r.paidIn.Seconds())
+	}
+	b.WriteString("\n| lifecycle | history events | billable actions | per 1,000 payments at $50 per million |\n|---|---|---|---|\n")
+	for _, row := range []struct {
+		name string
+		h    historyCount
+	}{{"paid (with its webhook)", paid}, {"expired (with its webhook; late window open)", expired}} {
+		if row.h.byType == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | $%.2f |\n", row.name, row.h.events, row.h.actions, float64(row.h.actions)*1000*actionPrice)
+	}
+	fmt.Fprintf(&b, "\npaid: %s\nexpired: %s\n", paid, expired)
+	return b.String()
+}
