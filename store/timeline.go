@@ -45,7 +45,12 @@ func recordStatusChange(ctx context.Context, tx pgx.Tx, paymentID string) (chang
 		INSERT INTO payment_status_changes (payment_id, status, paid_amount, decimals, state_version, at)
 		SELECT p.id, p.status, p.paid_amount, p.decimals, p.state_version, p.updated_at FROM payments p
 		WHERE p.id = $1 AND p.status IS DISTINCT FROM (
-			SELECT c.status FROM payment_status_changes c WHERE c.payment_id = p.id ORDER BY c.id DESC LIMIT 1)
+			-- The payment's last row is its newest state_version too (saves
+			-- only add rows for newer states): this walks the unique
+			-- (payment_id, state_version) index. ORDER BY id walked the
+			-- primary key back through every later payment's rows, a
+			-- scan that grew with the table (issue 15).
+			SELECT c.status FROM payment_status_changes c WHERE c.payment_id = p.id ORDER BY c.state_version DESC LIMIT 1)
 		ON CONFLICT (payment_id, state_version) DO NOTHING`, paymentID)
 	if err != nil {
 		return false, fmt.Errorf("record status change: %w", err)

@@ -1044,7 +1044,7 @@ func (s *scaleRun) finishProbes(ctx context.Context) (paid, expired historyCount
 	if paid, err = s.countHistory(ctx, workflows.PaymentWorkflowID(p.paidID), false); err != nil {
 		s.b.Fatal(err)
 	}
-	progress("scale: paid payment: %s", paid)
+	progress("scale: paid payment: %s; the probes' webhook receiver got %d deliveries", paid, p.webhooks.Load())
 	if p.skipExpiry {
 		return paid, historyCount{}
 	}
@@ -1101,11 +1101,15 @@ func scaleReport(rs []scaleResult, paid, expired historyCount, cfg Config) strin
 	idle := rs[0]
 	fmt.Fprintf(&b, "\nworkflow cache %d, history cache %d; idle: RSS %.0f MB (%.0f MB after FreeOSMemory), heap %.0f MB, %d goroutines, temporal.db %.1f MB, PostgreSQL %.1f MB\n\n",
 		cfg.WorkflowCacheSize, cfg.TemporalHistoryCacheSize, idle.rssMB, idle.rssAfterGCMB, idle.heapMB, idle.goroutines, idle.temporalMB, idle.postgresMB)
-	b.WriteString("| open payments | creations/s (p50, p99) | settled after | RSS | Go heap after GC | temporal.db | PostgreSQL | scanner at the head: ms/block, RPC/block | scanner while paying: ms/block, RPC/block | 1,000 paid in |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| open payments | creations/s (p50, p99) | settled after | creations/s with the work left behind | RSS | Go heap after GC | temporal.db | PostgreSQL | scanner at the head: ms/block, RPC/block | scanner while paying: ms/block, RPC/block | 1,000 paid in |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs[1:] {
-		fmt.Fprintf(&b, "| %d | %.0f (%d ms, %d ms) | %.0f s | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.2f, %.2f | %.2f, %.2f | %.1f s |\n",
-			r.open, r.createRate, r.p50.Milliseconds(), r.p99.Milliseconds(), r.settled.Seconds(),
+		sustained := 0.0
+		if r.createRate > 0 {
+			sustained = float64(r.created) / (float64(r.created)/r.createRate + r.settled.Seconds())
+		}
+		fmt.Fprintf(&b, "| %d | %.0f (%d ms, %d ms) | %.0f s | %.0f | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.0f MB (%.1f KB each) | %.2f, %.2f | %.2f, %.2f | %.1f s |\n",
+			r.open, r.createRate, r.p50.Milliseconds(), r.p99.Milliseconds(), r.settled.Seconds(), sustained,
 			r.rssMB, perPaymentKB(r.rssMB, idle.rssMB, r.open),
 			r.heapMB, perPaymentKB(r.heapMB, idle.heapMB, r.open),
 			r.temporalMB, perPaymentKB(r.temporalMB, idle.temporalMB, r.open),
