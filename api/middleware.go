@@ -161,7 +161,8 @@ func (s *Server) limitPerIP(scope string) echo.MiddlewareFunc {
 // requireAPIKey authenticates x-api-key and applies the API limits, in
 // this order: unknown keys per IP, then the burst limit per key, then the
 // owner's daily API calls (GET /v1/config is exempt). Every counter lives
-// in PostgreSQL, so all replicas share it.
+// in PostgreSQL, so all replicas share it; a known key is authenticated
+// and counted in one statement (store.AuthenticateCall).
 func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
@@ -169,7 +170,14 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		if key == "" {
 			return paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgMissingAPIKey)
 		}
-		prj, err := s.deps.Store.Authenticate(ctx, key)
+		keyID := sha256.Sum256([]byte(key))
+		call, err := s.deps.Store.AuthenticateCall(ctx, store.APICall{
+			Key:        key,
+			RateKey:    "api-key:" + hex.EncodeToString(keyID[:12]),
+			Window:     time.Minute,
+			Burst:      BurstLimit,
+			CountDaily: !(c.Request().Method == http.MethodGet && strings.HasSuffix(c.Path(), "/config")),
+		})
 		if paywatch.ErrorCode(err) == paywatch.EUNAUTHORIZED {
 			over, herr := s.hitPerIP(c, "invalid-api-key", InvalidKeyLimit)
 			if herr != nil {
@@ -183,23 +191,15 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		keyID := sha256.Sum256([]byte(key))
-		w, err := s.deps.Store.HitRate(ctx, "api-key:"+hex.EncodeToString(keyID[:12]), time.Minute)
-		if err != nil {
-			return err
-		}
-		if w.Count > BurstLimit {
-			setRateHeaders(c, BurstLimit, w, false)
+		prj := call.Project
+		if call.Burst.Count > BurstLimit {
+			setRateHeaders(c, BurstLimit, call.Burst, false)
 			return tooMany(paywatch.MsgRateLimit)
 		}
-		if !(c.Request().Method == http.MethodGet && strings.HasSuffix(c.Path(), "/config")) {
+		if d := call.Daily; d != nil {
 			limits := prj.Owner.Limits()
-			d, err := s.deps.Store.HitDaily(ctx, prj.Owner.ID, store.DailyAPICalls)
-			if err != nil {
-				return err
-			}
 			if limits.APICallsPerDay != store.Unlimited && d.Count > limits.APICallsPerDay {
-				setRateHeaders(c, limits.APICallsPerDay, d, true)
+				setRateHeaders(c, limits.APICallsPerDay, *d, true)
 				return &paywatch.Error{Code: paywatch.ERATELIMIT, Message: paywatch.MsgDailyLimit, Fields: map[string]any{
 					"limit": limits.APICallsPerDay,
 					"plan":  string(prj.Owner.Plan),

@@ -114,8 +114,10 @@ func TestCreateWithNetworkPerPayment(t *testing.T) {
 	require.NoError(t, err)
 	assert.WithinDuration(t, e.clock.Now().Add(60*time.Minute), expires, time.Second, "the project's default expiry")
 
-	assert.True(t, e.workflowStarted(id), "the row records its workflow")
 	assert.True(t, workflowRunning(t, id))
+	// The row records its workflow once the answer is sent.
+	assert.Eventually(t, func() bool { return e.workflowStarted(id) }, 5*time.Second, 10*time.Millisecond,
+		"the row records its workflow")
 
 	// GET one reads the stored state.
 	g := e.call(key, "GET", "/v1/payments/"+id, nil)

@@ -54,6 +54,7 @@ type Service struct {
 	webhooks  webhookPolicy
 	telegram  *telegram.Client
 	bot       botName
+	marks     *startedMarks
 }
 
 // New returns the use cases over deps.
@@ -66,6 +67,7 @@ func New(deps Deps) *Service {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.marks = &startedMarks{store: s.store, log: s.log}
 	return s
 }
 
@@ -366,13 +368,23 @@ func (s *Service) EnsureStarted(ctx context.Context, p *store.Payment) error {
 	return nil
 }
 
-// startWorkflow starts the payment's workflow and records it. A failure is
-// only logged: the row is the truth, and the reconciler starts any workflow
-// whose row says it has none.
+// startWorkflow starts a new payment's workflow and has it recorded after
+// the answer (startedMarks). A failure is only logged: the row is the
+// truth, and the reconciler starts any workflow whose row says it has none.
 func (s *Service) startWorkflow(ctx context.Context, p *store.Payment) {
-	if err := s.EnsureStarted(ctx, p); err != nil {
-		s.log.Warn("payment workflow not started; the reconciler will retry", "paymentId", p.ID, "error", err)
+	if p.WorkflowStarted {
+		return // an idempotent repeat
 	}
+	if s.workflows == nil {
+		s.log.Warn("payment workflow not started; the reconciler will retry", "paymentId", p.ID, "error", "no workflow client")
+		return
+	}
+	if err := s.workflows.Start(ctx, p.WorkflowInput()); err != nil {
+		s.log.Warn("payment workflow not started; the reconciler will retry", "paymentId", p.ID, "error", err)
+		return
+	}
+	s.marks.add(ctx, p.ID)
+	p.WorkflowStarted = true
 }
 
 // Redeliver sends one of a project's webhook events again now, with its

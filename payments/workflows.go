@@ -58,11 +58,14 @@ func NewTemporalWorkflows(c client.Client, taskQueue string) *TemporalWorkflows 
 // workflow of that ID is reused while it runs, and a closed one is never
 // started again, so the API and the reconciler may both call Start.
 func (t *TemporalWorkflows) Start(ctx context.Context, in paywatch.PaymentInput) error {
+	attrs, memo := workflows.StartAttributes(in)
 	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.PaymentWorkflowID(in.PaymentID),
 		TaskQueue:                t.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes:    attrs,
+		Memo:                     memo,
 	}, workflows.PaymentWorkflowName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {

@@ -26,6 +26,9 @@ type paymentRow struct {
 	poolMatching paywatch.PoolMatching
 	amount       paywatch.Amount // requested, at any decimals
 	externalRef  string
+	// reserved is a derivation index its creation took ahead of its
+	// transaction (reserveIndex); nil for none.
+	reserved *indexReservation
 }
 
 // assign gives payment p an address on network n for token t according to
@@ -57,9 +60,17 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 		}
 		return a, errNoAddresses
 	}
+	// The start block is read before the address is chosen: deriving one
+	// locks the wallet's counter row until the transaction ends, and
+	// concurrent payments of the wallet wait for it (a head read may take
+	// a round trip to the chain).
+	startBlock, err := s.startBlock(ctx, tx, n)
+	if err != nil {
+		return a, err
+	}
 	switch p.mode {
 	case paywatch.ModePerPayment:
-		id, addr, err := s.derive(ctx, tx, w, family, nil, n, t)
+		id, addr, err := s.derive(ctx, tx, w, family, nil, n, t, p.reserved)
 		if err != nil {
 			return a, err
 		}
@@ -93,10 +104,6 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 		staticID, address, original, microOffset, amount = &id, addr, &base, &offset, final
 	default:
 		return a, fmt.Errorf("unknown address mode %q", p.mode)
-	}
-	startBlock, err := s.startBlock(ctx, tx, n)
-	if err != nil {
-		return a, err
 	}
 	var originalUnits *string
 	if original != nil {

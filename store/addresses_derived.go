@@ -15,18 +15,21 @@ import (
 // reserved for gas. An index whose address already has an owner (see
 // claimDerivedAddress) is skipped, so the sequence can have gaps.
 // externalRef, network and token are set for per_user addresses only.
-func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Family, externalRef *string, n paywatch.Network, t paywatch.Token) (int64, string, error) {
+// reserved, when it is of this wallet and family, is tried first instead
+// of the counter (reserveIndex).
+func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Family, externalRef *string, n paywatch.Network, t paywatch.Token, reserved *indexReservation) (int64, string, error) {
 	x, err := parseXPub(w.XPubs[f])
 	if err != nil {
 		return 0, "", fmt.Errorf("stored xpub of wallet %d: %w", w.ID, err)
 	}
 	for {
 		var index int64
-		err := tx.QueryRow(ctx, `
+		if reserved != nil && reserved.walletID == w.ID && reserved.family == f {
+			index, reserved = reserved.index, nil
+		} else if err := tx.QueryRow(ctx, `
 			INSERT INTO wallet_counters (wallet_id, family, next_index) VALUES ($1, $2, $3)
 			ON CONFLICT (wallet_id, family) DO UPDATE SET next_index = wallet_counters.next_index + 1
-			RETURNING next_index - 1`, w.ID, f, paywatch.FirstPaymentIndex+1).Scan(&index)
-		if err != nil {
+			RETURNING next_index - 1`, w.ID, f, paywatch.FirstPaymentIndex+1).Scan(&index); err != nil {
 			return 0, "", fmt.Errorf("take derivation index: %w", err)
 		}
 		if index >= 1<<31 {
@@ -39,28 +42,20 @@ func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Fam
 		// An address that already has an owner (another project's, or this
 		// wallet's static one) is skipped like an invalid index: a
 		// transfer to it would pay two payments.
-		claimed, err := claimDerivedAddress(ctx, tx, w.ID, f, address)
-		if err != nil {
-			return 0, "", err
-		}
-		if !claimed {
-			continue
-		}
 		var network, token *string
 		if externalRef != nil {
 			ns, ts := string(n), string(t)
 			network, token = &ns, &ts
 		}
-		var id int64
-		err = tx.QueryRow(ctx, `
-			INSERT INTO derived_addresses (wallet_id, family, derivation_index, address, external_ref, network, token, decimals)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			w.ID, f, index, address, externalRef, network, token, paywatch.Decimals(n, t)).Scan(&id)
-		if uniqueViolation(err, "") {
-			return 0, "", errRetry
-		}
+		id, claimed, err := claimDerivedAddress(ctx, tx, derivedAddress{
+			walletID: w.ID, family: f, index: index, address: address,
+			externalRef: externalRef, network: network, token: token, decimals: paywatch.Decimals(n, t),
+		})
 		if err != nil {
-			return 0, "", fmt.Errorf("record derived address: %w", err)
+			return 0, "", err
+		}
+		if !claimed {
+			continue
 		}
 		return id, address, nil
 	}
@@ -99,7 +94,7 @@ func (s *Store) perUserAddress(ctx context.Context, tx pgx.Tx, prj *Project, w *
 			return 0, "", fmt.Errorf("rotate per_user address: %w", err)
 		}
 	}
-	return s.derive(ctx, tx, w, n.Family(), &ref, n, t)
+	return s.derive(ctx, tx, w, n.Family(), &ref, n, t, nil)
 }
 
 // derivedByCurrentXPub reports whether the wallet's current xPub of family
@@ -114,4 +109,48 @@ func derivedByCurrentXPub(w *Wallet, f paywatch.Family, index int64, address str
 		return false, nil
 	}
 	return a == address, nil
+}
+
+// indexReservation is a derivation index of a wallet and family that
+// reserveIndex took for one creation.
+type indexReservation struct {
+	walletID int64
+	family   paywatch.Family
+	index    int64
+}
+
+// xpubColumns name the wallets column of each family's xPub.
+var xpubColumns = map[paywatch.Family]string{paywatch.FamilyEVM: "xpub_evm", paywatch.FamilyTron: "xpub_tron"}
+
+// reserveIndex takes, in a statement of its own, the derivation index a
+// per_payment creation with a network is about to need, so that the
+// counter row, which every creation of the wallet updates, stays locked
+// only while that statement commits instead of for the rest of the
+// creation's transaction (issue 15: concurrent creations of one merchant
+// queued on it). The transaction derives from the reserved index (derive);
+// it takes its own from the counter as before when there is none (any other
+// mode, an idempotent repeat, an error here) or when the wallet changed in
+// between. A creation refused after the reservation (an amount under the
+// minimum, a lost race) leaves its index unused: a gap in the sequence,
+// like an index skipped because its address had an owner, whose address
+// was never claimed nor shown.
+func (s *Store) reserveIndex(ctx context.Context, np NewPayment) *indexReservation {
+	f := np.Network.Family()
+	col, ok := xpubColumns[f]
+	if np.Network == "" || np.Address != "" || !ok {
+		return nil
+	}
+	r := indexReservation{family: f}
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO wallet_counters (wallet_id, family, next_index)
+		SELECT w.id, $2, $3 FROM projects p JOIN wallets w ON w.project_id = p.id
+		WHERE p.id = $1 AND p.address_mode = $4 AND w.`+col+` IS NOT NULL
+		  AND NOT EXISTS (SELECT 1 FROM payments o WHERE o.project_id = p.id AND o.external_order_id = $5)
+		ON CONFLICT (wallet_id, family) DO UPDATE SET next_index = wallet_counters.next_index + 1
+		RETURNING wallet_id, next_index - 1`,
+		np.ProjectID, f, paywatch.FirstPaymentIndex+1, paywatch.ModePerPayment, np.ExternalOrderID).Scan(&r.walletID, &r.index)
+	if err != nil {
+		return nil // no row: not per_payment, or a repeat; or the transaction meets the error itself
+	}
+	return &r
 }

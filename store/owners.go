@@ -16,21 +16,49 @@ import (
 // (family, address) decides every race; nothing here reads first and
 // inserts later.
 
-// claimDerivedAddress records wallet walletID as the owner of an address it
-// is about to derive, and reports false when the address already has an
-// owner. Any owner makes the index unusable: another wallet's address would
-// be shared across projects, and the wallet's own static address may still
-// carry pool or dedicated payments, whose late transfers must not pay a
-// per_payment or per_user payment. A concurrent claim that is not yet
-// committed makes the insert wait for its outcome.
-func claimDerivedAddress(ctx context.Context, tx pgx.Tx, walletID int64, f paywatch.Family, address string) (bool, error) {
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO address_owners (family, address, wallet_id) VALUES ($1, $2, $3)
-		ON CONFLICT (family, address) DO NOTHING`, f, address, walletID)
-	if err != nil {
-		return false, fmt.Errorf("claim derived address: %w", err)
+// derivedAddress is a derived address to claim and record; externalRef,
+// network and token are set for per_user addresses only.
+type derivedAddress struct {
+	walletID    int64
+	family      paywatch.Family
+	index       int64
+	address     string
+	externalRef *string
+	network     *string
+	token       *string
+	decimals    int
+}
+
+// claimDerivedAddress records d's wallet as the owner of the address it is
+// deriving and, in the same statement, records the derived address; it
+// returns the derived address's id, or false when the address already has
+// an owner. Any owner makes the index unusable: another wallet's address
+// would be shared across projects, and the wallet's own static address may
+// still carry pool or dedicated payments, whose late transfers must not pay
+// a per_payment or per_user payment. A concurrent claim that is not yet
+// committed makes the insert wait for its outcome. A derived address
+// recorded concurrently under the same index gives errRetry.
+func claimDerivedAddress(ctx context.Context, tx pgx.Tx, d derivedAddress) (int64, bool, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `
+		WITH claim AS (
+			INSERT INTO address_owners (family, address, wallet_id) VALUES ($2, $4, $1)
+			ON CONFLICT (family, address) DO NOTHING
+			RETURNING 1
+		)
+		INSERT INTO derived_addresses (wallet_id, family, derivation_index, address, external_ref, network, token, decimals)
+		SELECT $1::bigint, $2::text, $3::bigint, $4::text, $5::text, $6::text, $7::text, $8::smallint FROM claim
+		RETURNING id`,
+		d.walletID, d.family, d.index, d.address, d.externalRef, d.network, d.token, d.decimals).Scan(&id)
+	switch {
+	case noRows(err):
+		return 0, false, nil
+	case uniqueViolation(err, ""):
+		return 0, false, errRetry
+	case err != nil:
+		return 0, false, fmt.Errorf("claim and record derived address: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return id, true, nil
 }
 
 // claimStaticAddress records wallet walletID as the owner of a static

@@ -251,7 +251,7 @@ func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np New
 		if owner == nil {
 			return forbidden(paywatch.MsgNotAccepting)
 		}
-		out, existing, err = s.createPayment(ctx, tx, np)
+		out, existing, err = s.createPayment(ctx, tx, np, nil)
 		if err != nil || existing {
 			return err
 		}

@@ -303,9 +303,15 @@ func (s *Store) ListPayments(ctx context.Context, projectID int64, f ListFilter)
 
 // MarkWorkflowStarted records that the payment's workflow runs.
 func (s *Store) MarkWorkflowStarted(ctx context.Context, id string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE payments SET workflow_started = true WHERE id = $1 AND NOT workflow_started`, id)
+	return s.MarkWorkflowsStarted(ctx, []string{id})
+}
+
+// MarkWorkflowsStarted records that the workflows of the payments ids run,
+// in one statement.
+func (s *Store) MarkWorkflowsStarted(ctx context.Context, ids []string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE payments SET workflow_started = true WHERE id = ANY($1::uuid[]) AND NOT workflow_started`, ids)
 	if err != nil {
-		return fmt.Errorf("mark workflow started: %w", err)
+		return fmt.Errorf("mark workflows started: %w", err)
 	}
 	return nil
 }

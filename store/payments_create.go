@@ -47,9 +47,10 @@ type NewPayment struct {
 func (s *Store) CreatePayment(ctx context.Context, np NewPayment) (*Payment, bool, error) {
 	var out *Payment
 	var existing bool
+	reserved := s.reserveIndex(ctx, np)
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, existing, err = s.createPayment(ctx, tx, np)
+		out, existing, err = s.createPayment(ctx, tx, np, reserved)
 		return err
 	})
 	if err != nil {
@@ -58,7 +59,9 @@ func (s *Store) CreatePayment(ctx context.Context, np NewPayment) (*Payment, boo
 	return out, existing, nil
 }
 
-func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*Payment, bool, error) {
+// createPayment is CreatePayment's transaction; reserved is the index
+// reserveIndex took for it, nil for none.
+func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment, reserved *indexReservation) (*Payment, bool, error) {
 	prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.id = $1 FOR SHARE OF p`, np.ProjectID))
 	if err != nil {
 		return nil, false, fmt.Errorf("load project: %w", err)
@@ -153,7 +156,8 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 		return nil, false, fmt.Errorf("insert payment: %w", err)
 	}
 	if np.Network != "" {
-		row := &paymentRow{id: id, mode: prj.AddressMode, poolMatching: prj.PoolMatching, amount: np.Amount, externalRef: np.ExternalRef}
+		row := &paymentRow{id: id, mode: prj.AddressMode, poolMatching: prj.PoolMatching, amount: np.Amount, externalRef: np.ExternalRef,
+			reserved: reserved}
 		_, err := s.assign(ctx, tx, prj, w, row, np.Network, np.Token, np.Address, now)
 		switch err {
 		case errNoXPub:
@@ -165,12 +169,9 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment) (*P
 			return nil, false, err
 		}
 	}
-	if err := recordCreation(ctx, tx, id); err != nil {
-		return nil, false, err
-	}
-	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, id))
+	p, err := createdPayment(ctx, tx, id)
 	if err != nil {
-		return nil, false, fmt.Errorf("reload payment: %w", err)
+		return nil, false, err
 	}
 	return p, false, nil
 }

@@ -80,28 +80,37 @@ func (p *Project) OwnerEmail() string {
 	return p.Owner.Email
 }
 
-const projectSelect = `
-	SELECT p.id, p.slug, p.name, p.webhook_url, p.active, p.address_mode, p.pool_matching,
+// projectColumns are the columns scanProject reads, over projects p and
+// accounts a (projectFrom).
+const projectColumns = `p.id, p.slug, p.name, p.webhook_url, p.active, p.address_mode, p.pool_matching,
 	       p.min_amount::text, p.micro_amount_decimals, p.rotation_threshold::text,
 	       p.payment_expiry_minutes, p.api_key_prefix, p.api_key_hash, p.created_at, p.updated_at,
 	       COALESCE(p.telegram_chat_id, ''),
 	       EXISTS (SELECT 1 FROM wallets w WHERE w.project_id = p.id),
-	       a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at
+	       a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at`
+
+// projectFrom joins a project to its owner.
+const projectFrom = `
 	FROM projects p LEFT JOIN accounts a ON a.id = p.owner_id`
 
-func scanProject(row scanner) (*Project, error) {
+const projectSelect = `
+	SELECT ` + projectColumns + projectFrom
+
+// scanProject reads projectColumns, then extra.
+func scanProject(row scanner, extra ...any) (*Project, error) {
 	var p Project
 	var webhook, minAmount, rotation, prefix *string
 	var ownerID *int64
 	var email, plan, status *string
 	var limits []byte
 	var oc, ou *time.Time
-	if err := row.Scan(&p.ID, &p.Slug, &p.Name, &webhook, &p.Active, &p.AddressMode, &p.PoolMatching,
+	dest := append([]any{&p.ID, &p.Slug, &p.Name, &webhook, &p.Active, &p.AddressMode, &p.PoolMatching,
 		&minAmount, &p.MicroAmountDecimals, &rotation,
 		&p.PaymentExpiryMinutes, &prefix, &p.apiKeyHash, &p.CreatedAt, &p.UpdatedAt,
 		&p.TelegramChatID,
 		&p.HasWallet,
-		&ownerID, &email, &plan, &status, &limits, &oc, &ou); err != nil {
+		&ownerID, &email, &plan, &status, &limits, &oc, &ou}, extra...)
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	if webhook != nil {
@@ -476,13 +485,7 @@ func (s *Store) Authenticate(ctx context.Context, apiKey string) (*Project, erro
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if p.Owner == nil {
-		return nil, paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgInvalidAPIKey)
-	}
-	if !p.Active {
-		return nil, forbidden("Project is deactivated")
-	}
-	if err := InactiveError(p.Owner); err != nil {
+	if err := callerRefusal(p); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -20,17 +20,20 @@ type StatusChange struct {
 	At         time.Time
 }
 
-// recordCreation writes the first step of a new payment's timeline,
-// pending at its creation, in the transaction that creates it.
-func recordCreation(ctx context.Context, tx pgx.Tx, paymentID string) error {
-	_, err := tx.Exec(ctx, `
-		INSERT INTO payment_status_changes (payment_id, status, paid_amount, decimals, state_version, at)
-		SELECT id, status, paid_amount, decimals, state_version, created_at FROM payments WHERE id = $1
-		ON CONFLICT (payment_id, state_version) DO NOTHING`, paymentID)
+// createdPayment writes the first step of a new payment's timeline,
+// pending at its creation, in the transaction that creates it, and returns
+// the payment as that transaction wrote it, in one statement.
+func createdPayment(ctx context.Context, tx pgx.Tx, paymentID string) (*Payment, error) {
+	p, err := scanPayment(tx.QueryRow(ctx, `
+		WITH first_step AS (
+			INSERT INTO payment_status_changes (payment_id, status, paid_amount, decimals, state_version, at)
+			SELECT id, status, paid_amount, decimals, state_version, created_at FROM payments WHERE id = $1
+			ON CONFLICT (payment_id, state_version) DO NOTHING
+		)`+paymentSelect+` WHERE pay.id = $1`, paymentID))
 	if err != nil {
-		return fmt.Errorf("record payment creation: %w", err)
+		return nil, fmt.Errorf("record and reload created payment: %w", err)
 	}
-	return nil
+	return p, nil
 }
 
 // recordStatusChange adds the payment's current status to its timeline

@@ -382,13 +382,20 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// walletByProject loads a project's wallet with its address counts; nil
-// without error when the project has none.
+// walletByProject loads a project's wallet with its address counts, in one
+// statement (creation reads it for every payment); nil without error when
+// the project has none.
 func walletByProject(ctx context.Context, q querier, projectID int64) (*Wallet, error) {
 	w := &Wallet{ProjectID: projectID, XPubs: map[paywatch.Family]string{}, Addresses: map[paywatch.Network]int{}}
 	var evm, tron *string
-	err := q.QueryRow(ctx, `SELECT id, name, xpub_evm, xpub_tron FROM wallets WHERE project_id = $1`, projectID).
-		Scan(&w.ID, &w.Name, &evm, &tron)
+	var counts map[string]int
+	err := q.QueryRow(ctx, `
+		SELECT w.id, w.name, w.xpub_evm, w.xpub_tron,
+		       COALESCE((SELECT jsonb_object_agg(s.network, s.n) FROM (
+		           SELECT network, count(*) AS n FROM static_addresses
+		           WHERE wallet_id = w.id AND removed_at IS NULL GROUP BY network) s), '{}')
+		FROM wallets w WHERE w.project_id = $1`, projectID).
+		Scan(&w.ID, &w.Name, &evm, &tron, &counts)
 	if noRows(err) {
 		return nil, nil
 	}
@@ -401,20 +408,10 @@ func walletByProject(ctx context.Context, q querier, projectID int64) (*Wallet, 
 	if tron != nil {
 		w.XPubs[paywatch.FamilyTron] = *tron
 	}
-	rows, err := q.Query(ctx, `SELECT network, count(*) FROM static_addresses WHERE wallet_id = $1 AND removed_at IS NULL GROUP BY network`, w.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n string
-		var c int
-		if err := rows.Scan(&n, &c); err != nil {
-			return nil, err
-		}
+	for n, c := range counts {
 		w.Addresses[paywatch.Network(n)] = c
 	}
-	return w, rows.Err()
+	return w, nil
 }
 
 // WalletOf returns a project's wallet, or nil when it has none.

@@ -100,14 +100,14 @@ func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap p
 			p.logger.Error("queue webhook failed", "paymentId", snap.PaymentID, "event", event, "error", err)
 			return
 		}
-		if q.Chat && chatWorkflows(ctx) {
+		if q.Chat && (p.current || chatWorkflows(ctx)) {
 			p.startChat(ctx, in.EventID)
 		}
 		if q.Skipped {
 			p.logger.Info("webhook skipped: daily quota exhausted", "paymentId", snap.PaymentID, "event", event)
 			return
 		}
-		if webhookWorkflows(ctx) {
+		if p.current || webhookWorkflows(ctx) {
 			p.deliverWebhook(ctx, event, in.EventID)
 			return
 		}
@@ -150,33 +150,6 @@ func (p *payment) deliverWebhook(ctx workflow.Context, event paywatch.Event, eve
 	if err := f.Get(ctx, nil); err != nil {
 		// Terminated, most likely, by a redelivery that replaced it.
 		p.logger.Warn("webhook workflow did not complete", "paymentId", p.st.PaymentID, "event", event, "eventId", eventID, "error", err)
-	}
-}
-
-// publish upserts the search attributes and the memo, so the Temporal Web
-// UI can filter payments by status, project, network, token and references.
-func (p *payment) publish(ctx workflow.Context) {
-	orderID := ""
-	if p.in.ExternalOrderID != nil {
-		orderID = *p.in.ExternalOrderID
-	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		SearchAttrPaymentStatus.ValueSet(string(p.st.Status)),
-		SearchAttrProjectSlug.ValueSet(p.in.ProjectSlug),
-		SearchAttrNetwork.ValueSet(string(p.st.Network)),
-		SearchAttrToken.ValueSet(string(p.st.Token)),
-		SearchAttrExternalRef.ValueSet(p.in.ExternalRef),
-		SearchAttrExternalOrderID.ValueSet(orderID),
-	); err != nil {
-		p.logger.Warn("upsert search attributes failed", "paymentId", p.st.PaymentID, "error", err)
-	}
-	if err := workflow.UpsertMemo(ctx, map[string]any{
-		"amount":  p.st.Amount.String(),
-		"token":   string(p.st.Token),
-		"network": string(p.st.Network),
-		"address": p.st.Address,
-	}); err != nil {
-		p.logger.Warn("upsert memo failed", "paymentId", p.st.PaymentID, "error", err)
 	}
 }
 

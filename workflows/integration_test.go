@@ -6,12 +6,16 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
@@ -127,8 +131,10 @@ func TestPaymentEndToEnd(t *testing.T) {
 		Amount: paywatch.MustParseAmount("12.50", 6), ExternalRef: "cust-9", ExternalOrderID: &orderID,
 		CreatedAt: time.Now().UTC(), ExpiresAt: expires, AddressAssignedAt: time.Now().UTC(),
 	}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.PaymentWorkflowID(paymentID), TaskQueue: taskQueue},
-		workflows.PaymentWorkflowName, in)
+	// Started as the API starts it (payments.TemporalWorkflows.Start).
+	attrs, memo := workflows.StartAttributes(in)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.PaymentWorkflowID(paymentID), TaskQueue: taskQueue,
+		TypedSearchAttributes: attrs, Memo: memo}, workflows.PaymentWorkflowName, in)
 	require.NoError(t, err)
 
 	// The transfer was mined 30 blocks ago: 31 confirmations of 40, so the
@@ -197,4 +203,106 @@ func TestPaymentEndToEnd(t *testing.T) {
 	assert.Contains(t, string(sa["PaymentStatus"].GetData()), "paid")
 	assert.Contains(t, string(sa["ProjectSlug"].GetData()), "e2e")
 	assert.Contains(t, string(desc.GetWorkflowExecutionInfo().GetMemo().GetFields()["address"].GetData()), address)
+
+	// It started with its search attributes, so the first upsert is the
+	// first status change's (confirming), after the transfer's signal: the
+	// start saved one.
+	events := history(ctx, t, c, run.GetID())
+	upsert := slices.IndexFunc(events, publishes)
+	signal := slices.IndexFunc(events, func(ev *historypb.HistoryEvent) bool {
+		return ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+	})
+	require.NotEqual(t, -1, upsert)
+	assert.Greater(t, upsert, signal, "no upsert before the first status change")
+
+	// The history of this paid lifecycle, recorded by today's code
+	// (changeCurrent), replays with it.
+	r := worker.NewWorkflowReplayer()
+	workflows.Register(replayRegistry{replayer: r}, &activities.Activities{})
+	require.NoError(t, r.ReplayWorkflowHistory(nil, &historypb.History{Events: events}))
+}
+
+// history returns the events of a workflow's current run.
+func history(ctx context.Context, t *testing.T, c client.Client, id string) []*historypb.HistoryEvent {
+	var events []*historypb.HistoryEvent
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		events = append(events, ev)
+	}
+	return events
+}
+
+// publishes reports whether ev upserts the payment's own search attributes
+// (not the SDK's TemporalChangeVersion, which comes with a version marker).
+func publishes(ev *historypb.HistoryEvent) bool {
+	_, ok := ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()["PaymentStatus"]
+	return ok
+}
+
+// A payment workflow started without search attributes (by a client older
+// than StartAttributes) publishes them itself when it starts, and one started
+// with them shows them at once; both show what the Web UI filters on.
+func TestPaymentStartAttributes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	chain := &liveChain{network: paywatch.ARBITRUM, start: time.Now(), base: 1000}
+	acts := activities.New(activities.Deps{Store: store.New(storetest.NewPool(t)), Chains: oneChain{chain}})
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	require.NoError(t, workflows.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
+	ts.NewWorker("payments", func(r worker.Registry) { workflows.Register(r, acts) })
+
+	orderID := "order-sa"
+	in := paywatch.PaymentInput{
+		ProjectSlug: "shop", Mode: paywatch.ModePerPayment,
+		Network: paywatch.ARBITRUM, Token: paywatch.USDC, Address: address, StartBlock: 1000,
+		Amount: paywatch.MustParseAmount("7.25", 6), ExternalRef: "cust-sa", ExternalOrderID: &orderID,
+		CreatedAt: time.Now().UTC(), ExpiresAt: time.Now().Add(time.Hour), AddressAssignedAt: time.Now().UTC(),
+	}
+	for _, withAttrs := range []bool{false, true} {
+		in.PaymentID = uuid.NewString()
+		opts := client.StartWorkflowOptions{ID: workflows.PaymentWorkflowID(in.PaymentID), TaskQueue: "payments"}
+		if withAttrs {
+			opts.TypedSearchAttributes, opts.Memo = workflows.StartAttributes(in)
+		}
+		run, err := c.ExecuteWorkflow(ctx, opts, workflows.PaymentWorkflowName, in)
+		require.NoError(t, err)
+		// The first workflow task has completed once the state query answers.
+		require.Eventually(t, func() bool {
+			_, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryState)
+			return err == nil
+		}, 20*time.Second, 20*time.Millisecond)
+		upserts, markers := 0, 0
+		for _, ev := range history(ctx, t, c, run.GetID()) {
+			if publishes(ev) {
+				upserts++
+			}
+			if ev.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+				markers++
+			}
+		}
+		if withAttrs {
+			assert.Zero(t, upserts, "started with its attributes: nothing to upsert")
+		} else {
+			assert.Equal(t, 1, upserts, "started without: published in setup")
+		}
+		assert.Equal(t, 1, markers, "a new run records one version marker (changeCurrent), not one per change")
+		desc, err := c.DescribeWorkflowExecution(ctx, run.GetID(), "")
+		require.NoError(t, err)
+		info := desc.GetWorkflowExecutionInfo()
+		sa := info.GetSearchAttributes().GetIndexedFields()
+		for name, want := range map[string]string{"PaymentStatus": "pending", "ProjectSlug": "shop", "Network": "ARBITRUM",
+			"Token": "USDC", "ExternalRef": "cust-sa", "ExternalOrderId": "order-sa"} {
+			assert.Equal(t, `"`+want+`"`, string(sa[name].GetData()), "withAttrs %v: %s", withAttrs, name)
+		}
+		memo := info.GetMemo().GetFields()
+		assert.Equal(t, `"7.25"`, string(memo["amount"].GetData()), "withAttrs %v", withAttrs)
+		assert.Equal(t, `"`+address+`"`, string(memo["address"].GetData()), "withAttrs %v", withAttrs)
+		require.NoError(t, c.TerminateWorkflow(ctx, run.GetID(), "", "test done"))
+	}
 }

@@ -122,6 +122,9 @@ type payment struct {
 	// checks again at once.
 	deadlineRetry time.Time
 
+	// current is set for runs that take every change of versions.go
+	// (changeCurrent).
+	current bool
 	// oneOwner is set for runs that apply the rules of changeOneOwner.
 	oneOwner bool
 	// pushed is set for runs that apply the rules of
@@ -141,32 +144,43 @@ func newPayment(ctx workflow.Context, in paywatch.PaymentInput) *payment {
 	if in.Carry != nil {
 		p.st = *in.Carry
 	} else {
-		p.st = paywatch.PaymentState{
-			PaymentID:      in.PaymentID,
-			Status:         paywatch.StatusPending,
-			Network:        in.Network,
-			Token:          in.Token,
-			Address:        in.Address,
-			Amount:         in.Amount,
-			OriginalAmount: in.OriginalAmount,
-			PaidAmount:     paywatch.NewAmount(nil, in.Amount.Decimals()),
-			ExpiresAt:      in.ExpiresAt,
-			StartBlock:     in.StartBlock,
-		}
-		if !in.AddressAssignedAt.IsZero() {
-			t := in.AddressAssignedAt
-			p.st.AddressAssignedAt = &t
-		}
+		p.st = initialState(in)
 	}
 	p.committed = p.st.Status
 	return p
 }
 
-// setup registers the handlers and publishes the search attributes and memo.
+// initialState is the state of a payment's first run.
+func initialState(in paywatch.PaymentInput) paywatch.PaymentState {
+	st := paywatch.PaymentState{
+		PaymentID:      in.PaymentID,
+		Status:         paywatch.StatusPending,
+		Network:        in.Network,
+		Token:          in.Token,
+		Address:        in.Address,
+		Amount:         in.Amount,
+		OriginalAmount: in.OriginalAmount,
+		PaidAmount:     paywatch.NewAmount(nil, in.Amount.Decimals()),
+		ExpiresAt:      in.ExpiresAt,
+		StartBlock:     in.StartBlock,
+	}
+	if !in.AddressAssignedAt.IsZero() {
+		t := in.AddressAssignedAt
+		st.AddressAssignedAt = &t
+	}
+	return st
+}
+
+// setup registers the handlers and publishes the search attributes and
+// memo, unless the run started with them (StartAttributes).
 func (p *payment) setup(ctx workflow.Context) error {
-	lifecycleV1(ctx)
-	p.oneOwner = oneOwnerRules(ctx)
-	p.pushed = confirmationsPushed(ctx)
+	if p.current = current(ctx); p.current {
+		p.oneOwner, p.pushed = true, true
+	} else {
+		lifecycleV1(ctx)
+		p.oneOwner = oneOwnerRules(ctx)
+		p.pushed = confirmationsPushed(ctx)
+	}
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
 	p.confirmed = workflow.GetSignalChannel(ctx, SignalTransfersConfirmed)
@@ -191,7 +205,9 @@ func (p *payment) setup(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: p.validateRecheck}); err != nil {
 		return err
 	}
-	p.publish(ctx)
+	if !p.current || !p.publishedAtStart(ctx) {
+		p.publish(ctx)
+	}
 	now := workflow.Now(ctx)
 	if p.hasUnconfirmed() {
 		p.nextConfCheck = now

@@ -382,15 +382,19 @@ func (e *recorder) create(t *testing.T, prj *store.Project, np store.NewPayment,
 }
 
 // start starts the payment's workflow with the options and input the API
-// uses (api.TemporalWorkflows.Start).
+// uses (payments.TemporalWorkflows.Start).
 func (e *recorder) start(t *testing.T, p *store.Payment) client.WorkflowRun {
 	t.Helper()
+	in := p.WorkflowInput()
+	attrs, memo := workflows.StartAttributes(in)
 	run, err := e.client.ExecuteWorkflow(e.ctx, client.StartWorkflowOptions{
 		ID:                       workflows.PaymentWorkflowID(p.ID),
 		TaskQueue:                e.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, workflows.PaymentWorkflowName, p.WorkflowInput())
+		TypedSearchAttributes:    attrs,
+		Memo:                     memo,
+	}, workflows.PaymentWorkflowName, in)
 	require.NoError(t, err)
 	require.NoError(t, e.store.MarkWorkflowStarted(e.ctx, p.ID))
 	return run

@@ -32,6 +32,14 @@ const (
 	// gives them (SignalTransfersConfirmed), and the payment asks the chain
 	// itself only as a safety net, confirmationSafetyCheck apart (issue 15).
 	changeConfirmationsPushed = "confirmations-pushed"
+	// changeCurrent marks runs that take every change above, and skip
+	// setup's upsert of the search attributes and memo when the run started
+	// with the same values (StartAttributes). A new run records this one
+	// marker instead of one per change: each GetVersion also upserts the
+	// TemporalChangeVersion search attribute, a visibility write that every
+	// creation paid four times over (issue 15). Runs recorded before it
+	// still ask each change ID.
+	changeCurrent = "payment-current"
 )
 
 // versionAtLeast reports whether this run recorded change id at version min
@@ -75,4 +83,11 @@ func chatWorkflows(ctx workflow.Context) bool {
 // on replay would add commands the history lacks.
 func confirmationsPushed(ctx workflow.Context) bool {
 	return versionAtLeast(ctx, changeConfirmationsPushed, 1, 1)
+}
+
+// current reports whether this run takes every change of this file
+// (changeCurrent). It is asked first, in setup: a run that answers false was
+// recorded before it and asks each older change ID, as it did then.
+func current(ctx workflow.Context) bool {
+	return versionAtLeast(ctx, changeCurrent, 1, 1)
 }
