@@ -26,6 +26,7 @@ const (
 	MsgInvalidStatus      = "Invalid status filter"
 	MsgInvalidCreated     = "Invalid created_after"
 	MsgInvalidUpdated     = "Invalid updated_after"
+	MsgInvalidState       = "Invalid state filter" // paywatch's own: GET /v1/events
 )
 
 // Messages of things not found.

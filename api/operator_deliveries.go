@@ -2,11 +2,9 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -26,21 +24,10 @@ type deliveryView struct {
 // listDeliveries is GET /v1/projects/{slug}/webhook-deliveries.
 func (s *Server) listDeliveries(c echo.Context) error {
 	ctx := c.Request().Context()
-	f := store.DeliveryFilter{Limit: defaultListLimit, PaymentID: c.QueryParam("payment_id")}
-	q := c.QueryParams()
-	if _, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > maxListLimit {
-			return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
-		}
-		f.Limit = n
-	}
-	if _, ok := q["offset"]; ok {
-		n, err := strconv.Atoi(q.Get("offset"))
-		if err != nil || n < 0 {
-			return paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
-		}
-		f.Offset = n
+	f := store.DeliveryFilter{PaymentID: c.QueryParam("payment_id")}
+	var err error
+	if f.Limit, f.Offset, err = pageQuery(c.QueryParams()); err != nil {
+		return err
 	}
 	p, err := s.deps.Store.ProjectBySlug(ctx, c.Param("slug"))
 	if err != nil {

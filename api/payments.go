@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -170,21 +169,11 @@ func (s *Server) getPayment(c echo.Context) error {
 
 // listFilter parses the query of GET /v1/payments.
 func listFilter(c echo.Context) (store.ListFilter, error) {
-	f := store.ListFilter{Limit: defaultListLimit}
+	var f store.ListFilter
 	q := c.QueryParams()
-	if _, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > maxListLimit {
-			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
-		}
-		f.Limit = n
-	}
-	if _, ok := q["offset"]; ok {
-		n, err := strconv.Atoi(q.Get("offset"))
-		if err != nil || n < 0 {
-			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidLimit)
-		}
-		f.Offset = n
+	var err error
+	if f.Limit, f.Offset, err = pageQuery(q); err != nil {
+		return f, err
 	}
 	if _, ok := q["status"]; ok {
 		st, err := paywatch.ParseStatus(q.Get("status"))
@@ -193,19 +182,11 @@ func listFilter(c echo.Context) (store.ListFilter, error) {
 		}
 		f.Status = &st
 	}
-	if _, ok := q["created_after"]; ok {
-		t, ok := parseTimestamp(q.Get("created_after"))
-		if !ok {
-			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidCreated)
-		}
-		f.CreatedAfter = &t
+	if f.CreatedAfter, err = timeQuery(q, "created_after", paywatch.MsgInvalidCreated); err != nil {
+		return f, err
 	}
-	if _, ok := q["updated_after"]; ok {
-		t, ok := parseTimestamp(q.Get("updated_after"))
-		if !ok {
-			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidUpdated)
-		}
-		f.UpdatedAfter = &t
+	if f.UpdatedAfter, err = timeQuery(q, "updated_after", paywatch.MsgInvalidUpdated); err != nil {
+		return f, err
 	}
 	return f, nil
 }
@@ -229,14 +210,9 @@ func (s *Server) listPayments(c echo.Context) error {
 		items = append(items, v)
 	}
 	return c.JSON(http.StatusOK, map[string]any{
-		"success":  true,
-		"payments": items,
-		"pagination": map[string]any{
-			"limit":    f.Limit,
-			"offset":   f.Offset,
-			"total":    total,
-			"has_more": f.Offset+len(items) < total,
-		},
+		"success":    true,
+		"payments":   items,
+		"pagination": pagination(f.Limit, f.Offset, len(items), total),
 	})
 }
 

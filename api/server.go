@@ -215,6 +215,8 @@ func (s *Server) routes() {
 		s.api.GET(prefix+"/payments/:id", s.getPayment, key)
 		s.api.PATCH(prefix+"/payments/:id", s.cancelPayment, key)
 		s.api.POST(prefix+"/payments/:id/confirm", s.confirmPayment, key)
+		s.api.GET(prefix+"/events", s.listEvents, key)
+		s.api.POST(prefix+"/events/:event_id/redeliver", s.redeliverOwnEvent, key)
 		s.api.GET(prefix+"/config", s.config, key)
 
 		s.api.POST(prefix+"/accounts", s.createAccount, op)

@@ -1,0 +1,8 @@
+-- +goose Up
+-- The merchant's event log (GET /v1/events, operations.md §8) lists a
+-- project's webhook events newest first, a page at a time; without this
+-- index every page would sort all of the project's events.
+CREATE INDEX webhook_events_project_created_idx ON webhook_events (project_id, created_at DESC);
+
+-- +goose Down
+DROP INDEX webhook_events_project_created_idx;
