@@ -78,9 +78,7 @@ func TestAccessLogLinePerRequest(t *testing.T) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		rec := httptest.NewRecorder()
-		s.API().ServeHTTP(rec, req)
-		return rec
+		return serve(t, s.API(), apiListener, req)
 	}
 	const paymentID = "5b0c3f5e-6a8e-4d0e-9a8e-0f6c1d2b3a49"
 	const token = "tok_very-secret-reset-token"

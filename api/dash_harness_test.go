@@ -55,8 +55,7 @@ func (b *browser) send(method, path string, form url.Values) page {
 	for _, c := range b.cookies {
 		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 	}
-	rec := httptest.NewRecorder()
-	b.e.server.API().ServeHTTP(rec, req)
+	rec := serve(b.t, b.e.server.API(), apiListener, req)
 	for _, c := range rec.Result().Cookies() {
 		if c.MaxAge < 0 || c.Value == "" {
 			delete(b.cookies, c.Name)

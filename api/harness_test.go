@@ -259,8 +259,7 @@ func (e *env) do(r request) response {
 	for k, v := range r.header {
 		req.Header.Set(k, v)
 	}
-	rec := httptest.NewRecorder()
-	e.server.API().ServeHTTP(rec, req)
+	rec := serve(e.t, e.server.API(), apiListener, req)
 	out := response{Code: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		dec := json.NewDecoder(rec.Body)

@@ -18,8 +18,7 @@ import (
 // getHealthOf asks s's API listener for /health.
 func getHealthOf(t *testing.T, s *api.Server) (int, api.HealthResponse, map[string]any) {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	s.API().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	rec := serve(t, s.API(), apiListener, httptest.NewRequest(http.MethodGet, "/health", nil))
 	var h api.HealthResponse
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &h), rec.Body.String())
 	var raw map[string]any

@@ -292,9 +292,7 @@ func FuzzNoInputAnswers5xx(f *testing.F) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
+		return serve(t, h, apiListener, req)
 	}
 	op := map[string]string{"x-master-key": testMasterKey}
 	setup := func(method, path, body string, code int) map[string]any {
@@ -425,10 +423,10 @@ func FuzzNoInputAnswers5xx(f *testing.F) {
 			path = strings.Replace(path, "{id}", payment(t, r.key, r.fresh), 1)
 		}
 		header := map[string]string{"x-api-key": r.key}
-		h, host := e.server.API(), apiHost
+		h, host, l := e.server.API(), apiHost, apiListener
 		switch {
 		case r.pay:
-			h, host, header = e.server.Pay(), payHost, nil
+			h, host, header, l = e.server.Pay(), payHost, nil, payListener
 		case r.key == "":
 			header = op
 		}
@@ -444,8 +442,7 @@ func FuzzNoInputAnswers5xx(f *testing.F) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := serve(t, h, l, req)
 		if rec.Code >= 500 {
 			t.Fatalf("%s %s?%s %q: %d %s", r.method, path, query, body, rec.Code, rec.Body.String())
 		}

@@ -123,8 +123,7 @@ func TestAccountEmailInPathMayBeEscaped(t *testing.T) {
 	req.Host = apiHost
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-master-key", testMasterKey)
-	rec := httptest.NewRecorder()
-	e.server.API().ServeHTTP(rec, req)
+	rec := serve(t, e.server.API(), apiListener, req)
 	assert.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
 	assert.JSONEq(t, `{"error": "Invalid request body"}`, rec.Body.String())
 }

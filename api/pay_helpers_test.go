@@ -56,8 +56,7 @@ func (e *env) payCall(r request) response {
 	for k, v := range r.header {
 		req.Header.Set(k, v)
 	}
-	rec := httptest.NewRecorder()
-	e.server.Pay().ServeHTTP(rec, req)
+	rec := serve(e.t, e.server.Pay(), payListener, req)
 	out := response{Code: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		dec := json.NewDecoder(strings.NewReader(out.Raw))

@@ -232,6 +232,7 @@ func (s *Server) routes() {
 		s.api.POST(prefix+"/projects/:slug/telegram-link", s.telegramLink, op)
 	}
 	s.api.GET(GuidePath, s.guide, s.limitPerIP("guide"))
+	s.api.GET(OpenAPIPath, s.openAPI, s.limitPerIP("openapi"))
 	if s.deps.DevMail {
 		s.api.GET(DevMailPath, s.devMail)
 	}

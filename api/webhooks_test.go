@@ -39,6 +39,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 			return
 		}
 		r.bodies = append(r.bodies, body)
+		checkWebhookPayload(t, body)
 		_, _ = io.WriteString(w, "ok")
 	}))
 	t.Cleanup(r.srv.Close)
