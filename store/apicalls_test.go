@@ -55,6 +55,9 @@ func TestAuthenticateCallCounts(t *testing.T) {
 	// A key that may not call counts nothing.
 	_, err = s.AuthenticateCall(ctx, store.APICall{Key: "pk_live_nope", RateKey: "test:nope", Window: time.Minute, Burst: 2, CountDaily: true})
 	requireCode(t, err, paywatch.EUNAUTHORIZED, "Invalid API key")
+	w, err := s.HitRate(ctx, "test:nope", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), w.Count, "an unknown key's window was never counted (this is its first hit)")
 	_, err = s.UpdateProject(ctx, "shop", store.ProjectSettings{Active: ptr(false)})
 	require.NoError(t, err)
 	_, err = s.AuthenticateCall(ctx, call(true))
@@ -65,7 +68,7 @@ func TestAuthenticateCallCounts(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.AuthenticateCall(ctx, call(true))
 	requireCode(t, err, paywatch.EFORBIDDEN, "Account suspended. Contact support.")
-	w, err := s.HitRate(ctx, "test:shop", time.Minute)
+	w, err = s.HitRate(ctx, "test:shop", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), w.Count, "refused calls left the window as it was")
 	assert.Equal(t, int64(1), usage())

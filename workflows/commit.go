@@ -100,14 +100,14 @@ func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap p
 			p.logger.Error("queue webhook failed", "paymentId", snap.PaymentID, "event", event, "error", err)
 			return
 		}
-		if q.Chat && (p.current || chatWorkflows(ctx)) {
+		if q.Chat && chatWorkflows(ctx) {
 			p.startChat(ctx, in.EventID)
 		}
 		if q.Skipped {
 			p.logger.Info("webhook skipped: daily quota exhausted", "paymentId", snap.PaymentID, "event", event)
 			return
 		}
-		if p.current || webhookWorkflows(ctx) {
+		if webhookWorkflows(ctx) {
 			p.deliverWebhook(ctx, event, in.EventID)
 			return
 		}

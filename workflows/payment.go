@@ -122,9 +122,6 @@ type payment struct {
 	// checks again at once.
 	deadlineRetry time.Time
 
-	// current is set for runs that take every change of versions.go
-	// (changeCurrent).
-	current bool
 	// oneOwner is set for runs that apply the rules of changeOneOwner.
 	oneOwner bool
 	// pushed is set for runs that apply the rules of
@@ -174,13 +171,10 @@ func initialState(in paywatch.PaymentInput) paywatch.PaymentState {
 // setup registers the handlers and publishes the search attributes and
 // memo, unless the run started with them (StartAttributes).
 func (p *payment) setup(ctx workflow.Context) error {
-	if p.current = current(ctx); p.current {
-		p.oneOwner, p.pushed = true, true
-	} else {
-		lifecycleV1(ctx)
-		p.oneOwner = oneOwnerRules(ctx)
-		p.pushed = confirmationsPushed(ctx)
-	}
+	lifecycleV1(ctx)
+	p.oneOwner = oneOwnerRules(ctx)
+	v := setupVersion(ctx)
+	p.pushed = v >= 1
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
 	p.confirmed = workflow.GetSignalChannel(ctx, SignalTransfersConfirmed)
@@ -205,7 +199,7 @@ func (p *payment) setup(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: p.validateRecheck}); err != nil {
 		return err
 	}
-	if !p.current || !p.publishedAtStart(ctx) {
+	if v < 2 || !p.publishedAtStart(ctx) {
 		p.publish(ctx)
 	}
 	now := workflow.Now(ctx)

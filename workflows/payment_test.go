@@ -614,9 +614,7 @@ func (s *PaymentSuite) TestTransfersConfirmedTogetherCountTogether() {
 // the confirmation wait follows it, 11 blocks of 1 s, not of 12 s; and it
 // ignores the scanner's signal.
 func (s *PaymentSuite) TestOldRunsWaitTheReportedBlockTime() {
-	// Recorded before changeCurrent too, which takes every change.
-	s.env.OnGetVersion("payment-current", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 2).Return(workflow.DefaultVersion)
 	s.devnetBlock = time.Second
 	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
 	s.run(s.input(), paywatch.StatusPaid)

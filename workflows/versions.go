@@ -31,15 +31,8 @@ const (
 	// confirmations from the block time: the scanner signals the block that
 	// gives them (SignalTransfersConfirmed), and the payment asks the chain
 	// itself only as a safety net, confirmationSafetyCheck apart (issue 15).
+	// Version 2 also starts runs with their search attributes (setupVersion).
 	changeConfirmationsPushed = "confirmations-pushed"
-	// changeCurrent marks runs that take every change above, and skip
-	// setup's upsert of the search attributes and memo when the run started
-	// with the same values (StartAttributes). A new run records this one
-	// marker instead of one per change: each GetVersion also upserts the
-	// TemporalChangeVersion search attribute, a visibility write that every
-	// creation paid four times over (issue 15). Runs recorded before it
-	// still ask each change ID.
-	changeCurrent = "payment-current"
 )
 
 // versionAtLeast reports whether this run recorded change id at version min
@@ -75,19 +68,22 @@ func chatWorkflows(ctx workflow.Context) bool {
 	return versionAtLeast(ctx, changeChat, 1, 1)
 }
 
-// confirmationsPushed reports whether this run takes the rules of
-// changeConfirmationsPushed. It is asked once, in setup, so a run recorded
-// before the change keeps its block-time waits for its whole life, and never
-// reads a scanner's SignalTransfersConfirmed: such a run may have recorded
-// the signal in its history while an older worker ran it, and handling it
-// on replay would add commands the history lacks.
-func confirmationsPushed(ctx workflow.Context) bool {
-	return versionAtLeast(ctx, changeConfirmationsPushed, 1, 1)
-}
-
-// current reports whether this run takes every change of this file
-// (changeCurrent). It is asked first, in setup: a run that answers false was
-// recorded before it and asks each older change ID, as it did then.
-func current(ctx workflow.Context) bool {
-	return versionAtLeast(ctx, changeCurrent, 1, 1)
+// setupVersion is this run's version of changeConfirmationsPushed, asked
+// once, in setup:
+//
+//   - 1 and later: the run takes the rules of changeConfirmationsPushed. A
+//     run recorded before keeps its block-time waits for its whole life,
+//     and never reads a scanner's SignalTransfersConfirmed: such a run may
+//     have recorded the signal in its history while an older worker ran
+//     it, and handling it on replay would add commands the history lacks.
+//   - 2: setup skips its upsert of the search attributes and memo when the
+//     run started with the same values (StartAttributes: the API sets them
+//     in the start request, issue 15). It is a revision of the same change
+//     rather than a change ID of its own, so a new run records no further
+//     marker (each also upserts TemporalChangeVersion), and a worker of the
+//     release before, which supports version 1 only, refuses such a run's
+//     history instead of replaying it under its own rules (its task is
+//     retried until a current worker takes it).
+func setupVersion(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, changeConfirmationsPushed, workflow.DefaultVersion, 2)
 }
