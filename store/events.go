@@ -86,13 +86,16 @@ func (s *Store) ListEvents(ctx context.Context, projectID int64, f EventFilter) 
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_events e WHERE `+cond, args...).Scan(&total); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `
+		// The query is built first: arg appends to args, which the call
+		// below must read only afterwards.
+		page := `
 			SELECT e.event_id::text, e.event, e.payment_id::text, e.sequence, e.created_at, e.state,
 			       (SELECT count(*) FROM webhook_attempts a WHERE a.event_id = e.event_id AND a.state <> 'skipped'),
 			       e.payload::text
-			FROM webhook_events e WHERE `+cond+`
+			FROM webhook_events e WHERE ` + cond + `
 			ORDER BY e.created_at DESC, e.sequence DESC, e.event_id DESC
-			LIMIT `+arg(f.Limit)+` OFFSET `+arg(f.Offset), args...)
+			LIMIT ` + arg(f.Limit) + ` OFFSET ` + arg(f.Offset)
+		rows, err := tx.Query(ctx, page, args...)
 		if err != nil {
 			return err
 		}

@@ -165,6 +165,16 @@ func interpreter(t *testing.T, name, pkg string) string {
 func TestReadmeWebhookVerifiers(t *testing.T) {
 	blocks := readmeVerifiers(t)
 	const secret = "whsec_2ez5ew23h2lo3cy2uxeeipd2c4"
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+		return p
+	}
+	// The Go example is built before anything is signed: a cold build may
+	// take minutes, which would age the deliveries past their cases.
+	goCmd := goVerifier(t, blocks["go"], write)
+
 	c := newCapture(t)
 	payload := realPayload(t)
 	now := time.Now()
@@ -216,17 +226,11 @@ func TestReadmeWebhookVerifiers(t *testing.T) {
 		require.Equal(t, tc.accept, paywatch.VerifyWebhook(tc.d.Secret, sig, ts, tc.d.Body, time.Now()) == nil, tc.d.Name)
 	}
 
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
-		return p
-	}
 	for _, lang := range []struct {
 		name string
 		cmd  func(t *testing.T) *exec.Cmd
 	}{
-		{"Go", func(t *testing.T) *exec.Cmd { return goVerifier(t, blocks["go"], write) }},
+		{"Go", func(*testing.T) *exec.Cmd { return goCmd }},
 		{"Node", func(t *testing.T) *exec.Cmd {
 			return exec.Command(interpreter(t, "node", "nodejs"), write("verify.js", blocks["js"]+nodeDriver))
 		}},
