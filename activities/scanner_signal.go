@@ -34,7 +34,25 @@ func (s *Scanner) send(ctx context.Context, signals []signal) error {
 	if err != nil {
 		return err
 	}
-	return s.checkNotFound(ctx, notFound)
+	started, err := s.checkNotFound(ctx, notFound)
+	if err != nil || len(started) == 0 {
+		return err
+	}
+	// A row marked started whose signal found no workflow: either the
+	// workflow ended, or it started between the signal and the read of the
+	// row (the API's or the reconciler's start, then its mark, landing in
+	// that window; it opens wide while Temporal is slow to answer, as after
+	// its restart). The row is marked only after a start succeeded, so the
+	// workflow has existed since: signalled again, one that still answers
+	// NotFound has ended.
+	var again []signal
+	for _, sg := range signals {
+		if slices.Contains(started, sg.paymentID) {
+			again = append(again, sg)
+		}
+	}
+	_, err = s.deliver(ctx, again)
+	return err
 }
 
 // deliver sends signals, a few at a time, and returns the payments whose
@@ -74,21 +92,22 @@ func (s *Scanner) deliver(ctx context.Context, signals []signal) ([]string, erro
 }
 
 // checkNotFound tells the payments whose workflow answered NotFound apart,
+// and returns those whose row says started (see send),
 // with one query for the batch: a workflow that ended leaves its row marked
 // started, and its signal is rightly dropped; a row not marked started is a
 // workflow yet to start, and the batch fails (errWorkflowNotStarted), so
 // that it is scanned and signalled again after the backoff rather than the
 // cursor passing a transfer the payment never heard of. Rows without a
 // workflow for longer than workflowStartGrace are dropped with an error log.
-func (s *Scanner) checkNotFound(ctx context.Context, ids []string) error {
+func (s *Scanner) checkNotFound(ctx context.Context, ids []string) (started []string, err error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	unstarted, err := s.store.PaymentsWithoutWorkflow(ctx, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	oldest := s.now().Add(-workflowStartGrace)
 	var waiting []string
@@ -96,6 +115,7 @@ func (s *Scanner) checkNotFound(ctx context.Context, ids []string) error {
 		created, ok := unstarted[id]
 		switch {
 		case !ok:
+			started = append(started, id)
 		case created.After(oldest):
 			waiting = append(waiting, id)
 		default:
@@ -103,7 +123,7 @@ func (s *Scanner) checkNotFound(ctx context.Context, ids []string) error {
 		}
 	}
 	if len(waiting) > 0 {
-		return fmt.Errorf("%w: payments %s", errWorkflowNotStarted, strings.Join(waiting, ", "))
+		return nil, fmt.Errorf("%w: payments %s", errWorkflowNotStarted, strings.Join(waiting, ", "))
 	}
-	return nil
+	return started, nil
 }

@@ -44,20 +44,28 @@ type signalLog struct {
 	// failures makes the next calls fail, as when Temporal is unreachable.
 	failures int
 	calls    int
+	// onNotFound runs (unlocked) after a call answered NotFound.
+	onNotFound func(workflowID string)
 }
 
 func (l *signalLog) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.calls++
 	if l.failures > 0 {
 		l.failures--
+		l.mu.Unlock()
 		return errors.New("temporal unavailable")
 	}
 	if l.ended[id] {
+		hook := l.onNotFound
+		l.mu.Unlock()
+		if hook != nil {
+			hook(id)
+		}
 		return serviceerror.NewNotFound("workflow execution already completed")
 	}
 	l.got = append(l.got, sentSignal{id, name, arg})
+	l.mu.Unlock()
 	return nil
 }
 
@@ -411,4 +419,55 @@ func TestScannerWaitsForAWorkflowNotStartedYet(t *testing.T) {
 	assert.Equal(t, sent[0].TxHash, got[0].Arg.(paywatch.Transaction).TxHash)
 	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM chain_transfers`).Scan(&rows))
 	assert.Equal(t, 3, rows, "every matching transfer recorded, for the final checks")
+}
+
+// The race the cluster test found: the scanner's signal finds no workflow,
+// and before it reads the payment's row the reconciler (or the API) starts
+// the workflow and marks the row started. The row now reads "ended", but
+// the workflow runs: the scanner signals it once more, and it hears of the
+// transfer instead of showing pending until its expiry check.
+func TestScannerResignalsAWorkflowStartedMeanwhile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.TRC20
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	_, err = d.Mine(ctx, n, 3)
+	require.NoError(t, err)
+
+	addr, endedAddr := randomAddress(t, n), randomAddress(t, n)
+	id := db.watch(t, n, paywatch.USDT, addr, 2)
+	db.setStarted(t, id, false, 0) // its start timed out
+	endedID := db.watch(t, n, paywatch.USDT, endedAddr, 2)
+	sent, err := d.TransferBatch(ctx, []devnet.TransferRequest{
+		{Network: n, Token: paywatch.USDT, To: addr, Amount: "4"},
+		{Network: n, Token: paywatch.USDT, To: endedAddr, Amount: "5"},
+	})
+	require.NoError(t, err)
+	wf := workflows.PaymentWorkflowID
+	sig := &signalLog{ended: map[string]bool{wf(id): true, wf(endedID): true}}
+	var once sync.Once
+	sig.onNotFound = func(w string) {
+		if w != wf(id) {
+			return
+		}
+		once.Do(func() { // the reconciler's start and mark, in the window
+			sig.start(w)
+			db.setStarted(t, id, true, 0)
+		})
+	}
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig})
+	_, err = s.ScanRange(ctx, n, 3, sent[0].BlockNumber)
+	require.NoError(t, err)
+	got := sig.signals()
+	require.Len(t, got, 1, "the started workflow got the transfer; the ended one was not held up")
+	assert.Equal(t, wf(id), got[0].WorkflowID)
+	assert.Equal(t, workflows.SignalTransferSeen, got[0].Name)
+	assert.Equal(t, sent[0].TxHash, got[0].Arg.(paywatch.Transaction).TxHash)
 }
