@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # environment wins, and .ci/setup leaves a non-local one alone.
 export PAYWATCH_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/paywatch_ci?sslmode=disable
 
-.PHONY: run test test-deps bench bench-scale build lint migrate clean
+.PHONY: run test test-cluster test-deps bench bench-scale build lint migrate clean
 
 ## run: everything in one process: API, pages, worker, embedded Temporal + Web UI, devnet chains
 ## (starts the local PostgreSQL cluster first if it is down)
@@ -17,9 +17,17 @@ run: bin/paywatch
 	.ci/setup run
 	./bin/paywatch dev
 
-## test: every test, against the local PostgreSQL and in-process Temporal servers
+## test: every test, against the local PostgreSQL and in-process Temporal servers, then the cluster test
 test: test-deps
 	$(GO) test -count=1 -timeout 45m ./...
+	$(MAKE) --no-print-directory test-cluster
+
+## test-cluster: bin/paywatch as a cluster on this machine: `temporal serve` on PostgreSQL, 2 api and 2 worker
+## processes, `devnet serve`; hundreds of payments while kill -9 hits a worker, an api and Temporal (about 5 min).
+## It drops and recreates the databases paywatch_cluster and temporal_cluster(_visibility), and prints its figures
+test-cluster: test-deps bin/paywatch
+	PAYWATCH_CLUSTER_TEST=1 PAYWATCH_BIN=$(CURDIR)/bin/paywatch \
+		$(GO) test -count=1 -v -run '^TestCluster$$' -timeout 20m ./cmd/paywatch
 
 ## test-deps: what the tests need, installed or started only if missing: PostgreSQL and its
 ## paywatch_ci database, anvil (npm, into chains/evm/testdata/anvil), Chromium (apt, as root)

@@ -15,10 +15,13 @@ import (
 const devnetUsage = `Usage: paywatch devnet <command> [flags]
 
 Devnet commands over the devnet endpoints of a running "paywatch dev"
-(operations.md §4), at PAYWATCH_BASE_URL (default http://127.0.0.1:8080).
-Results are printed as JSON.
+(operations.md §4), at PAYWATCH_BASE_URL (default http://127.0.0.1:8080),
+or of "paywatch devnet serve". Results are printed as JSON.
 
 Commands:
+  serve [--addr 127.0.0.1:8090] [--block-interval 1s]
+      run the devnet chains as their own process, for paywatch serve, api and
+      worker replicas; prints their PAYWATCH_<NETWORK>_RPC_URL and token contracts
   send --network N --token T --to ADDRESS --amount 10.5 [--from ADDRESS]
       send a test token transfer; it is mined at once in a block of its own.
       --from must be a devnet account (default: the faucet)
@@ -45,6 +48,9 @@ func runDevnet(ctx context.Context, args []string, getenv func(string) string, s
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "serve" {
+		return runDevnetServe(ctx, args[1:], getenv, stdout, stderr)
 	}
 	base := serviceBaseURL(getenv)
 	method, path, body, err := devnetRequest(args)

@@ -19,3 +19,22 @@ func startEmbeddedTemporal(cfg Config) (embeddedTemporal, error) {
 		HistoryCacheSize: cfg.TemporalHistoryCacheSize,
 	})
 }
+
+// temporalServerVersion is the version of the Temporal server this binary
+// links, for `paywatch temporal serve`.
+const temporalServerVersion = "v" + devtemporal.ServerVersion
+
+// startStandaloneTemporal starts the Temporal server of `paywatch temporal
+// serve` on PostgreSQL, with its Web UI and metrics when configured.
+func startStandaloneTemporal(cfg temporalServeConfig) (embeddedTemporal, error) {
+	return devtemporal.Start(devtemporal.Options{
+		FrontendAddr:     cfg.ListenAddr,
+		UIAddr:           cfg.UIAddr,
+		MetricsAddr:      cfg.MetricsAddr,
+		Namespace:        cfg.Namespace,
+		SearchAttributes: workflows.SearchAttributes,
+		HistoryCacheSize: cfg.HistoryCacheSize,
+		LogLevel:         cfg.LogLevel,
+		Postgres:         &devtemporal.PostgresOptions{URL: cfg.DatabaseURL, VisibilityURL: cfg.VisibilityURL},
+	})
+}

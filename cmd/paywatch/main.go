@@ -24,8 +24,9 @@ Commands:
   api       the API and hosted pages only
   worker    the Temporal worker and chain scanners only
   migrate   apply database migrations and exit
+  temporal  "temporal serve": a standalone Temporal server on PostgreSQL, for api and worker replicas
   admin     operator commands over the operator endpoints
-  devnet    devnet commands, e.g. "devnet send"
+  devnet    devnet commands, e.g. "devnet send", or "devnet serve": devnet chains as their own process
   version   print the version
 
 Configuration is read from environment variables; see the README.
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
 	case "devnet":
 		return runDevnet(ctx, args[1:], getenv, stdout, stderr)
+	case "temporal":
+		return runTemporal(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version)
 		return 0

@@ -1,5 +1,7 @@
 // Package devtemporal runs a Temporal server and its Web UI inside the
-// paywatch process, for `paywatch dev` and for tests.
+// paywatch process: on SQLite for `paywatch dev` and tests, on PostgreSQL
+// for `paywatch temporal serve`, the standalone single-node server a
+// self-hoster runs (postgres.go).
 //
 // It is kept in its own package so that binaries built with the `noembed`
 // tag (see cmd/paywatch) do not link the server, which multiplies the binary
@@ -19,8 +21,10 @@ import (
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/headers"
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/membership/static"
+	"go.temporal.io/server/common/metrics"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives"
 	"go.temporal.io/server/schema/sqlite"
@@ -29,7 +33,12 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
+
+// ServerVersion is the version of the Temporal server this package runs,
+// such as "1.32.1": go.temporal.io/server's version in go.mod.
+const ServerVersion = headers.ServerVersion
 
 // Options configures an embedded server.
 type Options struct {
@@ -52,14 +61,23 @@ type Options struct {
 	HistoryCacheSize int
 	// LogLevel is the server's zap level; the default "error" keeps `make run` quiet (at warn it logs every poll failure during shutdown).
 	LogLevel string
+	// Postgres, when set, persists to PostgreSQL instead of SQLite in
+	// DataDir (which is then unused); see PostgresOptions.
+	Postgres *PostgresOptions
+	// MetricsAddr, when set, serves the server's own metrics in the
+	// Prometheus text format at http://MetricsAddr/metrics.
+	MetricsAddr string
 }
 
 // Server is a running embedded Temporal server.
 type Server struct {
 	opts   Options
 	server temporal.Server
-	ui     *uiserver.Server
-	uiDone chan struct{}
+	// frontend is the address clients dial: FrontendAddr, with loopback
+	// for an unspecified host.
+	frontend string
+	ui       *uiserver.Server
+	uiDone   chan struct{}
 }
 
 // ErrPortTaken reports a listener address that another process already uses.
@@ -76,7 +94,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
 	}
-	for _, addr := range []string{opts.FrontendAddr, opts.UIAddr} {
+	for _, addr := range []string{opts.FrontendAddr, opts.UIAddr, opts.MetricsAddr} {
 		if addr == "" {
 			continue
 		}
@@ -84,17 +102,113 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
-	}
-	host, frontendPort, err := splitHostPort(opts.FrontendAddr)
+	bindHost, frontendPort, err := splitHostPort(opts.FrontendAddr)
 	if err != nil {
 		return nil, err
 	}
+	// The frontend may listen on every interface (0.0.0.0 in a container);
+	// the other services, and the server's own clients, stay on loopback.
+	host := bindHost
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	frontend := net.JoinHostPort(host, strconv.Itoa(frontendPort))
 
 	ports, err := freePorts(host, 7)
 	if err != nil {
 		return nil, err
+	}
+	persistence, err := opts.persistence()
+	if err != nil {
+		return nil, err
+	}
+
+	addr := func(p int) string { return net.JoinHostPort(host, strconv.Itoa(p)) }
+	service := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: host}}
+	}
+	frontendService := service(frontendPort, ports[0])
+	frontendService.RPC.BindOnIP = bindHost
+	cfg := &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
+			PProf:      config.PProf{Port: 0},
+		},
+		Persistence: persistence,
+		ClusterMetadata: &cluster.Config{
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": frontendService,
+			"history":  service(ports[1], ports[2]),
+			"matching": service(ports[3], ports[4]),
+			"worker":   service(ports[5], ports[6]),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: frontend},
+	}
+	if opts.MetricsAddr != "" {
+		cfg.Global.Metrics = &metrics.Config{Prometheus: &metrics.PrometheusConfig{
+			Framework:     metrics.FrameworkTally,
+			ListenAddress: opts.MetricsAddr, HandlerPath: "/metrics",
+		}}
+	}
+	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: opts.LogLevel, Format: "console"}))
+	dyn := dynamicConfig(opts)
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: static.SingleLocalHost(frontend),
+			primitives.HistoryService:  static.SingleLocalHost(addr(ports[1])),
+			primitives.MatchingService: static.SingleLocalHost(addr(ports[3])),
+			primitives.WorkerService:   static.SingleLocalHost(addr(ports[5])),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithDynamicConfigClient(dyn),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	s := &Server{opts: opts, server: srv, frontend: frontend}
+	if err := waitDial(frontend, 30*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+	if opts.UIAddr != "" {
+		if err := s.startUI(); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// persistence creates the schema on first use and the namespace, and
+// returns the server's persistence: PostgreSQL when opts.Postgres is set,
+// otherwise SQLite in opts.DataDir.
+func (opts Options) persistence() (config.Persistence, error) {
+	if opts.Postgres != nil {
+		return opts.postgresPersistence()
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return config.Persistence{}, fmt.Errorf("create data dir: %w", err)
 	}
 	dbPath := filepath.Join(opts.DataDir, "temporal.db")
 	sqlCfg := &config.SQL{
@@ -112,89 +226,37 @@ func Start(opts Options) (*Server, error) {
 	}
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("set up temporal schema: %w", err)
+			return config.Persistence{}, fmt.Errorf("set up temporal schema: %w", err)
 		}
 	}
+	if err := opts.createNamespace(sqlCfg, 0); err != nil {
+		return config.Persistence{}, err
+	}
+	return config.Persistence{
+		DefaultStore:     sqliteplugin.PluginName,
+		VisibilityStore:  sqliteplugin.PluginName,
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+	}, nil
+}
+
+// createNamespace creates opts.Namespace in the store cfg names, with
+// opts.SearchAttributes, unless it exists. The namespace rows are the same
+// in every SQL store, so Temporal's helper for SQLite serves PostgreSQL
+// too. retention, when set, replaces its retention of closed workflows
+// (24 h).
+func (opts Options) createNamespace(cfg *config.SQL, retention time.Duration) error {
 	ns, err := sqlite.NewNamespaceConfig("active", opts.Namespace, false, opts.SearchAttributes)
 	if err != nil {
-		return nil, fmt.Errorf("namespace config: %w", err)
+		return fmt.Errorf("namespace config: %w", err)
 	}
-	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
-		return nil, fmt.Errorf("create namespace: %w", err)
+	if retention > 0 {
+		ns.Detail.Config.Retention = durationpb.New(retention)
 	}
-
-	addr := func(p int) string { return net.JoinHostPort(host, strconv.Itoa(p)) }
-	service := func(grpc, membership int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: host}}
+	if err := sqlite.CreateNamespaces(cfg, ns); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
 	}
-	cfg := &config.Config{
-		Global: config.Global{
-			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
-			PProf:      config.PProf{Port: 0},
-		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
-		ClusterMetadata: &cluster.Config{
-			FailoverVersionIncrement: 10,
-			MasterClusterName:        "active",
-			CurrentClusterName:       "active",
-			ClusterInformation: map[string]cluster.ClusterInformation{
-				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: opts.FrontendAddr},
-			},
-		},
-		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
-		Services: map[string]config.Service{
-			"frontend": service(frontendPort, ports[0]),
-			"history":  service(ports[1], ports[2]),
-			"matching": service(ports[3], ports[4]),
-			"worker":   service(ports[5], ports[6]),
-		},
-		Archival: config.Archival{
-			History:    config.HistoryArchival{State: "disabled"},
-			Visibility: config.VisibilityArchival{State: "disabled"},
-		},
-		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
-			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
-			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
-		}},
-		PublicClient: config.PublicClient{HostPort: opts.FrontendAddr},
-	}
-	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: opts.LogLevel, Format: "console"}))
-	dyn := dynamicConfig(opts)
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
-			primitives.FrontendService: static.SingleLocalHost(opts.FrontendAddr),
-			primitives.HistoryService:  static.SingleLocalHost(addr(ports[1])),
-			primitives.MatchingService: static.SingleLocalHost(addr(ports[3])),
-			primitives.WorkerService:   static.SingleLocalHost(addr(ports[5])),
-		}),
-		temporal.WithLogger(logger),
-		temporal.WithDynamicConfigClient(dyn),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("create temporal server: %w", err)
-	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("start temporal server: %w", err)
-	}
-	s := &Server{opts: opts, server: srv}
-	if err := waitDial(opts.FrontendAddr, 30*time.Second); err != nil {
-		_ = srv.Stop()
-		return nil, err
-	}
-	if opts.UIAddr != "" {
-		if err := s.startUI(); err != nil {
-			_ = srv.Stop()
-			return nil, err
-		}
-	}
-	return s, nil
+	return nil
 }
 
 // dynamicConfig is the server's dynamic configuration for opts.
@@ -234,7 +296,7 @@ func (s *Server) startUI() error {
 	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
 		Host:                host,
 		Port:                port,
-		TemporalGRPCAddress: s.opts.FrontendAddr,
+		TemporalGRPCAddress: s.frontend,
 		EnableUI:            true,
 		HideLogs:            true,
 		DisableNewsFetch:    true,
@@ -249,8 +311,9 @@ func (s *Server) startUI() error {
 	return waitDial(s.opts.UIAddr, 10*time.Second)
 }
 
-// FrontendAddr is the host:port clients dial.
-func (s *Server) FrontendAddr() string { return s.opts.FrontendAddr }
+// FrontendAddr is the host:port clients dial: Options.FrontendAddr, with
+// 127.0.0.1 for an unspecified host such as 0.0.0.0.
+func (s *Server) FrontendAddr() string { return s.frontend }
 
 // UIAddr is the host:port of the Web UI, or "" when it is disabled.
 func (s *Server) UIAddr() string { return s.opts.UIAddr }
