@@ -3,6 +3,7 @@ package devtemporal
 import (
 	"bytes"
 	"crypto/md5" // #nosec G501: a manifest's checksum in schema_update_history, as temporal-sql-tool writes it
+	stdsql "database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -166,7 +167,21 @@ func setupSchema(cfg *config.SQL, dir string) error {
 		return err
 	}
 	current, err := db.ReadSchemaVersion(cfg.DatabaseName)
-	if err != nil || current == "" {
+	switch {
+	case errors.Is(err, stdsql.ErrNoRows) || (err == nil && current == ""):
+		// No version recorded: a new database, unless Temporal's tables
+		// are there (the row was lost or recorded under another db_name),
+		// which setting up again from 0.0 would only break further.
+		tables, err := db.ListTables(cfg.DatabaseName)
+		if err != nil {
+			return fmt.Errorf("list tables of %s: %w", cfg.DatabaseName, err)
+		}
+		for _, t := range tables {
+			if t != "schema_version" && t != "schema_update_history" {
+				return fmt.Errorf("database %s has Temporal's tables (%s) but no schema version recorded for it: "+
+					"not setting it up again; record its version with temporal-sql-tool, or use an empty database", cfg.DatabaseName, t)
+			}
+		}
 		current = "0.0"
 		if err := db.UpdateSchemaVersion(cfg.DatabaseName, current, current); err != nil {
 			return err
@@ -174,6 +189,8 @@ func setupSchema(cfg *config.SQL, dir string) error {
 		if err := db.WriteSchemaUpdateLog("0", current, "", "initial version"); err != nil {
 			return err
 		}
+	case err != nil:
+		return fmt.Errorf("read schema version of %s: %w", cfg.DatabaseName, err)
 	}
 	assets := dbschemas.Assets()
 	entries, err := fs.ReadDir(assets, path.Join(dir, "versioned"))
@@ -210,9 +227,12 @@ func setupSchema(cfg *config.SQL, dir string) error {
 			return fmt.Errorf("%s: %w", vdir, err)
 		}
 		for _, stmt := range stmts {
-			// As Temporal's tool does: a statement of a version that was
-			// partly applied before (a crash mid-update) is skipped.
-			if err := db.Exec(stmt); err != nil && !strings.Contains(err.Error(), "already exist") {
+			// A version that was partly applied before (a crash mid-update:
+			// the statements run one by one, and the version is recorded
+			// after the last) is applied again: what it created already
+			// exists and what it dropped no longer does, and both are
+			// skipped.
+			if err := db.Exec(stmt); err != nil && !alreadyApplied(err) {
 				return fmt.Errorf("schema version %s: %w", v, err)
 			}
 		}
@@ -226,6 +246,14 @@ func setupSchema(cfg *config.SQL, dir string) error {
 		current = v
 	}
 	return nil
+}
+
+// alreadyApplied reports whether err is what a schema statement gives when
+// it was applied before: a duplicate object (42P07, 42701, 42710) or a
+// missing one to drop (42703, 42P01, 42704), in PostgreSQL's words.
+func alreadyApplied(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "already exist") || strings.Contains(msg, "does not exist")
 }
 
 // compareVersions compares schema versions such as "1.9" and "1.10"

@@ -38,6 +38,42 @@ func TestPostgresSchema(t *testing.T) {
 	}
 }
 
+// A start killed mid-update leaves a version partly applied and not
+// recorded: the next start applies it again and gets through. A database
+// with Temporal's tables but no recorded version is refused, never set up
+// again from 0.0 over what it holds.
+func TestPostgresSchemaRecovers(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.NewDatabase(t)
+	cfg, err := postgresConfig(url, 2)
+	require.NoError(t, err)
+	require.NoError(t, setupSchema(cfg, postgresSchema))
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	version := func() string {
+		var v string
+		require.NoError(t, conn.QueryRow(ctx, `SELECT curr_version FROM schema_version`).Scan(&v))
+		return v
+	}
+
+	// Every version after 1.3 applied, but only 1.3 recorded.
+	_, err = conn.Exec(ctx, `UPDATE schema_version SET curr_version = '1.3'`)
+	require.NoError(t, err)
+	require.NoError(t, setupSchema(cfg, postgresSchema), "the versions after 1.3 are applied again")
+	assert.Equal(t, v12.Version, version())
+
+	_, err = conn.Exec(ctx, `DELETE FROM schema_version`)
+	require.NoError(t, err)
+	for range 2 {
+		err = setupSchema(cfg, postgresSchema)
+		require.ErrorContains(t, err, "no schema version recorded")
+	}
+	var rows int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM schema_version`).Scan(&rows))
+	assert.Zero(t, rows, "nothing written over the database")
+}
+
 func TestPostgresConfig(t *testing.T) {
 	cfg, err := postgresConfig("postgres://temporal:p%40ss@db.internal/temporal?sslmode=verify-full&sslrootcert=/ca.pem", 20)
 	require.NoError(t, err)
