@@ -74,9 +74,11 @@ func TestScannerRecordsFailingPollsForHealth(t *testing.T) {
 	assert.True(t, healthy.FailingSince.IsZero())
 
 	// Every endpoint fails: polls back off 1 s, 2 s, 4 s…, each counted.
+	// The third failing poll comes about 3 s in (later on a loaded
+	// machine); the next not before 7 s.
 	down.Store(true)
 	before := time.Now()
-	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 3500 * time.Millisecond}, nil)
+	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 5500 * time.Millisecond}, nil)
 	require.NoError(t, err)
 	failing := status()
 	assert.GreaterOrEqual(t, failing.FailedPolls, 3, "%+v", failing)
