@@ -106,6 +106,14 @@ type PaymentState struct {
 	PartialNotified *Amount
 	// DeadlineChecked is set once the on-chain check after the deadline ran.
 	DeadlineChecked bool
+	// CheckFailingSince is when the on-chain check a deadline waits for
+	// first failed to get an answer, nil while checks answer: the patience
+	// with an unreachable chain counts from there, not from the deadline,
+	// so an outage that began before the deadline never shortens it.
+	CheckFailingSince *time.Time
+	// LateClosed is set once the late window is over: its end passed, and
+	// transfers still confirming then had their grace and a last check.
+	LateClosed bool
 }
 
 // AwaitingNetwork reports whether the payment still waits for a network.

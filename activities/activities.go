@@ -32,6 +32,9 @@ type Store interface {
 	// ReleaseAddress frees a finished payment's address or micro offset
 	// according to its outcome.
 	ReleaseAddress(ctx context.Context, paymentID string, outcome paywatch.Status) error
+	// Assignment reads the network selection recorded on a payment; ok is
+	// false when it has none.
+	Assignment(ctx context.Context, paymentID string) (a paywatch.Assignment, ok bool, err error)
 	// ClaimTxHash claims a transaction hash for one payment; a hash another
 	// payment holds gives ECONFLICT.
 	ClaimTxHash(ctx context.Context, n paywatch.Network, txHash, paymentID string) error

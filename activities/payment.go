@@ -33,6 +33,18 @@ func (a *Activities) SelectNetwork(ctx context.Context, in workflows.SelectNetwo
 	return asg, nil
 }
 
+// LoadAssignment reads the network selection recorded on the payment's
+// row, if any: the payment workflow asks when a selection's answer was lost
+// and before a payment without a network expires, so that the row and the
+// workflow agree on the address the customer was shown.
+func (a *Activities) LoadAssignment(ctx context.Context, in workflows.LoadAssignmentInput) (workflows.LoadAssignmentResult, error) {
+	asg, ok, err := a.store.Assignment(ctx, in.PaymentID)
+	if err != nil {
+		return workflows.LoadAssignmentResult{}, temporalError(err)
+	}
+	return workflows.LoadAssignmentResult{Assigned: ok, Assignment: asg}, nil
+}
+
 // ReleaseAddress frees a finished payment's address: per_payment addresses
 // are deactivated, micro offsets of expired and cancelled payments are
 // quarantined (the store decides by mode and outcome).

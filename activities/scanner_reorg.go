@@ -83,7 +83,7 @@ func (s *Scanner) remove(ctx context.Context, n paywatch.Network, gone []paywatc
 	for _, t := range gone {
 		if owner, ok := owners[t.Key()]; ok {
 			signals = append(signals, signal{owner, workflows.SignalTransferRemoved,
-				workflows.TransferRemoved{TxHash: t.TxHash, LogIndex: t.LogIndex}})
+				workflows.TransferRemoved{TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash}})
 		}
 	}
 	if err := s.send(ctx, signals); err != nil {

@@ -237,6 +237,25 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 	return a, err
 }
 
+// Assignment returns the network selection recorded on a payment, ok false
+// when it has none (or there is no such payment).
+func (s *Store) Assignment(ctx context.Context, paymentID string) (a paywatch.Assignment, ok bool, err error) {
+	if !ValidPaymentID(paymentID) {
+		return a, false, nil
+	}
+	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, paymentID))
+	if noRows(err) {
+		return a, false, nil
+	}
+	if err != nil {
+		return a, false, fmt.Errorf("load payment: %w", err)
+	}
+	if p.Network == "" {
+		return a, false, nil
+	}
+	return assignmentOf(p), true, nil
+}
+
 // assignmentOf is the assignment already recorded on a payment.
 func assignmentOf(p *Payment) paywatch.Assignment {
 	a := paywatch.Assignment{

@@ -20,6 +20,9 @@ const (
 	ActivitySavePaymentState = "payment.save-state"
 	// ActivitySelectNetwork assigns a deposit address on a network.
 	ActivitySelectNetwork = "payment.select-network"
+	// ActivityLoadAssignment reads the network selection recorded on a
+	// payment's row, for a selection whose answer the workflow never got.
+	ActivityLoadAssignment = "payment.load-assignment"
 	// ActivityReleaseAddress frees the payment's address or micro offset.
 	ActivityReleaseAddress = "payment.release-address"
 	// ActivityCheckTransfers counts confirmations and checks canonicity.
@@ -105,6 +108,18 @@ type SelectNetworkInput struct {
 	PaymentID string
 	Network   paywatch.Network
 	Token     paywatch.Token
+}
+
+// LoadAssignmentInput is the input of ActivityLoadAssignment.
+type LoadAssignmentInput struct {
+	PaymentID string
+}
+
+// LoadAssignmentResult is the network selection the payment's row holds:
+// Assigned false when it holds none.
+type LoadAssignmentResult struct {
+	Assigned   bool
+	Assignment paywatch.Assignment
 }
 
 // TransferRef identifies a transfer and the block it was seen in.
@@ -288,6 +303,7 @@ type Activities interface {
 	SavePaymentState(ctx context.Context, st paywatch.PaymentState) error
 	SelectNetwork(ctx context.Context, in SelectNetworkInput) (paywatch.Assignment, error)
 	ReleaseAddress(ctx context.Context, in ReleaseAddressInput) error
+	LoadAssignment(ctx context.Context, in LoadAssignmentInput) (LoadAssignmentResult, error)
 	CheckTransfers(ctx context.Context, in CheckTransfersInput) (CheckTransfersResult, error)
 	FinalCheck(ctx context.Context, in FinalCheckInput) (FinalCheckResult, error)
 	VerifyTxHash(ctx context.Context, in VerifyTxHashInput) (VerifyTxHashResult, error)

@@ -20,6 +20,16 @@ func (p *payment) continueAsNew(ctx workflow.Context) error {
 		p.commit(ctx)
 		_ = workflow.Await(ctx, func() bool { return p.quiet(ctx) })
 	}
+	return p.continueAsNewNow(ctx)
+}
+
+// continueAsNewNow carries the state into a new run as it stands: the
+// caller saw every signal handled, every change persisted and nothing
+// running. Runs that take the safety rules come here straight from the
+// main loop, which never waits for a webhook to finish before it goes on
+// handling signals and deadlines (continueAsNew did, for up to the half
+// hour of a webhook's retries).
+func (p *payment) continueAsNewNow(ctx workflow.Context) error {
 	next := p.in
 	st := p.snapshot()
 	next.Carry = &st

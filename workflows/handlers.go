@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -91,27 +92,15 @@ func (p *payment) selectNetwork(ctx workflow.Context, req SelectNetworkRequest) 
 	var a paywatch.Assignment
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivitySelectNetwork,
 		SelectNetworkInput{PaymentID: p.st.PaymentID, Network: req.Network, Token: req.Token}).Get(ctx, &a); err != nil {
+		if p.safety && selectionUnknown(err) && p.st.Network == "" {
+			// The row may hold an address the customer will be shown
+			// while this run never learns it: read it back.
+			p.syncSelection = true
+			p.syncRetry = time.Time{}
+		}
 		return paywatch.Assignment{}, updateError(err)
 	}
-	if d := paywatch.Decimals(a.Network, a.Token); a.Amount.Decimals() != d {
-		if r, err := a.Amount.Rescale(d); err == nil {
-			a.Amount = r
-		}
-	}
-	p.st.Network, p.st.Token, p.st.Address = a.Network, a.Token, a.Address
-	p.st.Amount = a.Amount
-	if a.OriginalAmount != nil {
-		p.st.OriginalAmount = a.OriginalAmount
-	}
-	p.st.PaidAmount = paywatch.NewAmount(nil, a.Amount.Decimals())
-	p.st.StartBlock = a.StartBlock
-	if !a.AssignedAt.IsZero() {
-		t := a.AssignedAt
-		p.st.AddressAssignedAt = &t
-	}
-	p.changed = true
-	p.commit(ctx)
-	p.publish(ctx)
+	p.adopt(ctx, a)
 	if p.st.Status != paywatch.StatusPending {
 		// Cancelled while the address was being assigned: the address is
 		// recorded so that it is released, but the selection failed.
@@ -320,4 +309,69 @@ func (p *payment) recheck(ctx workflow.Context, req RecheckRequest) (paywatch.Pa
 	}
 	p.wake = true
 	return p.snapshot(), nil
+}
+
+// selectionUnknown reports whether a select-network activity that failed
+// with err may still have recorded a selection on the payment's row: its
+// answer was lost (a timeout, a lost worker, a database that failed over
+// after the commit) rather than a verdict; or its verdict was that the row
+// already has a network, which this run does not know.
+func selectionUnknown(err error) bool {
+	code := ErrorCode(err)
+	if code == "" {
+		return true
+	}
+	var app *temporal.ApplicationError
+	return code == paywatch.ECONFLICT && errors.As(err, &app) && app.Message() == paywatch.MsgNetworkSelected
+}
+
+// adopt records an assignment as the payment's network, token, address and
+// amount (at the token's decimals), persists it and publishes the search
+// attributes.
+func (p *payment) adopt(ctx workflow.Context, a paywatch.Assignment) {
+	if d := paywatch.Decimals(a.Network, a.Token); a.Amount.Decimals() != d {
+		if r, err := a.Amount.Rescale(d); err == nil {
+			a.Amount = r
+		}
+	}
+	p.st.Network, p.st.Token, p.st.Address = a.Network, a.Token, a.Address
+	p.st.Amount = a.Amount
+	if a.OriginalAmount != nil {
+		p.st.OriginalAmount = a.OriginalAmount
+	}
+	p.st.PaidAmount = paywatch.NewAmount(nil, a.Amount.Decimals())
+	p.st.StartBlock = a.StartBlock
+	if !a.AssignedAt.IsZero() {
+		t := a.AssignedAt
+		p.st.AddressAssignedAt = &t
+	}
+	p.changed = true
+	p.commit(ctx)
+	p.publish(ctx)
+}
+
+// syncAssignment reads the payment's row back for a network selection the
+// run never learned (syncSelection) and adopts it; it reports whether the
+// row answered. A failed read is tried again chainRetryAfter later.
+// Adopting a selection is safe whenever it comes: the address was
+// recorded for this payment, and the deadline that follows (the final
+// on-chain check) finds what was paid to it.
+func (p *payment) syncAssignment(ctx workflow.Context) bool {
+	var res LoadAssignmentResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityLoadAssignment,
+		LoadAssignmentInput{PaymentID: p.st.PaymentID}).Get(ctx, &res)
+	if err != nil {
+		p.syncRetry = workflow.Now(ctx).Add(chainRetryAfter)
+		p.logger.Warn("reading the network selection back failed; trying again", "paymentId", p.st.PaymentID,
+			"retryAt", p.syncRetry, "error", err)
+		return false
+	}
+	p.syncSelection = false
+	p.syncedAt = workflow.Now(ctx)
+	if res.Assigned && p.st.Network == "" && !p.held.network {
+		p.logger.Warn("adopting a network selection whose answer was lost", "paymentId", p.st.PaymentID,
+			"network", res.Assignment.Network, "address", res.Assignment.Address)
+		p.adopt(ctx, res.Assignment)
+	}
+	return true
 }

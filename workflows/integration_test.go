@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,4 +308,96 @@ func TestPaymentStartAttributes(t *testing.T) {
 		assert.Equal(t, `"`+address+`"`, string(memo["address"].GetData()), "withAttrs %v", withAttrs)
 		require.NoError(t, c.TerminateWorkflow(ctx, run.GetID(), "", "test done"))
 	}
+}
+
+// downChain is a liveChain whose RPC endpoints are down (every address
+// lookup fails) until up is set, and which then has paid holds one
+// transfer to the payment's address.
+type downChain struct {
+	*liveChain
+	up   atomic.Bool
+	fail atomic.Int32 // lookups that failed
+	paid chains.Transfer
+}
+
+func (c *downChain) AddressTransfers(_ context.Context, to string, from uint64) ([]chains.Transfer, error) {
+	if !c.up.Load() {
+		c.fail.Add(1)
+		return nil, errors.New("dial tcp: connection refused")
+	}
+	if c.paid.BlockNumber < from || !strings.EqualFold(c.paid.To, to) {
+		return nil, nil
+	}
+	return []chains.Transfer{c.paid}, nil
+}
+
+// Issue 24, item 1, end to end on a real Temporal server: no worker runs
+// from before the payment's deadline until 40 minutes after it (the
+// payment starts with its window long over and no worker polling), the
+// customer paid on time, and the first on-chain check after the worker
+// starts fails. The payment waits and is paid on time, not expired.
+func TestPaymentSurvivesAnOutagePastTheDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pool := storetest.NewPool(t)
+	var projectID int64
+	var paymentID string
+	require.NoError(t, pool.QueryRow(ctx, `WITH a AS (INSERT INTO accounts (email, plan) VALUES ('outage@example.com', 'pro') RETURNING id)
+		INSERT INTO projects (slug, name, owner_id) SELECT 'outage', 'Outage', id FROM a RETURNING id`).Scan(&projectID))
+	expires := time.Now().Add(-40 * time.Minute).UTC().Truncate(time.Second)
+	require.NoError(t, pool.QueryRow(ctx, `
+		INSERT INTO payments (id, project_id, address_mode, network, token, address, amount, decimals, external_ref, expires_at, start_block)
+		VALUES (gen_random_uuid(), $1, 'per_user', 'ARBITRUM', 'USDT', $2, 12500000, 6, 'cust-o', $3, 1000)
+		RETURNING id::text`, projectID, address, expires).Scan(&paymentID))
+
+	live := &liveChain{network: paywatch.ARBITRUM, start: time.Now(), base: 1100}
+	chain := &downChain{liveChain: live, paid: chains.Transfer{
+		Network: paywatch.ARBITRUM, Token: paywatch.USDT, TxHash: "0xontime", BlockNumber: 1001, BlockHash: blockHash(1001),
+		From: "0xpayer", To: address, Amount: big.NewInt(12_500_000),
+	}}
+	acts := activities.New(activities.Deps{Store: store.New(pool), Chains: oneChain{chain}})
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	require.NoError(t, workflows.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
+
+	in := paywatch.PaymentInput{
+		PaymentID: paymentID, ProjectID: projectID, ProjectSlug: "outage", Mode: paywatch.ModePerUser,
+		Network: paywatch.ARBITRUM, Token: paywatch.USDT, Address: address, StartBlock: 1000,
+		Amount: paywatch.MustParseAmount("12.50", 6), ExternalRef: "cust-o",
+		CreatedAt: expires.Add(-time.Hour), ExpiresAt: expires, AddressAssignedAt: expires.Add(-time.Hour),
+	}
+	attrs, memo := workflows.StartAttributes(in)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.PaymentWorkflowID(paymentID), TaskQueue: "outage",
+		TypedSearchAttributes: attrs, Memo: memo}, workflows.PaymentWorkflowName, in)
+	require.NoError(t, err)
+
+	// The worker comes back; the chain is still unreachable for its first
+	// check (the activity's 4 attempts), then answers.
+	ts.NewWorker("outage", func(r worker.Registry) { workflows.Register(r, acts) })
+	require.Eventually(t, func() bool { return chain.fail.Load() >= 4 }, 2*time.Minute, 50*time.Millisecond, "the first check fails")
+	chain.up.Store(true)
+	state := func() paywatch.PaymentState {
+		var st paywatch.PaymentState
+		v, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryState)
+		if err == nil {
+			_ = v.Get(&st)
+		}
+		return st
+	}
+	assert.Equal(t, paywatch.StatusPending, state().Status, "a failed check after the outage does not expire the payment")
+	require.Eventually(t, func() bool { return state().Status == paywatch.StatusConfirming }, 4*time.Minute, 200*time.Millisecond,
+		"the next check, a minute later, finds the on-time transfer")
+	// The network's scanner (played here) signals its confirmations.
+	require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{
+		Transfers: []workflows.TransferConfirmed{{TxHash: "0xontime", BlockNumber: 1001, BlockHash: blockHash(1001), Confirmations: int(live.head() - 1000), Canonical: true}},
+	}))
+	require.NoError(t, run.Get(ctx, nil))
+	var status string
+	var late bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT status, late_payment FROM payments WHERE id = $1`, paymentID).Scan(&status, &late))
+	assert.Equal(t, "paid", status)
+	assert.False(t, late, "paid on time")
 }

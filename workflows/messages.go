@@ -93,10 +93,16 @@ func ErrorCode(err error) string {
 // 409 of submit-tx-hash: decode it with ApplicationError.Details(&fields).
 type ErrorFields = map[string]any
 
-// TransferRemoved reports that a transfer is no longer in the canonical chain.
+// TransferRemoved reports that a transfer is no longer in the canonical
+// chain: its copy in block BlockNumber with hash BlockHash is gone. A
+// payment that has seen the transfer mined again in another block keeps
+// it. Scanners before issue 24 sent no block (BlockHash empty): such a
+// removal applies to the transfer in whatever block.
 type TransferRemoved struct {
-	TxHash   string
-	LogIndex uint32
+	TxHash      string
+	LogIndex    uint32
+	BlockNumber uint64
+	BlockHash   string
 }
 
 // TransfersConfirmed is the payload of SignalTransfersConfirmed: every

@@ -79,6 +79,17 @@ const (
 	// payments have no late window, and funds arriving while a payment waits
 	// for its check count as if on time.
 	deadlineCheckPatience = paywatch.ConfirmingGrace
+	// outagePatience is how long runs that take the safety rules
+	// (safetyVersion) keep trying an on-chain check that gets no answer,
+	// counted from its first failure, before the payment expires without
+	// it: as long as the late window, so that an outage of the workers,
+	// of Temporal or of every RPC endpoint shorter than a day never turns
+	// funds paid on time into an expiry. The checks back off from
+	// chainRetryAfter to outageRetryMax.
+	outagePatience = paywatch.LateWindow
+	// outageRetryMax is the longest wait between two tries of a failing
+	// on-chain check, reached once it has failed for deadlineCheckPatience.
+	outageRetryMax = 5 * time.Minute
 )
 
 // payment is the whole state of a payment workflow run. Only st (and in)
@@ -127,6 +138,17 @@ type payment struct {
 	// pushed is set for runs that apply the rules of
 	// changeConfirmationsPushed.
 	pushed bool
+	// safety is set for runs that apply the money-safety rules of
+	// setupVersion 3 (safetyVersion).
+	safety bool
+	// syncSelection is set when a network selection ended without the
+	// workflow learning its outcome (the activity's answer was lost): the
+	// main loop reads the payment's row back (syncAssignment) before
+	// anything else decides on the missing network.
+	syncSelection bool
+	// syncRetry is when a failed read-back is tried again; syncedAt is
+	// when the row last answered one.
+	syncRetry, syncedAt time.Time
 
 	seen      workflow.ReceiveChannel
 	removed   workflow.ReceiveChannel
@@ -175,6 +197,7 @@ func (p *payment) setup(ctx workflow.Context) error {
 	p.oneOwner = oneOwnerRules(ctx)
 	v := setupVersion(ctx)
 	p.pushed = v >= 1
+	p.safety = v >= safetyVersion
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
 	p.confirmed = workflow.GetSignalChannel(ctx, SignalTransfersConfirmed)
@@ -224,7 +247,13 @@ func (p *payment) run(ctx workflow.Context) error {
 			return p.finish(ctx)
 		}
 		if p.continueAsNewSuggested(ctx) && p.quiet(ctx) {
-			return p.continueAsNew(ctx)
+			if !p.safety {
+				return p.continueAsNew(ctx)
+			}
+			if !p.readSignals(ctx) && !p.changed {
+				return p.continueAsNewNow(ctx)
+			}
+			continue // handle what came in first, never waiting for a webhook
 		}
 		if err := p.wait(ctx); err != nil {
 			// The workflow itself was cancelled (an operator's decision,
@@ -289,6 +318,9 @@ func (p *payment) advance(ctx workflow.Context) {
 	if len(p.st.SubmittedHashes) > 0 && !now.Before(p.nextHashCheck) && p.acceptsTransfers(now) {
 		p.recheckHashes(ctx)
 	}
+	if p.syncSelection && !now.Before(p.syncRetry) {
+		p.syncAssignment(ctx)
+	}
 	if !p.deadlineHeld() {
 		if d := p.deadline(); !d.IsZero() && !workflow.Now(ctx).Before(d) {
 			switch p.st.Status {
@@ -309,6 +341,9 @@ func (p *payment) over(now time.Time) bool {
 	case paywatch.StatusPaid, paywatch.StatusOverpaid, paywatch.StatusCancelled:
 		return true
 	case paywatch.StatusExpired:
+		if p.safety && p.lateEligible() {
+			return p.st.LateClosed
+		}
 		return !p.lateEligible() || !now.Before(p.lateEnd())
 	}
 	return false
@@ -332,6 +367,9 @@ func (p *payment) nextWake() time.Time {
 	if !p.deadlineHeld() {
 		consider(p.deadline())
 	}
+	if p.syncSelection {
+		consider(p.syncRetry)
+	}
 	return next
 }
 
@@ -339,7 +377,11 @@ func (p *payment) nextWake() time.Time {
 // of the payment window or of a failed check past it, or zero.
 func (p *payment) deadline() time.Time {
 	d := p.windowDeadline()
-	if p.open() && p.deadlineRetry.After(d) {
+	if p.safety && p.st.Network == "" && p.syncSelection && p.syncRetry.After(d) {
+		return p.syncRetry // the read-back of the selection comes first
+	}
+	retries := p.open() || p.safety && p.st.Status == paywatch.StatusExpired
+	if retries && p.deadlineRetry.After(d) {
 		return p.deadlineRetry
 	}
 	return d
@@ -363,6 +405,11 @@ func (p *payment) windowDeadline() time.Time {
 		}
 	case paywatch.StatusExpired:
 		if p.lateEligible() {
+			if p.safety && p.hasUnconfirmed() {
+				// Transfers still confirming when the late window ends get
+				// the same grace as those at the payment's deadline.
+				return p.lateEnd().Add(paywatch.ConfirmingGrace)
+			}
 			return p.lateEnd()
 		}
 	}
@@ -376,6 +423,16 @@ func (p *payment) windowDeadline() time.Time {
 // before an await.
 func (p *payment) passDeadline(ctx workflow.Context) {
 	if p.st.Network == "" {
+		if p.safety && p.syncedAt.Before(p.st.ExpiresAt) {
+			// The row may hold a selection whose answer the workflow never
+			// got: read it back before deciding that there is none. A
+			// read from the window's end on is final, since no selection
+			// is taken after it.
+			p.syncSelection = true
+			if !p.syncAssignment(ctx) || p.st.Network != "" {
+				return
+			}
+		}
 		p.expire()
 		return
 	}
@@ -385,13 +442,16 @@ func (p *payment) passDeadline(ctx workflow.Context) {
 		return
 	}
 	if p.st.DeadlineChecked {
-		p.expire()
+		p.expireAfterCheck(ctx, true)
 		return
 	}
 	checked := p.finalCheck(ctx)
 	if checked && p.open() {
 		p.st.DeadlineChecked = true
 		p.changed = true
+	}
+	if checked && p.safety {
+		p.checkAnswered()
 	}
 	if p.hasUnconfirmed() || p.fullyPaid() {
 		return // found funds get the confirming grace
@@ -404,37 +464,104 @@ func (p *payment) passDeadline(ctx workflow.Context) {
 // later instead, until deadlineCheckPatience after the deadline; then the
 // payment expires without it, since a chain that stays unreachable must not
 // keep a payment open forever.
+//
+// Runs that take the safety rules count the patience from the first failed
+// check (CheckFailingSince) and keep it for outagePatience, so a deadline
+// that passed during an outage is checked once the chain answers again;
+// and they read the signals buffered while the check ran before they
+// expire anything: a transfer the scanner reported meanwhile counts as on
+// time, and the loop decides again with it.
 func (p *payment) expireAfterCheck(ctx workflow.Context, checked bool) {
 	if !p.open() {
 		p.deadlineRetry = time.Time{}
 		return // cancelled or paid while the check ran
 	}
-	now := workflow.Now(ctx)
-	if !checked {
-		due := p.windowDeadline()
-		giveUp := due.Add(deadlineCheckPatience)
-		if now.Before(giveUp) {
-			p.deadlineRetry = now.Add(chainRetryAfter)
-			if p.deadlineRetry.After(giveUp) {
-				p.deadlineRetry = giveUp
-			}
-			p.logger.Warn("on-chain check after the deadline failed; trying again",
-				"paymentId", p.st.PaymentID, "status", p.st.Status, "deadline", due, "retryAt", p.deadlineRetry)
-			return
-		}
-		p.logger.Error("on-chain check after the deadline kept failing; expiring the payment without it",
-			"paymentId", p.st.PaymentID, "status", p.st.Status, "network", p.st.Network, "deadline", due)
+	if !checked && p.retryCheck(ctx) {
+		return
 	}
-	p.deadlineRetry = time.Time{}
+	if p.safety && p.readSignals(ctx) {
+		return // decided again by the main loop, with what the signals said
+	}
+	p.checkAnswered()
 	p.expire()
 }
 
-// closeLateWindow ends the late window: transfers still confirming get one
-// last check.
-func (p *payment) closeLateWindow(ctx workflow.Context) {
-	if p.hasUnconfirmed() {
-		p.checkConfirmations(ctx)
+// retryCheck schedules another try of an on-chain check that a deadline
+// waits for and that got no answer, and reports true; or reports false
+// once the patience is used up, after which the deadline passes without
+// the check.
+func (p *payment) retryCheck(ctx workflow.Context) bool {
+	now := workflow.Now(ctx)
+	due := p.windowDeadline()
+	giveUp := due.Add(deadlineCheckPatience)
+	wait := chainRetryAfter
+	if p.safety {
+		if p.st.CheckFailingSince == nil {
+			p.st.CheckFailingSince = &now
+			p.changed = true
+		}
+		since := *p.st.CheckFailingSince
+		giveUp = since.Add(outagePatience)
+		if now.Sub(since) >= deadlineCheckPatience {
+			wait = outageRetryMax
+		}
 	}
+	if now.Before(giveUp) {
+		p.deadlineRetry = now.Add(wait)
+		if p.deadlineRetry.After(giveUp) {
+			p.deadlineRetry = giveUp
+		}
+		p.logger.Warn("on-chain check after the deadline failed; trying again",
+			"paymentId", p.st.PaymentID, "status", p.st.Status, "deadline", due, "retryAt", p.deadlineRetry)
+		return true
+	}
+	p.logger.Error("on-chain check after the deadline kept failing; passing the deadline without it",
+		"paymentId", p.st.PaymentID, "status", p.st.Status, "network", p.st.Network, "deadline", due)
+	return false
+}
+
+// checkAnswered clears the retry bookkeeping of a deadline's check.
+func (p *payment) checkAnswered() {
+	p.deadlineRetry = time.Time{}
+	if p.st.CheckFailingSince != nil {
+		p.st.CheckFailingSince = nil
+		p.changed = true
+	}
+}
+
+// readSignals handles the signals buffered while the workflow awaited
+// something and reports whether there were any.
+func (p *payment) readSignals(ctx workflow.Context) bool {
+	if p.seen.Len() == 0 && p.removed.Len() == 0 && !(p.pushed && p.confirmed.Len() > 0) {
+		return false
+	}
+	p.drainSignals(ctx)
+	return true
+}
+
+// closeLateWindow ends the late window: transfers still confirming get one
+// last check. In runs that take the safety rules they get it at the end of
+// the confirming grace after the window (windowDeadline), a check that
+// gets no answer is tried again as at the payment's deadline, and signals
+// buffered meanwhile are read before the window closes.
+func (p *payment) closeLateWindow(ctx workflow.Context) {
+	if !p.safety {
+		if p.hasUnconfirmed() {
+			p.checkConfirmations(ctx)
+		}
+		return
+	}
+	if p.hasUnconfirmed() {
+		if !p.checkConfirmations(ctx) && p.retryCheck(ctx) {
+			return
+		}
+	}
+	if p.readSignals(ctx) || p.st.Status != paywatch.StatusExpired {
+		return
+	}
+	p.checkAnswered()
+	p.st.LateClosed = true
+	p.changed = true
 }
 
 // open reports whether the payment can still be paid in its window:

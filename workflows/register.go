@@ -34,6 +34,7 @@ func Register(r worker.Registry, a Activities) {
 		ActivitySavePaymentState:     a.SavePaymentState,
 		ActivitySelectNetwork:        a.SelectNetwork,
 		ActivityReleaseAddress:       a.ReleaseAddress,
+		ActivityLoadAssignment:       a.LoadAssignment,
 		ActivityCheckTransfers:       a.CheckTransfers,
 		ActivityFinalCheck:           a.FinalCheck,
 		ActivityVerifyTxHash:         a.VerifyTxHash,

@@ -69,7 +69,10 @@ func (p *payment) fullyPaid() bool {
 // it was re-mined in another block, which restarts its confirmations.
 func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, submitted bool) bool {
 	now := workflow.Now(ctx)
-	if !p.acceptsTransfers(now) {
+	known := p.find(t.TxHash, t.LogIndex) >= 0
+	// A transfer still confirming past the late window's end (its grace)
+	// may be mined again; a new one no longer counts.
+	if !p.acceptsTransfers(now) && !(p.safety && known && !p.over(now)) {
 		return false
 	}
 	if i := p.find(t.TxHash, t.LogIndex); i >= 0 {
@@ -107,12 +110,24 @@ func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, subm
 
 // removeTransfer drops a transfer that vanished in a reorg; the status goes
 // back to what the remaining funds say. Confirmed transfers are final.
+//
+// A removal speaks of the transfer in the block it names. In runs that
+// take the safety rules, a transfer the payment has since seen mined again
+// in another block stays: the scanner sends the removal before the
+// transfer's new copy, but both may reach the workflow in one task, where
+// transfer-seen signals are read first.
 func (p *payment) removeTransfer(ctx workflow.Context, r TransferRemoved) {
 	i := p.find(r.TxHash, r.LogIndex)
 	if i < 0 || p.over(workflow.Now(ctx)) && p.st.Status != paywatch.StatusExpired {
 		return
 	}
-	if p.st.Transactions[i].Confirmed {
+	tx := p.st.Transactions[i]
+	if p.safety && r.BlockHash != "" && (tx.BlockNumber != r.BlockNumber || !strings.EqualFold(tx.BlockHash, r.BlockHash)) {
+		p.logger.Info("ignoring removal of a transfer's earlier block", "paymentId", p.st.PaymentID, "txHash", r.TxHash,
+			"removedBlock", r.BlockNumber, "block", tx.BlockNumber)
+		return
+	}
+	if tx.Confirmed {
 		p.logger.Warn("ignoring removal of a confirmed transfer", "paymentId", p.st.PaymentID, "txHash", r.TxHash, "logIndex", r.LogIndex)
 		return
 	}

@@ -84,6 +84,18 @@ func chatWorkflows(ctx workflow.Context) bool {
 //     release before, which supports version 1 only, refuses such a run's
 //     history instead of replaying it under its own rules (its task is
 //     retried until a current worker takes it).
+//   - 3: the run takes the money-safety rules of issue 24 (safetyRules):
+//     patience with an unanswered on-chain check counts from its first
+//     failure and lasts outagePatience; buffered signals are read before
+//     any expiry; a removal applies only to the block it names; the late
+//     window gives transfers confirming at its end the confirming grace; a
+//     network selection whose answer was lost is read back from the row;
+//     and continuing as new never waits for a webhook. Like version 2 it
+//     adds no marker of its own, and the release before refuses it.
 func setupVersion(ctx workflow.Context) workflow.Version {
-	return workflow.GetVersion(ctx, changeConfirmationsPushed, workflow.DefaultVersion, 2)
+	return workflow.GetVersion(ctx, changeConfirmationsPushed, workflow.DefaultVersion, 3)
 }
+
+// safetyVersion is the setupVersion from which a run takes the rules of
+// issue 24 (money safety II).
+const safetyVersion workflow.Version = 3
