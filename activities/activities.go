@@ -47,8 +47,13 @@ type Store interface {
 	// RecordWebhookAttempt logs one delivery attempt.
 	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) error
 	// ClaimTransfers claims transfers for the payments they count for (one
-	// payment per transfer) and returns each claimed transfer's payment.
-	ClaimTransfers(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer) (map[paywatch.TransferKey]string, error)
+	// payment per transfer) and returns those that count for one, each
+	// under the key it is recorded with and with its payment.
+	ClaimTransfers(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer) ([]store.ClaimedTransfer, error)
+	// IdentifyTransfers gives transfers read from a chain the keys they are
+	// recorded under, recording those never seen, so that every path hands
+	// a payment one transfer under one key.
+	IdentifyTransfers(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer) ([]paywatch.Transfer, error)
 	// RecordedTransfersTo lists the scanner's recorded transfers of token to
 	// address from fromBlock up to the network's cursor, with the cursor.
 	RecordedTransfersTo(ctx context.Context, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (store.RecordedTransfers, error)

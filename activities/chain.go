@@ -78,6 +78,9 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 // where it recorded every transfer that concerns a watched payment, and
 // only the blocks after its cursor are read from the chain. Without a
 // cursor, or with one below StartBlock, the chain is read from StartBlock.
+// What the chain returned takes the keys it is recorded under
+// (store.IdentifyTransfers) before it meets the records: a transfer mined
+// again at another log index is the recorded one, not a second.
 func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInput) (workflows.FinalCheckResult, error) {
 	c, err := a.client(in.Network)
 	if err != nil {
@@ -114,6 +117,9 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 				onChain = append(onChain, t)
 			}
 		}
+		if onChain, err = a.store.IdentifyTransfers(ctx, in.Network, onChain); err != nil {
+			return workflows.FinalCheckResult{}, temporalError(err)
+		}
 		found = mergeTransfers(found, onChain)
 	}
 	return a.finalCheckResult(ctx, in, head, found)
@@ -139,7 +145,9 @@ func (a *Activities) finalCheckResult(ctx context.Context, in workflows.FinalChe
 // VerifyTxHash looks a submitted transaction up (pool + txid). A
 // transaction that is not on chain yet is Found false, a normal answer.
 // Found transactions report their transfers of the payment's token to its
-// address in blocks from StartBlock on; when there are none, Reason says why.
+// address in blocks from StartBlock on, under the keys they are recorded
+// with (store.IdentifyTransfers), which the scanner signals them under
+// too; when there are none, Reason says why.
 func (a *Activities) VerifyTxHash(ctx context.Context, in workflows.VerifyTxHashInput) (workflows.VerifyTxHashResult, error) {
 	c, err := a.client(in.Network)
 	if err != nil {
@@ -154,6 +162,7 @@ func (a *Activities) VerifyTxHash(ctx context.Context, in workflows.VerifyTxHash
 	}
 	res := workflows.VerifyTxHashResult{Found: true}
 	early := false
+	var mine []chains.Transfer
 	for _, t := range ts {
 		if t.Token != in.Token || !sameAddress(in.Network, t.To, in.Address) {
 			continue
@@ -162,6 +171,12 @@ func (a *Activities) VerifyTxHash(ctx context.Context, in workflows.VerifyTxHash
 			early = true
 			continue
 		}
+		mine = append(mine, t)
+	}
+	if mine, err = a.store.IdentifyTransfers(ctx, in.Network, mine); err != nil {
+		return workflows.VerifyTxHashResult{}, temporalError(err)
+	}
+	for _, t := range mine {
 		res.Transfers = append(res.Transfers, transferSeen(in.Network, t))
 	}
 	if len(res.Transfers) == 0 {
@@ -186,10 +201,10 @@ func transferSeen(n paywatch.Network, t chains.Transfer) paywatch.Transaction {
 	}
 }
 
-// mergeTransfers adds the transfers read from the chain to the recorded
-// ones: a transfer in both (same transaction and log index) takes the
-// chain's block, which is the canonical one now. The result is in chain
-// order.
+// mergeTransfers adds the transfers read from the chain, under their
+// recorded keys, to the recorded ones: a transfer in both (same transaction
+// and key) takes the chain's block, which is the canonical one now. The
+// result is in block order.
 func mergeTransfers(recorded, onChain []chains.Transfer) []chains.Transfer {
 	type key struct {
 		tx  string

@@ -309,6 +309,12 @@ func (f *fakeStore) RecordedTransfersTo(context.Context, paywatch.Network, paywa
 	return store.RecordedTransfers{}, nil
 }
 
+// IdentifyTransfers is what an empty store answers: transfers never
+// recorded keep the chain's log indexes as their keys.
+func (f *fakeStore) IdentifyTransfers(_ context.Context, _ paywatch.Network, ts []paywatch.Transfer) ([]paywatch.Transfer, error) {
+	return ts, nil
+}
+
 func (f *fakeStore) AssignAddress(context.Context, string, paywatch.Network, paywatch.Token) (paywatch.Assignment, error) {
 	return paywatch.Assignment{Address: payTo}, f.assignErr
 }

@@ -47,3 +47,11 @@ func (s *Scanner) NextPoll(n paywatch.Network, foundNew bool) time.Duration {
 
 // FailureLevel exposes failureLevel to the tests.
 var FailureLevel = failureLevel
+
+// RecordBatch runs the scanner's batch path (match, record, claim, signal)
+// over transfers as a chain client returned them, for tests of what a
+// batch does with transfers a devnet cannot make, such as one transaction
+// paying two watched addresses.
+func (s *Scanner) RecordBatch(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer, b store.ScanBatch) (ScanStats, error) {
+	return s.recordBatch(ctx, n, ts, b)
+}

@@ -27,9 +27,9 @@ type ScannerStore interface {
 	// its transaction hashes) against watched payments in one query.
 	WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]store.WatchedPayment, error)
 	// RecordScan records a batch's transfers and their claims and moves the
-	// cursor in one transaction, running beforeCommit inside it with the
-	// payment each claimed transfer counts for.
-	RecordScan(ctx context.Context, b store.ScanBatch, beforeCommit func(ctx context.Context, owners map[paywatch.TransferKey]string) error) (store.RecordResult, error)
+	// cursor in one transaction, running beforeCommit inside it with each
+	// claimed transfer under its recorded key and the payment it counts for.
+	RecordScan(ctx context.Context, b store.ScanBatch, beforeCommit func(ctx context.Context, claimed []store.ClaimedTransfer) error) (store.RecordResult, error)
 	// TransferOwners returns the payments that claimed transfers.
 	TransferOwners(ctx context.Context, n paywatch.Network, keys []paywatch.TransferKey) (map[paywatch.TransferKey]string, error)
 	// RecentTransfers lists recorded, still canonical transfers from a block on.

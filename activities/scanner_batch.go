@@ -95,10 +95,12 @@ func (s *Scanner) record(ctx context.Context, n paywatch.Network, ts []chains.Tr
 // recipients against watched payments, then one transaction records the
 // matching transfers with the payment each counts for (store.ClaimOwner:
 // one payment per transfer, even on a shared pool address) and moves the
-// cursor, signalling each transfer to that payment before it commits.
+// cursor, signalling each transfer to that payment before it commits. A
+// transfer is signalled under the key it was first recorded with, not the
+// chain's log index of the moment: mined again at another index, it is
+// still the transfer the payment knows.
 func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (ScanStats, error) {
 	out := ScanStats{Transfers: len(ts)}
-	seen := map[paywatch.TransferKey]paywatch.Transaction{}
 	if len(ts) > 0 {
 		recipients := make([]string, 0, len(ts))
 		hashes := make([]string, 0, len(ts))
@@ -121,15 +123,12 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 			out.Matched++
 			b.Transfers = append(b.Transfers, st)
 			b.Claims = append(b.Claims, store.TransferClaim{Transfer: st, PaymentID: owner})
-			seen[st.Key()] = transferSeen(n, t)
 		}
 	}
-	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context, owners map[paywatch.TransferKey]string) error {
-		signals := make([]signal, 0, len(b.Claims))
-		for _, c := range b.Claims {
-			if owner, ok := owners[c.Transfer.Key()]; ok {
-				signals = append(signals, signal{owner, workflows.SignalTransferSeen, seen[c.Transfer.Key()]})
-			}
+	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context, claimed []store.ClaimedTransfer) error {
+		signals := make([]signal, 0, len(claimed))
+		for _, c := range claimed {
+			signals = append(signals, signal{c.PaymentID, workflows.SignalTransferSeen, transferSeen(n, c.Transfer)})
 		}
 		out.Signals = len(signals)
 		return s.send(ctx, signals)

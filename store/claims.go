@@ -15,7 +15,9 @@ import (
 // in every address mode: the payment it counts for is chosen once, by
 // ClaimOwner, and recorded in transfer_claims, whose primary key (network,
 // tx hash, log index) decides between a scanner and a payment's final check
-// that claim the same transfer at the same time.
+// that claim the same transfer at the same time. The log index is the key
+// the transfer was first recorded under (transfer_identity.go), so a claim
+// stays with its transfer when a reorg mines it again at another index.
 
 // TransferClaim proposes the payment a transfer counts for.
 type TransferClaim struct {
@@ -48,21 +50,31 @@ func ClaimOwner(watchers []WatchedPayment, t paywatch.Transfer) (paymentID strin
 }
 
 // ClaimTransfers claims transfers of network n to the addresses of watched
-// payments, as the scanner does for a batch, and returns the payment each
-// of them counts for: the one an earlier claim recorded, or the one
-// ClaimOwner picks now among the payments watching its address. Transfers
-// that count for no payment are not in the map. A payment's final check
-// calls it with what it found on chain, so a transfer the scanner has not
-// seen is claimed by the same rule and never counts twice.
-func (s *Store) ClaimTransfers(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer) (map[paywatch.TransferKey]string, error) {
+// payments, as the scanner does for a batch, and returns those that count
+// for a payment, in the order of ts, each under the key it is recorded with
+// (identifyTransfers: ts may carry the chain's log indexes) and with the
+// payment it counts for: the one an earlier claim recorded, or the one
+// ClaimOwner picks now among the payments watching its address. A
+// payment's final check calls it with what it found on chain, so a
+// transfer the scanner has not seen is claimed by the same rule and never
+// counts twice. Transfers seen for the first time are recorded
+// (IdentifyTransfers), so that the scanner gives them the same key.
+func (s *Store) ClaimTransfers(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer) ([]ClaimedTransfer, error) {
 	if len(ts) == 0 {
-		return map[paywatch.TransferKey]string{}, nil
+		return nil, nil
 	}
-	var owners map[paywatch.TransferKey]string
+	var out []ClaimedTransfer
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		ids, err := identifyTransfers(ctx, tx, n, ts)
+		if err != nil {
+			return err
+		}
+		if err := recordIdentities(ctx, tx, n, ids, s.clock()); err != nil {
+			return err
+		}
 		var addrs, hashes []string
-		keys := make([]paywatch.TransferKey, 0, len(ts))
-		for _, t := range ts {
+		keys := make([]paywatch.TransferKey, 0, len(ids))
+		for _, t := range ids {
 			addrs = append(addrs, t.To)
 			hashes = append(hashes, t.TxHash)
 			keys = append(keys, t.Key())
@@ -74,18 +86,26 @@ func (s *Store) ClaimTransfers(ctx context.Context, n paywatch.Network, ts []pay
 			return err
 		}
 		var claims []TransferClaim
-		for _, t := range ts {
+		for _, t := range ids {
 			if id, ok := ClaimOwner(watched[t.To], t); ok {
 				claims = append(claims, TransferClaim{Transfer: t, PaymentID: id})
 			}
 		}
-		owners, err = claimTransfers(ctx, tx, n, claims, keys, s.clock())
-		return err
+		owners, err := claimTransfers(ctx, tx, n, claims, keys, s.clock())
+		if err != nil {
+			return err
+		}
+		all := make([]TransferClaim, len(ids))
+		for i, t := range ids {
+			all[i] = TransferClaim{Transfer: t}
+		}
+		out = claimedBy(all, owners)
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return owners, nil
+	return out, nil
 }
 
 // claimTransfers records claims that no earlier claim beat and returns the

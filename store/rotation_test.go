@@ -61,12 +61,14 @@ func TestReceivedTotalDrivesPerUserRotation(t *testing.T) {
 	assert.NotEqual(t, p1.Address, p3.Address, "20 received exceeds 15")
 
 	// A transfer claimed for another payment never adds to this address.
-	owners, err := s.ClaimTransfers(ctx, paywatch.TRC20, []paywatch.Transfer{{
+	claimed, err := s.ClaimTransfers(ctx, paywatch.TRC20, []paywatch.Transfer{{
 		TxHash: "cc" + zeros(62), BlockNumber: 11, BlockHash: "0xc", Token: paywatch.USDT, From: "TX", To: p3.Address,
 		Amount: amount("10", paywatch.TRC20, paywatch.USDT).Units(),
 	}})
 	require.NoError(t, err)
-	require.Equal(t, p3.ID, owners[paywatch.TransferKey{TxHash: "cc" + zeros(62)}], "the open payment on the address claims it")
+	require.Len(t, claimed, 1)
+	require.Equal(t, p3.ID, claimed[0].PaymentID, "the open payment on the address claims it")
+	require.Equal(t, paywatch.TransferKey{TxHash: "cc" + zeros(62)}, claimed[0].Transfer.Key())
 	_, err = s.SavePaymentState(ctx, paidState(p1, 9, "cc"+zeros(62), "10"))
 	require.NoError(t, err)
 	assert.Equal(t, "20000000", received(t, s, p1.Address))

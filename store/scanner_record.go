@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,31 +37,54 @@ type RecordResult struct {
 	Moved int
 }
 
-// RecordScan records a batch's transfers, each once (unique by network, tx
-// hash and log index; a transfer seen again in another block gets that
-// block), and moves the network's cursor to the batch's height, in one
-// transaction: the cursor never passes a transfer that is not recorded.
+// ClaimedTransfer is a transfer with the key it is recorded under
+// (identifyTransfers) and the payment it counts for.
+type ClaimedTransfer struct {
+	Transfer  paywatch.Transfer
+	PaymentID string
+}
+
+// RecordScan records a batch's transfers, each once under the key it was
+// first recorded with (identifyTransfers: a transfer mined again at another
+// log index keeps its key, and a key never passes to another transfer),
+// a transfer seen again in another block taking that block, and moves the
+// network's cursor to the batch's height, in one transaction: the cursor
+// never passes a transfer that is not recorded.
 //
 // The batch's claims are recorded in the same transaction (ClaimTransfers
-// explains them); owners maps every claimed transfer to the payment it
-// counts for, which is the proposed one unless an earlier claim gave the
-// transfer to another.
+// explains them); a claim counts for the proposed payment unless an earlier
+// claim gave the transfer to another.
 //
 // beforeCommit, if set, runs inside the transaction after the writes and
-// before the commit, with the owners; the scanners signal the payment
-// workflows there. If it fails, nothing is recorded and the cursor stays,
-// so the batch is scanned and signalled again; if the process dies after it
-// but before the commit, the same happens. Either way every recorded
-// transfer has been signalled, and the workflows ignore repeats.
-func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, owners map[paywatch.TransferKey]string) error) (RecordResult, error) {
+// before the commit, with every claimed transfer of the batch under its
+// recorded key, with the payment it counts for; the scanners signal the
+// payment workflows there. If it fails, nothing is recorded and the cursor
+// stays, so the batch is scanned and signalled again; if the process dies
+// after it but before the commit, the same happens. Either way every
+// recorded transfer has been signalled, and the workflows ignore repeats.
+func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, claimed []ClaimedTransfer) error) (RecordResult, error) {
 	var res RecordResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		res, err = recordTransfers(ctx, tx, b.Network, b.Transfers, s.clock())
+		// One identification for the transfers and the claims, which name
+		// the same transfers by their chain keys.
+		all := slices.Clone(b.Transfers)
+		for _, c := range b.Claims {
+			all = append(all, c.Transfer)
+		}
+		ids, err := identifyTransfers(ctx, tx, b.Network, all)
 		if err != nil {
 			return err
 		}
-		owners, err := claimTransfers(ctx, tx, b.Network, b.Claims, nil, s.clock())
+		transfers := ids[:len(b.Transfers)]
+		claims := make([]TransferClaim, len(b.Claims))
+		for i, c := range b.Claims {
+			claims[i] = TransferClaim{Transfer: ids[len(b.Transfers)+i], PaymentID: c.PaymentID}
+		}
+		res, err = recordTransfers(ctx, tx, b.Network, transfers, s.clock())
+		if err != nil {
+			return err
+		}
+		owners, err := claimTransfers(ctx, tx, b.Network, claims, nil, s.clock())
 		if err != nil {
 			return err
 		}
@@ -74,7 +98,7 @@ func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(c
 			return fmt.Errorf("advance %s cursor to %d: %w", b.Network, b.Height, err)
 		}
 		if beforeCommit != nil {
-			return beforeCommit(ctx, owners)
+			return beforeCommit(ctx, claimedBy(claims, owners))
 		}
 		return nil
 	})
@@ -84,8 +108,35 @@ func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(c
 	return res, nil
 }
 
-// recordTransfers inserts transfers with one statement.
+// claimedBy lists the distinct transfers of claims that count for a
+// payment, each with its owner (which may not be the proposed one).
+func claimedBy(claims []TransferClaim, owners map[paywatch.TransferKey]string) []ClaimedTransfer {
+	var out []ClaimedTransfer
+	seen := map[paywatch.TransferKey]bool{}
+	for _, c := range claims {
+		k := c.Transfer.Key()
+		owner, ok := owners[k]
+		if !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, ClaimedTransfer{Transfer: c.Transfer, PaymentID: owner})
+	}
+	return out
+}
+
+// recordTransfers records transfers with one statement: new ones are
+// inserted, and recorded ones seen in another block, or marked removed, take
+// the block they are in now.
 func recordTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []paywatch.Transfer, now time.Time) (RecordResult, error) {
+	return insertTransfers(ctx, tx, n, ts, now, true)
+}
+
+// insertTransfers inserts transfers with one statement; recorded ones take
+// their new block only if move is set. The keys are those of
+// identifyTransfers, so a recorded key always stands for the same
+// recipient, token and amount, and only the block is ever updated.
+func insertTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []paywatch.Transfer, now time.Time, move bool) (RecordResult, error) {
 	var res RecordResult
 	if len(ts) == 0 {
 		return res, nil
@@ -122,9 +173,9 @@ func recordTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []pa
 		     AS t(tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount)
 		ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET
 			block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, removed = false
-		WHERE chain_transfers.block_hash <> EXCLUDED.block_hash OR chain_transfers.removed
+		WHERE $11 AND (chain_transfers.block_hash <> EXCLUDED.block_hash OR chain_transfers.removed)
 		RETURNING (xmax = 0)`,
-		string(n), hashes, logIndexes, blocks, blockHashes, tokens, froms, tos, amounts, now)
+		string(n), hashes, logIndexes, blocks, blockHashes, tokens, froms, tos, amounts, now, move)
 	if err != nil {
 		return res, fmt.Errorf("record %d %s transfers: %w", len(hashes), n, err)
 	}

@@ -243,7 +243,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	b := transfer("bb", 3, 102, "h102", 7_000_000)
 	var inside bool
 	res, err := s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 110, BlockHash: "h110", Head: 150,
-		Transfers: []paywatch.Transfer{a, b, a}}, func(ctx context.Context, _ map[paywatch.TransferKey]string) error {
+		Transfers: []paywatch.Transfer{a, b, a}}, func(ctx context.Context, _ []store.ClaimedTransfer) error {
 		// The batch is visible inside the transaction only.
 		_, ok, err := s.ChainTransferByKey(context.Background(), n, a.Key())
 		require.NoError(t, err)
@@ -270,7 +270,7 @@ func TestRecordScanRecordsOnceWithTheCursor(t *testing.T) {
 	c := transfer("cc", 0, 120, "h120", 1)
 	boom := errors.New("signal failed")
 	_, err = s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 130, BlockHash: "h130", Head: 150,
-		Transfers: []paywatch.Transfer{c}}, func(context.Context, map[paywatch.TransferKey]string) error { return boom })
+		Transfers: []paywatch.Transfer{c}}, func(context.Context, []store.ClaimedTransfer) error { return boom })
 	require.ErrorIs(t, err, boom)
 	_, ok, err = s.ChainTransferByKey(ctx, n, c.Key())
 	require.NoError(t, err)

@@ -27,6 +27,8 @@ package devnet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -123,7 +125,15 @@ type Devnet struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 	blocks blockLog
+	runID  string
 }
+
+// RunID identifies this run of the devnet chains: random, drawn at Start.
+// The chains live in memory and start from genesis, so their block
+// numbers, and on the EVM chains their transaction hashes, repeat those of
+// an earlier run; a service that keeps chain state in a database tells a
+// new run's chains from the ones its rows came from by this id.
+func (d *Devnet) RunID() string { return d.runID }
 
 // Start starts the chains of cfg and, if cfg.BlockInterval is set, their
 // block producers. The chains stop when Close is called (not when ctx ends:
@@ -139,7 +149,11 @@ func Start(ctx context.Context, cfg Config) (*Devnet, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	d := &Devnet{chains: map[paywatch.Network]chain{}, log: logger}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("devnet: run id: %w", err)
+	}
+	d := &Devnet{chains: map[paywatch.Network]chain{}, log: logger, runID: hex.EncodeToString(id[:])}
 	type started struct {
 		c   chain
 		err error

@@ -159,14 +159,26 @@ func (rt *chainRuntime) describeDevnet(interval time.Duration) []string {
 	return lines
 }
 
-// ResetDevnetCursors forgets the scan cursors of the devnet networks: the
-// devnet chains start from genesis on every run, so a cursor left by an
-// earlier run would point past their head. Call it before the scanners
-// start.
-func (rt *chainRuntime) ResetDevnetCursors(ctx context.Context, st *store.Store) error {
+// StartDevnetRuns gives each devnet network the chain state of this run's
+// devnet chains (store.StartDevnetRun): the chains start from genesis on
+// every run, so a cursor left by an earlier run would point past their
+// head, and its recorded transfers and claims would take the new run's
+// transfers, whose hashes repeat the old ones. Networks served by RPC
+// endpoints are not touched. Call it before the scanners start.
+func (rt *chainRuntime) StartDevnetRuns(ctx context.Context, st *store.Store, logger *slog.Logger) error {
+	if rt.Devnet == nil {
+		return nil
+	}
 	var errs []error
 	for _, n := range rt.DevnetNetworks {
-		errs = append(errs, st.ResetChainCursor(ctx, n))
+		cleared, err := st.StartDevnetRun(ctx, n, rt.Devnet.RunID())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if cleared && logger != nil {
+			logger.Info("new devnet run: earlier chain state of the network cleared", "network", n)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -214,13 +214,14 @@ func TestStartChainsRunsDevnetForNetworksWithoutRPC(t *testing.T) {
 	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.Contains(t, rec.Body.String(), `"network":"ARBITRUM"`)
 
-	// A devnet run resets the devnet networks' cursors, not the others.
+	// A devnet run clears the devnet networks' chain state, not the
+	// others'.
 	st := store.New(storetest.NewPool(t))
 	for _, n := range []paywatch.Network{paywatch.TRC20, paywatch.ERC20} {
 		_, err := st.RecordScan(ctx, store.ScanBatch{Network: n, Height: 5000, Head: 5000}, nil)
 		require.NoError(t, err)
 	}
-	require.NoError(t, rt.ResetDevnetCursors(ctx, st))
+	require.NoError(t, rt.StartDevnetRuns(ctx, st, nil))
 	_, ok, err := st.ChainCursor(ctx, paywatch.TRC20)
 	require.NoError(t, err)
 	assert.False(t, ok)

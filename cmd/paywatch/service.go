@@ -256,10 +256,11 @@ func (m *Main) goBackground(f func(ctx context.Context)) {
 func (m *Main) startWorker(ctx context.Context) error {
 	cfg := &m.Config
 	if cfg.Mode == ModeDev {
-		// Devnet chains start from genesis on every run; a cursor from an
-		// earlier run would point past their head.
-		if err := m.chains.ResetDevnetCursors(ctx, m.store); err != nil {
-			return fmt.Errorf("reset devnet cursors: %w", err)
+		// Devnet chains start from genesis on every run; the chain state
+		// of an earlier run (cursor, records, claims) would point past
+		// their head and take transfers whose hashes repeat old ones.
+		if err := m.chains.StartDevnetRuns(ctx, m.store, m.logger); err != nil {
+			return fmt.Errorf("start devnet runs: %w", err)
 		}
 	}
 	// The default of 1,000 concurrent activities leaves room for the five
