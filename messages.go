@@ -114,7 +114,22 @@ const (
 	MsgLinkTitle         = "title is required (at most 200 characters)"
 	MsgLinkNeedsOwner    = "The project has no owner: payment links count against the owner's plan, so set owner_email first"
 	MsgWalletInUse       = "Wallet has payments in progress; delete it once they are resolved"
+	// MsgModePending is the 409 of an address mode or pool matching
+	// change while a payment is pending (interface.md "Address modes" 4).
+	MsgModePending = "The address mode cannot be changed while payments are pending"
+	// MsgModeAddressesWatched is the 409 of a change of address mode or
+	// pool matching while payments of the old mode still take transfers
+	// on addresses the new mode would give out too.
+	MsgModeAddressesWatched = "The address mode cannot be changed while payments can still be paid on addresses the new mode would share (confirming, partial, or expired less than 24 hours ago); try again once they are resolved"
 )
+
+// MsgStaticAddressWatched is the 409 of registering as a static address
+// one that a payment still takes transfers on (in progress, or expired
+// inside its 24-hour late window): a pool or dedicated payment on it would
+// share them.
+func MsgStaticAddressWatched(n Network, address string) string {
+	return fmt.Sprintf("addresses.%s: %s is the address of a payment that can still be paid (in progress, or expired less than 24 hours ago); register it once that payment is resolved", n, address)
+}
 
 // Messages of the payment-link form a buyer fills in (paywatch's own).
 const (

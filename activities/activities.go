@@ -35,9 +35,9 @@ type Store interface {
 	// Assignment reads the network selection recorded on a payment; ok is
 	// false when it has none.
 	Assignment(ctx context.Context, paymentID string) (a paywatch.Assignment, ok bool, err error)
-	// ClaimTxHash claims a transaction hash for one payment; a hash another
-	// payment holds gives ECONFLICT.
-	ClaimTxHash(ctx context.Context, n paywatch.Network, txHash, paymentID string) error
+	// ClaimTxHash claims a transaction hash, and its transfers ts, for one
+	// payment; a hash or transfer another payment holds gives ECONFLICT.
+	ClaimTxHash(ctx context.Context, n paywatch.Network, txHash, paymentID string, ts []paywatch.Transfer) error
 	// WebhookPaymentInfo reads the merchant fields of a webhook payload.
 	WebhookPaymentInfo(ctx context.Context, paymentID string) (store.WebhookPaymentInfo, error)
 	// QueueWebhookEvent records an event and applies the daily quota.

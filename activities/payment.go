@@ -52,9 +52,17 @@ func (a *Activities) ReleaseAddress(ctx context.Context, in workflows.ReleaseAdd
 	return temporalError(a.store.ReleaseAddress(ctx, in.PaymentID, in.Outcome))
 }
 
-// ClaimTxHash claims a verified transaction hash for the payment; a hash
+// ClaimTxHash claims a verified transaction hash, and the transfers it
+// pays the payment's address with, for the payment; a hash or transfer
 // that already counts for another payment is a Conflict rejection with the
 // API message.
 func (a *Activities) ClaimTxHash(ctx context.Context, in workflows.ClaimTxHashInput) error {
-	return temporalError(a.store.ClaimTxHash(ctx, in.Network, in.TxHash, in.PaymentID))
+	ts := make([]paywatch.Transfer, 0, len(in.Transfers))
+	for _, t := range in.Transfers {
+		ts = append(ts, paywatch.Transfer{
+			Network: in.Network, Token: in.Token, TxHash: t.TxHash, LogIndex: t.LogIndex,
+			BlockNumber: t.BlockNumber, BlockHash: t.BlockHash, From: t.From, To: in.Address, Amount: t.Amount.Units(),
+		})
+	}
+	return temporalError(a.store.ClaimTxHash(ctx, in.Network, in.TxHash, in.PaymentID, ts))
 }

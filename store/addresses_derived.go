@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,7 +26,12 @@ func (s *Store) derive(ctx context.Context, tx pgx.Tx, w *Wallet, f paywatch.Fam
 	for {
 		var index int64
 		if reserved != nil && reserved.walletID == w.ID && reserved.family == f {
+			reserved.used = true
 			index, reserved = reserved.index, nil
+		} else if spare, ok, err := takeSpareIndex(ctx, tx, w.ID, f); err != nil {
+			return 0, "", err
+		} else if ok {
+			index = spare
 		} else if err := tx.QueryRow(ctx, `
 			INSERT INTO wallet_counters (wallet_id, family, next_index) VALUES ($1, $2, $3)
 			ON CONFLICT (wallet_id, family) DO UPDATE SET next_index = wallet_counters.next_index + 1
@@ -117,6 +123,50 @@ type indexReservation struct {
 	walletID int64
 	family   paywatch.Family
 	index    int64
+	// used is set once derive took the index in the creation's current
+	// attempt; an index left unused is returned (returnIndex).
+	used bool
+}
+
+// takeSpareIndex takes the lowest spare index of wallet walletID and
+// family f (returnIndex), if any. SKIP LOCKED: a spare that a concurrent
+// derivation holds is its own, and a derivation never waits for another;
+// a transaction that rolls back gives its spare back.
+func takeSpareIndex(ctx context.Context, q querier, walletID int64, f paywatch.Family) (int64, bool, error) {
+	var index int64
+	err := q.QueryRow(ctx, `
+		DELETE FROM derivation_spare_indexes d
+		WHERE (d.wallet_id, d.family, d.derivation_index) = (
+			SELECT s.wallet_id, s.family, s.derivation_index FROM derivation_spare_indexes s
+			WHERE s.wallet_id = $1 AND s.family = $2
+			ORDER BY s.derivation_index LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING d.derivation_index`, walletID, f).Scan(&index)
+	switch {
+	case noRows(err):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("take spare derivation index: %w", err)
+	}
+	return index, true, nil
+}
+
+// returnIndex gives back a reserved index that its creation did not use
+// (refused, or the idempotent repeat of a concurrent creation): no address
+// was derived at it, so it is spare, and the next derivation of the wallet
+// takes it before a new one. Without this, each refused or repeated request
+// would leave an unused index behind, and enough of them a run past the
+// gap limit of the merchant's wallet software (issue 24). Best effort: a
+// failure here leaves a gap, as a crash between the two would.
+func (s *Store) returnIndex(ctx context.Context, r *indexReservation) {
+	if r == nil || r.used {
+		return
+	}
+	if _, err := s.pool.Exec(context.WithoutCancel(ctx), `
+		INSERT INTO derivation_spare_indexes (wallet_id, family, derivation_index, created_at)
+		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, r.walletID, r.family, r.index, s.clock()); err != nil {
+		slog.Warn("returning an unused derivation index failed; it stays a gap",
+			"walletId", r.walletID, "family", string(r.family), "index", r.index, "error", err)
+	}
 }
 
 // xpubColumns name the wallets column of each family's xPub.
@@ -130,18 +180,47 @@ var xpubColumns = map[paywatch.Family]string{paywatch.FamilyEVM: "xpub_evm", pay
 // queued on it). The transaction derives from the reserved index (derive);
 // it takes its own from the counter as before when there is none (any other
 // mode, an idempotent repeat, an error here) or when the wallet changed in
-// between. A creation refused after the reservation (an amount under the
-// minimum, a lost race) leaves its index unused: a gap in the sequence,
-// like an index skipped because its address had an owner, whose address
-// was never claimed nor shown.
+// between.
+//
+// A creation the project's settings refuse (an amount under the minimum, a
+// network not offered) reserves nothing: the rules are applied to the
+// project as read here first, as the transaction applies them again. One
+// refused after the reservation anyway (settings changed meanwhile, a lost
+// race with an identical creation) returns its index (returnIndex), and the
+// reservation takes a returned index before a new one, so no request that
+// makes no payment leaves an unused index behind (issue 24).
 func (s *Store) reserveIndex(ctx context.Context, np NewPayment) *indexReservation {
 	f := np.Network.Family()
 	col, ok := xpubColumns[f]
 	if np.Network == "" || np.Address != "" || !ok {
 		return nil
 	}
+	if !s.Offered(np.Network) {
+		return nil
+	}
+	prj, err := scanProject(s.pool.QueryRow(ctx, projectSelect+` WHERE p.id = $1`, np.ProjectID))
+	if err != nil || paywatch.CreationRefusal(prj.AddressMode, prj.PoolMatching, prj.MinAmount, prj.MicroAmountDecimals,
+		np.Amount, np.Network, np.Address) != nil {
+		return nil // the transaction meets the error or the refusal itself
+	}
 	r := indexReservation{family: f}
-	err := s.pool.QueryRow(ctx, `
+	err = s.pool.QueryRow(ctx, `
+		WITH w AS (
+			SELECT w.id FROM projects p JOIN wallets w ON w.project_id = p.id
+			WHERE p.id = $1 AND p.address_mode = $3 AND w.`+col+` IS NOT NULL
+			  AND NOT EXISTS (SELECT 1 FROM payments o WHERE o.project_id = p.id AND o.external_order_id = $4)
+		)
+		DELETE FROM derivation_spare_indexes d
+		WHERE (d.wallet_id, d.family, d.derivation_index) = (
+			SELECT s.wallet_id, s.family, s.derivation_index FROM derivation_spare_indexes s JOIN w ON w.id = s.wallet_id
+			WHERE s.family = $2
+			ORDER BY s.derivation_index LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING d.wallet_id, d.derivation_index`,
+		np.ProjectID, f, paywatch.ModePerPayment, np.ExternalOrderID).Scan(&r.walletID, &r.index)
+	if err == nil {
+		return &r
+	}
+	err = s.pool.QueryRow(ctx, `
 		INSERT INTO wallet_counters (wallet_id, family, next_index)
 		SELECT w.id, $2, $3 FROM projects p JOIN wallets w ON w.project_id = p.id
 		WHERE p.id = $1 AND p.address_mode = $4 AND w.`+col+` IS NOT NULL

@@ -112,7 +112,9 @@ func addressDerived(n paywatch.Network, a string) error {
 // run stay invisible to it until its gap limit is raised. Indices count
 // whether paywatch gave them to a payment or skipped them (owned
 // elsewhere), and indices taken before the xPub was replaced (its counter
-// continues) count as unused for the new one. Funded means a confirmed
+// continues) count as unused for the new one. The highest index reached
+// is the highest derived one, or the counter's last unless that one is
+// spare (returnIndex): the next derivation takes a spare first. Funded means a confirmed
 // transfer was counted for a payment on the address (received > 0). Every
 // family is present, 0 when none is derived.
 func (s *Store) UnusedRun(ctx context.Context, w *Wallet) (map[paywatch.Family]int, error) {
@@ -122,7 +124,9 @@ func (s *Store) UnusedRun(ctx context.Context, w *Wallet) (map[paywatch.Family]i
 		var last int64
 		if err := s.pool.QueryRow(ctx, `
 			SELECT GREATEST(
-			    COALESCE((SELECT next_index - 1 FROM wallet_counters WHERE wallet_id = $1 AND family = $2), 0),
+			    COALESCE((SELECT c.next_index - 1 FROM wallet_counters c WHERE c.wallet_id = $1 AND c.family = $2
+			              AND NOT EXISTS (SELECT 1 FROM derivation_spare_indexes s
+			                              WHERE s.wallet_id = $1 AND s.family = $2 AND s.derivation_index = c.next_index - 1)), 0),
 			    COALESCE((SELECT max(derivation_index) FROM derived_addresses WHERE wallet_id = $1 AND family = $2), 0))`,
 			w.ID, f).Scan(&last); err != nil {
 			return nil, fmt.Errorf("read derivation counter: %w", err)

@@ -87,6 +87,11 @@ func TestAnotherProjectsDerivedAddressCannotBeRegistered(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	assert.Equal(t, map[paywatch.Network]int{paywatch.ERC20: 1, paywatch.BEP20: 1, paywatch.ARBITRUM: 1}, w.Addresses)
+	// Its own derived address only once no payment watches it there
+	// (issue 24: a pool payment on it would share the transfers).
+	_, _, err = s.PutWallet(ctx, "shop", staticWallet("TRC20", testTronIndex1))
+	requireCode(t, err, paywatch.ECONFLICT, paywatch.MsgStaticAddressWatched(paywatch.TRC20, testTronIndex1))
+	setStatus(t, s, tron.ID, paywatch.StatusPaid, nil)
 	w, _, err = s.PutWallet(ctx, "shop", staticWallet("TRC20", testTronIndex1))
 	require.NoError(t, err)
 	assert.Equal(t, 1, w.Addresses[paywatch.TRC20])

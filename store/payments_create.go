@@ -49,13 +49,21 @@ func (s *Store) CreatePayment(ctx context.Context, np NewPayment) (*Payment, boo
 	var existing bool
 	reserved := s.reserveIndex(ctx, np)
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+		if reserved != nil {
+			reserved.used = false // an attempt that rolled back used nothing
+		}
 		var err error
 		out, existing, err = s.createPayment(ctx, tx, np, reserved)
 		return err
 	})
 	if err != nil {
+		if reserved != nil {
+			reserved.used = false // the transaction rolled back: nothing was derived
+		}
+		s.returnIndex(ctx, reserved)
 		return nil, false, err
 	}
+	s.returnIndex(ctx, reserved)
 	return out, existing, nil
 }
 

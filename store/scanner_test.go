@@ -81,7 +81,7 @@ func TestWatchedAddressesFollowsTheWatchRules(t *testing.T) {
 	t2, _, err := s.CreatePayment(ctx, newPayment(txid, "t2", "10"))
 	require.NoError(t, err)
 	hashA, hashB := "aa"+zeros(62), "bb"+zeros(62)
-	require.NoError(t, s.ClaimTxHash(ctx, paywatch.TRC20, hashA, t1.ID))
+	require.NoError(t, s.ClaimTxHash(ctx, paywatch.TRC20, hashA, t1.ID, nil))
 
 	addrs := []string{pending.Address, confirming.Address, partial.Address, lateOK.Address, lateGone.Address,
 		paid.Address, cancelled.Address, puPay.Address, m1.Address, t1.Address, nobody}

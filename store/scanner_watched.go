@@ -20,7 +20,15 @@ import (
 // have ended or ignore transfers.
 func watchedCondition(late string) string {
 	return `
-	p.network = $1 AND p.address IS NOT NULL
+	p.network = $1 AND ` + watchedOnAnyNetwork(late)
+}
+
+// watchedOnAnyNetwork is watchedCondition on every network: the payments p
+// whose address still takes transfers. A mode switch (applySettings) and
+// a static address registration (PutWallet) are refused while one would
+// share its address.
+func watchedOnAnyNetwork(late string) string {
+	return `p.address IS NOT NULL
 	AND (
 		p.status IN ('pending', 'confirming', 'partial')
 		OR (p.status = 'expired' AND p.expires_at > ` + late + ` AND ` + paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.LateFunds }) + `)

@@ -30,7 +30,7 @@ func TestClaimTxHashConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.ClaimTxHash(ctx, paywatch.ERC20, hash, ids[i])
+			errs[i] = s.ClaimTxHash(ctx, paywatch.ERC20, hash, ids[i], nil)
 		}()
 	}
 	wg.Wait()
@@ -45,6 +45,6 @@ func TestClaimTxHashConcurrency(t *testing.T) {
 		assert.Equal(t, "This transaction hash is already submitted for another payment", paywatch.ErrorMessage(err))
 	}
 	require.NotEqual(t, -1, winner)
-	assert.NoError(t, s.ClaimTxHash(ctx, paywatch.ERC20, hash, ids[winner]), "claiming again for the same payment is idempotent")
-	assert.NoError(t, s.ClaimTxHash(ctx, paywatch.POLYGON, hash, ids[(winner+1)%n]), "claims are per network")
+	assert.NoError(t, s.ClaimTxHash(ctx, paywatch.ERC20, hash, ids[winner], nil), "claiming again for the same payment is idempotent")
+	assert.NoError(t, s.ClaimTxHash(ctx, paywatch.POLYGON, hash, ids[(winner+1)%n], nil), "claims are per network")
 }

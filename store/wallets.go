@@ -284,6 +284,9 @@ func (s *Store) PutWalletAlerted(ctx context.Context, slug string, u WalletUpdat
 		}
 		for _, n := range sortedNetworks(v.addresses) {
 			for _, a := range v.addresses[n] {
+				if err := s.refuseWatchedAddress(ctx, tx, walletID, n, a); err != nil {
+					return err
+				}
 				// The index on (network, address) still refuses a row that
 				// another wallet holds without owning the address: a pair
 				// that predates address_owners (see migration 00010).
@@ -318,6 +321,30 @@ func (s *Store) PutWalletAlerted(ctx context.Context, slug string, u WalletUpdat
 	}
 	prj.HasWallet = true
 	return w, prj, queued, nil
+}
+
+// refuseWatchedAddress refuses to register address a on network n as a
+// new static address of wallet walletID while a payment still takes
+// transfers on it there (in progress, or expired inside its late window):
+// the wallet's own derived address of a per_payment or per_user payment,
+// which a pool or dedicated payment on it would share (issue 24). An
+// address the wallet already has on n passes, so a PUT that repeats the
+// current list works while its pool payments are open. The project row is
+// locked (PutWalletAlerted), and creations hold it shared, so no payment
+// takes the address meanwhile.
+func (s *Store) refuseWatchedAddress(ctx context.Context, tx pgx.Tx, walletID int64, n paywatch.Network, a string) error {
+	var watched bool
+	if err := tx.QueryRow(ctx, `
+		SELECT NOT EXISTS (SELECT 1 FROM static_addresses s
+		                   WHERE s.wallet_id = $4 AND s.network = $1 AND s.address = $2 AND s.removed_at IS NULL)
+		   AND EXISTS (SELECT 1 FROM payments p WHERE `+watchedCondition("$3")+` AND p.address = $2)`,
+		string(n), a, s.lateWindowStart(), walletID).Scan(&watched); err != nil {
+		return fmt.Errorf("check watched address: %w", err)
+	}
+	if watched {
+		return conflict(paywatch.MsgStaticAddressWatched(n, a))
+	}
+	return nil
 }
 
 // countWallets counts the wallets of an owner's projects, as the wallet

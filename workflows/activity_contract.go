@@ -201,6 +201,15 @@ type ClaimTxHashInput struct {
 	PaymentID string
 	Network   paywatch.Network
 	TxHash    string
+	// Address, Token and Transfers are the transaction's transfers to the
+	// payment's address that it is to count: they are claimed with the
+	// hash, as the scanner claims what it credits, so one transfer pays
+	// one payment whichever path sees it first. Empty in an activity an
+	// older worker scheduled; the claim then checks the address's
+	// transfers already claimed.
+	Address   string                 `json:",omitempty"`
+	Token     paywatch.Token         `json:",omitempty"`
+	Transfers []paywatch.Transaction `json:",omitempty"`
 }
 
 // QueueWebhookInput is the payload of ActivityQueueWebhook: the event and

@@ -208,7 +208,8 @@ func (p *payment) applyVerified(ctx workflow.Context, h string, res VerifyTxHash
 		return amount, true, reject(paywatch.ECONFLICT, paywatch.MsgFinalized)
 	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, interactiveOptions), ActivityClaimTxHash,
-		ClaimTxHashInput{PaymentID: p.st.PaymentID, Network: p.st.Network, TxHash: h}).Get(ctx, nil); err != nil {
+		ClaimTxHashInput{PaymentID: p.st.PaymentID, Network: p.st.Network, TxHash: h,
+			Address: p.st.Address, Token: p.st.Token, Transfers: valid}).Get(ctx, nil); err != nil {
 		return amount, true, updateError(err)
 	}
 	if !p.acceptsTransfers(workflow.Now(ctx)) {
