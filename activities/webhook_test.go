@@ -27,6 +27,7 @@ import (
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/store/storetest"
 	"github.com/paywatch/paywatch/webhooks"
+	"github.com/paywatch/paywatch/webhooks/webhookstest"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -252,6 +253,60 @@ func TestWebhook4xxNotRetried(t *testing.T) {
 	require.Len(t, as, 1)
 	assert.Equal(t, store.WebhookFailed, as[0].State)
 	assert.Equal(t, 410, as[0].StatusCode)
+}
+
+// A 3xx answer is not followed and not final: the receiver may answer
+// otherwise next time, so payment.completed is retried and delivered
+// rather than failed for good. Only a 4xx is permanent.
+func TestWebhook3xxRetriedThenDelivered(t *testing.T) {
+	r := newReceiver(t, func(n int) int {
+		if n == 1 {
+			return http.StatusFound
+		}
+		return http.StatusOK
+	})
+	f := newFixture(t, r.srv.URL, `{}`)
+	eventID, run := queueAndDeliver(t, f, newActivities(f, true, time.Second), paywatch.EventCompleted, 1)
+	require.NoError(t, run.err)
+	assert.Equal(t, 2, r.count(), "the receiver got the event again")
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookDelivered}, states(as))
+	assert.Equal(t, 302, as[0].StatusCode)
+	assert.Equal(t, store.WebhookDelivered, f.eventState(t, eventID))
+}
+
+// A host name whose DNS answer names a private address is refused, with
+// nothing sent, but retried: the next answer is public again and the
+// event is delivered. The first lookup (a real DNS server on loopback,
+// scripted) answers 10.0.0.7, the later ones a public address; the test's
+// HTTP client takes every request to the receiver on loopback, so no
+// packet goes to either address.
+func TestWebhookPrivateDNSAnswerRetriedThenDelivered(t *testing.T) {
+	r := newReceiver(t, func(int) int { return http.StatusOK })
+	dns := webhookstest.NewDNS(t, func(n int) []netip.Addr {
+		if n == 1 {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.7")}
+		}
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}
+	})
+	f := newFixture(t, "http://hooks.example.com/pay", `{}`)
+	client := webhooks.NewClient(time.Second, true)
+	receiverAddr := r.srv.Listener.Addr().String()
+	dialer := &net.Dialer{Timeout: time.Second}
+	client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, receiverAddr)
+	}
+	acts := activities.New(activities.Deps{Store: f.store, HTTPClient: client, Resolver: dns.Resolver()})
+
+	eventID, run := queueAndDeliver(t, f, acts, paywatch.EventCompleted, 1)
+	require.NoError(t, run.err)
+	assert.Equal(t, 1, r.count(), "delivered once the answer was public")
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookDelivered}, states(as))
+	require.Len(t, as, 2)
+	assert.Equal(t, 0, as[0].StatusCode)
+	assert.Equal(t, webhooks.ErrPrivateAddress.Error(), as[0].ResponseBody, "the log names no address")
+	assert.Equal(t, store.WebhookDelivered, f.eventState(t, eventID))
 }
 
 // A receiver that does not answer in time is retried (the test injects a
