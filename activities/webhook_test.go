@@ -137,6 +137,13 @@ func queueAndDeliver(t *testing.T, f *fixture, acts *activities.Activities, ev p
 // environment; prepare, if set, may install listeners first.
 func deliver(t *testing.T, acts *activities.Activities, eventID string, prepare func(env *testsuite.TestWorkflowEnvironment)) deliverRun {
 	t.Helper()
+	return deliverInput(t, acts, workflows.WebhookInput{EventID: eventID, FirstAttempt: 1}, prepare)
+}
+
+// deliverInput is deliver with the run's input, as a redelivery or the
+// reconciler starts it.
+func deliverInput(t *testing.T, acts *activities.Activities, in workflows.WebhookInput, prepare func(env *testsuite.TestWorkflowEnvironment)) deliverRun {
+	t.Helper()
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	workflows.Register(env, acts)
@@ -144,7 +151,7 @@ func deliver(t *testing.T, acts *activities.Activities, eventID string, prepare 
 		prepare(env)
 	}
 	start := env.Now()
-	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{EventID: eventID, FirstAttempt: 1})
+	env.ExecuteWorkflow(workflows.WebhookWorkflowName, in)
 	require.True(t, env.IsWorkflowCompleted())
 	return deliverRun{err: env.GetWorkflowError(), elapsed: env.Now().Sub(start)}
 }
@@ -630,6 +637,59 @@ func TestWebhookLongOutageUsesNoAttempt(t *testing.T) {
 	assert.Equal(t, 5, as[4].Attempt)
 	assert.Equal(t, http.StatusBadGateway, as[4].StatusCode)
 	assert.Equal(t, store.WebhookFailed, f.eventState(t, eventID))
+}
+
+// A redelivery accepted while the old run's attempt is in flight, whose own
+// run could not be started then (Temporal did not answer; the API still
+// answered 202), is not lost to the old run: that run's late log entry
+// leaves the event pending, it sends nothing more, and the run the
+// reconciler then starts delivers the event, numbered after the old
+// attempts.
+func TestWebhookRedeliveryOutlivesTheRunItReplaces(t *testing.T) {
+	var f *fixture
+	var eventID string
+	var mu sync.Mutex
+	var redelivery store.PendingWebhook
+	up := false // the receiver answers 500 until the test mends it
+	r := newReceiver(t, func(n int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 3 {
+			p, err := f.store.PrepareRedelivery(context.Background(), f.projectID, eventID)
+			assert.NoError(t, err)
+			redelivery = p
+		}
+		if up {
+			return http.StatusOK
+		}
+		return http.StatusInternalServerError
+	})
+	f = newFixture(t, r.srv.URL, `{}`)
+	acts := newActivities(f, true, time.Second)
+	eventID = workflows.EventID(f.paymentID, 1)
+	_, err := acts.QueueWebhook(context.Background(), workflows.QueueWebhookInput{EventID: eventID, Sequence: 1, Event: paywatch.EventCompleted, State: f.state()})
+	require.NoError(t, err)
+
+	require.NoError(t, deliver(t, acts, eventID, nil).err) // the old run
+	assert.Equal(t, 3, r.count(), "the old run sent nothing after the redelivery was accepted")
+	assert.Equal(t, store.WebhookPending, f.eventState(t, eventID), "the redelivery is still to be made")
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying}, states(attempts(t, f, eventID)),
+		"the old run's last attempt is logged")
+
+	pending, err := f.store.PendingWebhooks(context.Background(), f.projectID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, pending, 1, "the reconciler finds the redelivery")
+	mu.Lock()
+	assert.Equal(t, redelivery.Generation, pending[0].Generation, "the redelivery's generation")
+	assert.Equal(t, redelivery.NextAttempt+1, pending[0].NextAttempt, "numbered after the old run's late entry")
+	up = true
+	mu.Unlock()
+	p := pending[0]
+	require.NoError(t, deliverInput(t, acts, workflows.WebhookInput{EventID: p.EventID, FirstAttempt: p.NextAttempt, Generation: p.Generation}, nil).err)
+	assert.Equal(t, 4, r.count())
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookDelivered}, states(as))
+	assert.Equal(t, store.WebhookDelivered, f.eventState(t, eventID))
 }
 
 // An event raised while the project has no webhook URL is kept pending,

@@ -398,7 +398,10 @@ func (s *Service) startWorkflow(ctx context.Context, p *store.Payment) {
 //
 // Once the event is marked pending the redelivery is durable: if its
 // workflow cannot be started now, the reconciler starts it, so the caller
-// still gets its answer.
+// still gets its answer. The event moves to a new delivery generation at
+// the same time, so the run being replaced, whose attempt may be in flight
+// or whose start here may fail, can no longer send the event nor mark it
+// failed after the answer was given.
 func (s *Service) Redeliver(ctx context.Context, projectID int64, eventID string) error {
 	ev, err := s.store.PrepareRedelivery(ctx, projectID, eventID)
 	if err != nil {
@@ -407,7 +410,7 @@ func (s *Service) Redeliver(ctx context.Context, projectID int64, eventID string
 	if s.workflows == nil {
 		return nil
 	}
-	in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Redeliver: true}
+	in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Redeliver: true, Generation: ev.Generation}
 	if err := s.workflows.DeliverWebhook(ctx, in); err != nil {
 		s.log.Warn("start webhook redelivery; the reconciler will retry", "eventId", ev.EventID, "error", err)
 	}
@@ -443,7 +446,8 @@ func startPendingWebhooks(ctx context.Context, st *store.Store, wf Workflows, pr
 		return 0, err
 	}
 	for i, ev := range evs {
-		if err := wf.DeliverWebhook(ctx, workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt}); err != nil {
+		in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Generation: ev.Generation}
+		if err := wf.DeliverWebhook(ctx, in); err != nil {
 			return i, err
 		}
 	}
