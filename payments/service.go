@@ -413,6 +413,10 @@ func (s *Service) Redeliver(ctx context.Context, projectID int64, eventID string
 	in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Redeliver: true, Generation: ev.Generation}
 	if err := s.workflows.DeliverWebhook(ctx, in); err != nil {
 		s.log.Warn("start webhook redelivery; the reconciler will retry", "eventId", ev.EventID, "error", err)
+		return nil
+	}
+	if err := s.store.MarkWebhookStarted(ctx, ev.EventID, ev.Generation); err != nil {
+		s.log.Warn("mark webhook redelivery started", "eventId", ev.EventID, "error", err)
 	}
 	return nil
 }
@@ -446,9 +450,16 @@ func startPendingWebhooks(ctx context.Context, st *store.Store, wf Workflows, pr
 		return 0, err
 	}
 	for i, ev := range evs {
-		in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Generation: ev.Generation}
+		// An unstarted redelivery replaces the run it superseded, which
+		// may still hold the workflow ID until its next attempt.
+		in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Generation: ev.Generation, Redeliver: ev.Replace}
 		if err := wf.DeliverWebhook(ctx, in); err != nil {
 			return i, err
+		}
+		if ev.Replace {
+			if err := st.MarkWebhookStarted(ctx, ev.EventID, ev.Generation); err != nil {
+				return i + 1, err
+			}
 		}
 	}
 	return len(evs), nil

@@ -202,6 +202,24 @@ type PendingWebhook struct {
 	// for it carries: 0 for its first delivery, one more for each
 	// redelivery.
 	Generation int
+	// Replace is set for a redelivery whose run was never started (its
+	// start failed, or its process died first): the run started now
+	// replaces whatever run holds the event's workflow ID, which can only
+	// be one the redelivery replaced, so that it need not wait for that
+	// run's next scheduled attempt to end it.
+	Replace bool
+}
+
+// MarkWebhookStarted records that the run of an event's delivery
+// generation was started, so that PendingWebhooks no longer asks for it to
+// replace the running one.
+func (s *Store) MarkWebhookStarted(ctx context.Context, eventID string, generation int) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE webhook_events SET started_generation = $2 WHERE event_id = $1 AND started_generation < $2`, eventID, generation)
+	if err != nil {
+		return fmt.Errorf("mark webhook %s started: %w", eventID, err)
+	}
+	return nil
 }
 
 // PendingWebhooks lists up to limit pending events, oldest first, whose
@@ -213,7 +231,7 @@ func (s *Store) PendingWebhooks(ctx context.Context, projectID int64, minAge tim
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.event_id::text,
 		       COALESCE((SELECT max(a.attempt) FROM webhook_attempts a WHERE a.event_id = e.event_id), 0) + 1,
-		       e.generation
+		       e.generation, e.started_generation < e.generation
 		FROM webhook_events e JOIN projects p ON p.id = e.project_id
 		WHERE e.state = 'pending' AND COALESCE(p.webhook_url, '') <> ''
 		  AND ($1::bigint = 0 OR e.project_id = $1) AND e.updated_at <= $2
@@ -224,7 +242,7 @@ func (s *Store) PendingWebhooks(ctx context.Context, projectID int64, minAge tim
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PendingWebhook, error) {
 		var p PendingWebhook
-		err := r.Scan(&p.EventID, &p.NextAttempt, &p.Generation)
+		err := r.Scan(&p.EventID, &p.NextAttempt, &p.Generation, &p.Replace)
 		return p, err
 	})
 }
