@@ -180,7 +180,12 @@ func cannotCancel(st paywatch.Status) error {
 // ConfirmTxHash submits a transaction hash for a project's pool + txid
 // payment: it is normalised for the payment's network (an invalid one is
 // "Invalid request body"), and the workflow's submit-tx-hash update
-// applies every rule and verifies it on chain.
+// applies every rule and verifies it on chain. The answer's Status is the
+// contract's verdict on the hash (interface.md, POST
+// /v1/payments/:id/confirm), not the payment's status: confirming when it
+// verified at once, pending when it was recorded to be verified later,
+// whatever the payment shows (partial with funds still due, or expired in
+// its late window); GET /v1/payments/:id gives the payment's own.
 func (s *Service) ConfirmTxHash(ctx context.Context, projectID int64, id, hash string) (workflows.SubmitTxHashResult, error) {
 	var none workflows.SubmitTxHashResult
 	p, err := s.store.GetPayment(ctx, projectID, id)
@@ -199,7 +204,14 @@ func (s *Service) ConfirmTxHash(ctx context.Context, projectID int64, id, hash s
 	if workflowClosed(err) {
 		return none, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgFinalized)
 	}
-	return res, err
+	if err != nil {
+		return none, err
+	}
+	res.Status = paywatch.StatusPending
+	if res.Verified {
+		res.Status = paywatch.StatusConfirming
+	}
+	return res, nil
 }
 
 // SelectNetwork picks the network of a payment created without one (the
