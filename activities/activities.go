@@ -7,6 +7,7 @@ package activities
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -89,9 +90,14 @@ type Chains interface {
 type Deps struct {
 	Store  Store
 	Chains Chains
-	// HTTPClient sends webhooks; nil means NewWebhookClient(WebhookTimeout,
-	// AllowPrivate). Tests inject one with a short timeout.
+	// HTTPClient sends webhooks; nil means webhooks.NewClientWithResolver(
+	// WebhookTimeout, AllowPrivate, Resolver). Tests inject one with a short
+	// timeout.
 	HTTPClient *http.Client
+	// Resolver looks up webhook hosts for the check before every attempt
+	// (and at dial time, for the default HTTPClient); nil means the
+	// system's. Tests point it at a scripted DNS server.
+	Resolver *net.Resolver
 	// Clock is the time source of signatures and retry delays; nil means
 	// time.Now.
 	Clock func() time.Time
@@ -170,9 +176,9 @@ func New(deps Deps) *Activities {
 	}
 	client := deps.HTTPClient
 	if client == nil {
-		client = webhooks.NewClient(workflows.WebhookTimeout, deps.AllowPrivate)
+		client = webhooks.NewClientWithResolver(workflows.WebhookTimeout, deps.AllowPrivate, deps.Resolver)
 	}
-	a.sender = &webhooks.Sender{Client: client, AllowPrivate: deps.AllowPrivate, RequireHTTPS: deps.RequireHTTPS, Now: a.now}
+	a.sender = &webhooks.Sender{Client: client, Resolver: deps.Resolver, AllowPrivate: deps.AllowPrivate, RequireHTTPS: deps.RequireHTTPS, Now: a.now}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

@@ -157,7 +157,9 @@ const webhookReadTimeout = 10 * time.Second
 // could not be read) is retried as the same attempt. Each attempt reads the
 // project's current URL and secret and sends through webhooks.Sender (URL
 // checks, signature, outcome). Without a URL nothing is sent and the event
-// stays pending.
+// stays pending; nor is anything sent by a run that a redelivery replaced
+// (in.Generation behind the event's), whose attempt may have been
+// scheduled before the replacement was.
 func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookInput) (workflows.SendWebhookResult, error) {
 	// The read has a deadline well inside the attempt's: a database that
 	// hangs must end in "not sent", never in the attempt's own timeout,
@@ -173,6 +175,12 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 			workflows.ErrTypeWebhookNotSent, temporal.ApplicationErrorOptions{Cause: err})
 	}
 	switch {
+	case in.Generation < d.Generation:
+		// A redelivery replaced this run after it started: the new run
+		// delivers the event, and this one sends nothing more.
+		activity.GetLogger(ctx).Info("webhook run replaced by a redelivery; nothing sent", "eventId", in.EventID,
+			"attempt", in.Attempt, "generation", in.Generation, "eventGeneration", d.Generation)
+		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeDone}, nil
 	case !in.Force && (d.State == store.WebhookDelivered || d.State == store.WebhookFailed || d.State == store.WebhookSkipped):
 		return workflows.SendWebhookResult{Outcome: workflows.WebhookOutcomeDone}, nil
 	case d.URL == "":
@@ -196,12 +204,13 @@ func (a *Activities) SendWebhook(ctx context.Context, in workflows.SendWebhookIn
 }
 
 // RecordWebhookAttempt logs one delivery attempt and gives the event its
-// state. Logging the same attempt again (a retry after the commit's answer
-// was lost) overwrites it.
+// state, unless a redelivery has replaced the run that made it
+// (store.RecordWebhookAttempt). Logging the same attempt again (a retry
+// after the commit's answer was lost) overwrites it.
 func (a *Activities) RecordWebhookAttempt(ctx context.Context, in workflows.RecordWebhookAttemptInput) error {
 	return temporalError(a.store.RecordWebhookAttempt(ctx, store.WebhookAttempt{
 		EventID: in.EventID, Attempt: in.Attempt, StatusCode: in.StatusCode,
-		ResponseBody: in.ResponseBody, State: store.WebhookState(in.State),
+		ResponseBody: in.ResponseBody, State: store.WebhookState(in.State), Generation: in.Generation,
 	}))
 }
 

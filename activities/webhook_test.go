@@ -27,6 +27,7 @@ import (
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/store/storetest"
 	"github.com/paywatch/paywatch/webhooks"
+	"github.com/paywatch/paywatch/webhooks/webhookstest"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -136,6 +137,13 @@ func queueAndDeliver(t *testing.T, f *fixture, acts *activities.Activities, ev p
 // environment; prepare, if set, may install listeners first.
 func deliver(t *testing.T, acts *activities.Activities, eventID string, prepare func(env *testsuite.TestWorkflowEnvironment)) deliverRun {
 	t.Helper()
+	return deliverInput(t, acts, workflows.WebhookInput{EventID: eventID, FirstAttempt: 1}, prepare)
+}
+
+// deliverInput is deliver with the run's input, as a redelivery or the
+// reconciler starts it.
+func deliverInput(t *testing.T, acts *activities.Activities, in workflows.WebhookInput, prepare func(env *testsuite.TestWorkflowEnvironment)) deliverRun {
+	t.Helper()
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	workflows.Register(env, acts)
@@ -143,7 +151,7 @@ func deliver(t *testing.T, acts *activities.Activities, eventID string, prepare 
 		prepare(env)
 	}
 	start := env.Now()
-	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{EventID: eventID, FirstAttempt: 1})
+	env.ExecuteWorkflow(workflows.WebhookWorkflowName, in)
 	require.True(t, env.IsWorkflowCompleted())
 	return deliverRun{err: env.GetWorkflowError(), elapsed: env.Now().Sub(start)}
 }
@@ -252,6 +260,60 @@ func TestWebhook4xxNotRetried(t *testing.T) {
 	require.Len(t, as, 1)
 	assert.Equal(t, store.WebhookFailed, as[0].State)
 	assert.Equal(t, 410, as[0].StatusCode)
+}
+
+// A 3xx answer is not followed and not final: the receiver may answer
+// otherwise next time, so payment.completed is retried and delivered
+// rather than failed for good. Only a 4xx is permanent.
+func TestWebhook3xxRetriedThenDelivered(t *testing.T) {
+	r := newReceiver(t, func(n int) int {
+		if n == 1 {
+			return http.StatusFound
+		}
+		return http.StatusOK
+	})
+	f := newFixture(t, r.srv.URL, `{}`)
+	eventID, run := queueAndDeliver(t, f, newActivities(f, true, time.Second), paywatch.EventCompleted, 1)
+	require.NoError(t, run.err)
+	assert.Equal(t, 2, r.count(), "the receiver got the event again")
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookDelivered}, states(as))
+	assert.Equal(t, 302, as[0].StatusCode)
+	assert.Equal(t, store.WebhookDelivered, f.eventState(t, eventID))
+}
+
+// A host name whose DNS answer names a private address is refused, with
+// nothing sent, but retried: the next answer is public again and the
+// event is delivered. The first lookup (a real DNS server on loopback,
+// scripted) answers 10.0.0.7, the later ones a public address; the test's
+// HTTP client takes every request to the receiver on loopback, so no
+// packet goes to either address.
+func TestWebhookPrivateDNSAnswerRetriedThenDelivered(t *testing.T) {
+	r := newReceiver(t, func(int) int { return http.StatusOK })
+	dns := webhookstest.NewDNS(t, func(n int) []netip.Addr {
+		if n == 1 {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.7")}
+		}
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}
+	})
+	f := newFixture(t, "http://hooks.example.com/pay", `{}`)
+	client := webhooks.NewClient(time.Second, true)
+	receiverAddr := r.srv.Listener.Addr().String()
+	dialer := &net.Dialer{Timeout: time.Second}
+	client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, receiverAddr)
+	}
+	acts := activities.New(activities.Deps{Store: f.store, HTTPClient: client, Resolver: dns.Resolver()})
+
+	eventID, run := queueAndDeliver(t, f, acts, paywatch.EventCompleted, 1)
+	require.NoError(t, run.err)
+	assert.Equal(t, 1, r.count(), "delivered once the answer was public")
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookDelivered}, states(as))
+	require.Len(t, as, 2)
+	assert.Equal(t, 0, as[0].StatusCode)
+	assert.Equal(t, webhooks.ErrPrivateAddress.Error(), as[0].ResponseBody, "the log names no address")
+	assert.Equal(t, store.WebhookDelivered, f.eventState(t, eventID))
 }
 
 // A receiver that does not answer in time is retried (the test injects a
@@ -575,6 +637,59 @@ func TestWebhookLongOutageUsesNoAttempt(t *testing.T) {
 	assert.Equal(t, 5, as[4].Attempt)
 	assert.Equal(t, http.StatusBadGateway, as[4].StatusCode)
 	assert.Equal(t, store.WebhookFailed, f.eventState(t, eventID))
+}
+
+// A redelivery accepted while the old run's attempt is in flight, whose own
+// run could not be started then (Temporal did not answer; the API still
+// answered 202), is not lost to the old run: that run's late log entry
+// leaves the event pending, it sends nothing more, and the run the
+// reconciler then starts delivers the event, numbered after the old
+// attempts.
+func TestWebhookRedeliveryOutlivesTheRunItReplaces(t *testing.T) {
+	var f *fixture
+	var eventID string
+	var mu sync.Mutex
+	var redelivery store.PendingWebhook
+	up := false // the receiver answers 500 until the test mends it
+	r := newReceiver(t, func(n int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 3 {
+			p, err := f.store.PrepareRedelivery(context.Background(), f.projectID, eventID)
+			assert.NoError(t, err)
+			redelivery = p
+		}
+		if up {
+			return http.StatusOK
+		}
+		return http.StatusInternalServerError
+	})
+	f = newFixture(t, r.srv.URL, `{}`)
+	acts := newActivities(f, true, time.Second)
+	eventID = workflows.EventID(f.paymentID, 1)
+	_, err := acts.QueueWebhook(context.Background(), workflows.QueueWebhookInput{EventID: eventID, Sequence: 1, Event: paywatch.EventCompleted, State: f.state()})
+	require.NoError(t, err)
+
+	require.NoError(t, deliver(t, acts, eventID, nil).err) // the old run
+	assert.Equal(t, 3, r.count(), "the old run sent nothing after the redelivery was accepted")
+	assert.Equal(t, store.WebhookPending, f.eventState(t, eventID), "the redelivery is still to be made")
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying}, states(attempts(t, f, eventID)),
+		"the old run's last attempt is logged")
+
+	pending, err := f.store.PendingWebhooks(context.Background(), f.projectID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, pending, 1, "the reconciler finds the redelivery")
+	mu.Lock()
+	assert.Equal(t, redelivery.Generation, pending[0].Generation, "the redelivery's generation")
+	assert.Equal(t, redelivery.NextAttempt+1, pending[0].NextAttempt, "numbered after the old run's late entry")
+	up = true
+	mu.Unlock()
+	p := pending[0]
+	require.NoError(t, deliverInput(t, acts, workflows.WebhookInput{EventID: p.EventID, FirstAttempt: p.NextAttempt, Generation: p.Generation}, nil).err)
+	assert.Equal(t, 4, r.count())
+	as := attempts(t, f, eventID)
+	assert.Equal(t, []store.WebhookState{store.WebhookRetrying, store.WebhookRetrying, store.WebhookRetrying, store.WebhookDelivered}, states(as))
+	assert.Equal(t, store.WebhookDelivered, f.eventState(t, eventID))
 }
 
 // An event raised while the project has no webhook URL is kept pending,

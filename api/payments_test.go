@@ -416,6 +416,41 @@ func TestPoolTxidConfirm(t *testing.T) {
 		http.StatusNotFound, "Payment not found")
 }
 
+// The confirm answer's status is the contract's verdict on the hash,
+// "confirming" when it verified at once and "pending" when it was recorded
+// for later, never the payment's own status: a partial payment (25 of 50
+// confirmed) that takes a second hash answers confirming, and one whose
+// hash is not on chain yet answers pending.
+func TestConfirmAnswersTheHashVerdictNotThePaymentStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.merchant("shop", "pro", map[string]any{"address_mode": "pool", "pool_matching": "txid"}, staticWallet("TRC20", tronAddrs[0]))
+	id := e.createPayment(key, map[string]any{"amount": 50, "external_ref": "alice", "network": "TRC20"})
+	chain := e.chain.chain(paywatch.TRC20)
+	e.scanChain(paywatch.TRC20)
+
+	h1, h2, unseen := strings.Repeat("11", 32), strings.Repeat("12", 32), strings.Repeat("13", 32)
+	chain.addTransfer(h1, paywatch.USDT, tronAddrs[0], "25")
+	r := e.call(key, "POST", "/v1/payments/"+id+"/confirm", map[string]any{"tx_hash": h1})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	require.Equal(t, true, r.Body["verified"])
+	chain.setHead(100 + 30) // 31 confirmations of the 19 TRC20 needs
+	e.waitPayStatus(id, paywatch.StatusPartial, 20*time.Second)
+
+	chain.addTransfer(h2, paywatch.USDT, tronAddrs[0], "10")
+	r = e.call(key, "POST", "/v1/payments/"+id+"/confirm", map[string]any{"tx_hash": h2})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, true, r.Body["verified"])
+	assert.Equal(t, "confirming", r.Body["status"], "verified at once, on a partial payment")
+	assert.Equal(t, "10.00", r.Body["amount_received"])
+
+	r = e.call(key, "POST", "/v1/payments/"+id+"/confirm", map[string]any{"tx_hash": unseen})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, false, r.Body["verified"])
+	assert.Equal(t, "pending", r.Body["status"], "not on chain yet, on a partial payment")
+	assert.NotContains(t, r.Body, "amount_received")
+}
+
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

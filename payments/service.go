@@ -180,7 +180,12 @@ func cannotCancel(st paywatch.Status) error {
 // ConfirmTxHash submits a transaction hash for a project's pool + txid
 // payment: it is normalised for the payment's network (an invalid one is
 // "Invalid request body"), and the workflow's submit-tx-hash update
-// applies every rule and verifies it on chain.
+// applies every rule and verifies it on chain. The answer's Status is the
+// contract's verdict on the hash (interface.md, POST
+// /v1/payments/:id/confirm), not the payment's status: confirming when it
+// verified at once, pending when it was recorded to be verified later,
+// whatever the payment shows (partial with funds still due, or expired in
+// its late window); GET /v1/payments/:id gives the payment's own.
 func (s *Service) ConfirmTxHash(ctx context.Context, projectID int64, id, hash string) (workflows.SubmitTxHashResult, error) {
 	var none workflows.SubmitTxHashResult
 	p, err := s.store.GetPayment(ctx, projectID, id)
@@ -199,7 +204,14 @@ func (s *Service) ConfirmTxHash(ctx context.Context, projectID int64, id, hash s
 	if workflowClosed(err) {
 		return none, paywatch.Errorf(paywatch.ECONFLICT, "%s", paywatch.MsgFinalized)
 	}
-	return res, err
+	if err != nil {
+		return none, err
+	}
+	res.Status = paywatch.StatusPending
+	if res.Verified {
+		res.Status = paywatch.StatusConfirming
+	}
+	return res, nil
 }
 
 // SelectNetwork picks the network of a payment created without one (the
@@ -398,7 +410,10 @@ func (s *Service) startWorkflow(ctx context.Context, p *store.Payment) {
 //
 // Once the event is marked pending the redelivery is durable: if its
 // workflow cannot be started now, the reconciler starts it, so the caller
-// still gets its answer.
+// still gets its answer. The event moves to a new delivery generation at
+// the same time, so the run being replaced, whose attempt may be in flight
+// or whose start here may fail, can no longer send the event nor mark it
+// failed after the answer was given.
 func (s *Service) Redeliver(ctx context.Context, projectID int64, eventID string) error {
 	ev, err := s.store.PrepareRedelivery(ctx, projectID, eventID)
 	if err != nil {
@@ -407,9 +422,13 @@ func (s *Service) Redeliver(ctx context.Context, projectID int64, eventID string
 	if s.workflows == nil {
 		return nil
 	}
-	in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Redeliver: true}
+	in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Redeliver: true, Generation: ev.Generation}
 	if err := s.workflows.DeliverWebhook(ctx, in); err != nil {
 		s.log.Warn("start webhook redelivery; the reconciler will retry", "eventId", ev.EventID, "error", err)
+		return nil
+	}
+	if err := s.store.MarkWebhookStarted(ctx, ev.EventID, ev.Generation); err != nil {
+		s.log.Warn("mark webhook redelivery started", "eventId", ev.EventID, "error", err)
 	}
 	return nil
 }
@@ -443,8 +462,16 @@ func startPendingWebhooks(ctx context.Context, st *store.Store, wf Workflows, pr
 		return 0, err
 	}
 	for i, ev := range evs {
-		if err := wf.DeliverWebhook(ctx, workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt}); err != nil {
+		// An unstarted redelivery replaces the run it superseded, which
+		// may still hold the workflow ID until its next attempt.
+		in := workflows.WebhookInput{EventID: ev.EventID, FirstAttempt: ev.NextAttempt, Generation: ev.Generation, Redeliver: ev.Replace}
+		if err := wf.DeliverWebhook(ctx, in); err != nil {
 			return i, err
+		}
+		if ev.Replace {
+			if err := st.MarkWebhookStarted(ctx, ev.EventID, ev.Generation); err != nil {
+				return i + 1, err
+			}
 		}
 	}
 	return len(evs), nil

@@ -136,11 +136,15 @@ func webhookQuota(ctx context.Context, tx pgx.Tx, projectID int64) (accountID, l
 }
 
 // PrepareRedelivery readies one of a project's webhook events to be sent
-// again now and returns it with its canonical id and the number its first
-// new attempt is logged under: attempts continue the event's numbering, so
-// the deliveries log keeps the earlier ones. The event becomes pending again, whatever its state, so
-// that a redelivery whose workflow fails to start is still picked up by the
-// reconciler. A skipped event counts toward its owner's daily webhook quota
+// again now and returns it with its canonical id, the number its first
+// new attempt is logged under and its new delivery generation: attempts
+// continue the event's numbering, so the deliveries log keeps the earlier
+// ones. The event becomes pending again, whatever its state, so that a
+// redelivery whose workflow fails to start is still picked up by the
+// reconciler; and it moves to a new generation, so that the run it
+// replaces, whose last attempt may still be in flight, can neither send
+// the event again nor set its state (RecordWebhookAttempt): a late
+// "failed" from that run never undoes the accepted redelivery. A skipped event counts toward its owner's daily webhook quota
 // now (operations.md §8), even past the limit: the operator or merchant
 // asked for it explicitly. An unknown event, a malformed id and another
 // project's event are all ENOTFOUND "Event not found".
@@ -175,8 +179,9 @@ func (s *Store) PrepareRedelivery(ctx context.Context, projectID int64, eventID 
 				}
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_events SET state = 'pending', updated_at = $2 WHERE event_id = $1`,
-			p.EventID, now); err != nil {
+		if err := tx.QueryRow(ctx, `
+			UPDATE webhook_events SET state = 'pending', generation = generation + 1, updated_at = $2
+			WHERE event_id = $1 RETURNING generation`, p.EventID, now).Scan(&p.Generation); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, `SELECT COALESCE(max(attempt), 0) + 1 FROM webhook_attempts WHERE event_id = $1`,
@@ -193,6 +198,28 @@ type PendingWebhook struct {
 	EventID string
 	// NextAttempt is the number its next attempt is logged under.
 	NextAttempt int
+	// Generation is the event's delivery generation, which the run started
+	// for it carries: 0 for its first delivery, one more for each
+	// redelivery.
+	Generation int
+	// Replace is set for a redelivery whose run was never started (its
+	// start failed, or its process died first): the run started now
+	// replaces whatever run holds the event's workflow ID, which can only
+	// be one the redelivery replaced, so that it need not wait for that
+	// run's next scheduled attempt to end it.
+	Replace bool
+}
+
+// MarkWebhookStarted records that the run of an event's delivery
+// generation was started, so that PendingWebhooks no longer asks for it to
+// replace the running one.
+func (s *Store) MarkWebhookStarted(ctx context.Context, eventID string, generation int) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE webhook_events SET started_generation = $2 WHERE event_id = $1 AND started_generation < $2`, eventID, generation)
+	if err != nil {
+		return fmt.Errorf("mark webhook %s started: %w", eventID, err)
+	}
+	return nil
 }
 
 // PendingWebhooks lists up to limit pending events, oldest first, whose
@@ -203,7 +230,8 @@ type PendingWebhook struct {
 func (s *Store) PendingWebhooks(ctx context.Context, projectID int64, minAge time.Duration, limit int) ([]PendingWebhook, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.event_id::text,
-		       COALESCE((SELECT max(a.attempt) FROM webhook_attempts a WHERE a.event_id = e.event_id), 0) + 1
+		       COALESCE((SELECT max(a.attempt) FROM webhook_attempts a WHERE a.event_id = e.event_id), 0) + 1,
+		       e.generation, e.started_generation < e.generation
 		FROM webhook_events e JOIN projects p ON p.id = e.project_id
 		WHERE e.state = 'pending' AND COALESCE(p.webhook_url, '') <> ''
 		  AND ($1::bigint = 0 OR e.project_id = $1) AND e.updated_at <= $2
@@ -214,7 +242,7 @@ func (s *Store) PendingWebhooks(ctx context.Context, projectID int64, minAge tim
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PendingWebhook, error) {
 		var p PendingWebhook
-		err := r.Scan(&p.EventID, &p.NextAttempt)
+		err := r.Scan(&p.EventID, &p.NextAttempt, &p.Generation, &p.Replace)
 		return p, err
 	})
 }
@@ -306,6 +334,9 @@ type WebhookDelivery struct {
 	// Payload is the exact body to send.
 	Payload []byte
 	State   WebhookState
+	// Generation is the event's delivery generation (PendingWebhook): a
+	// run of an older one was replaced by a redelivery and sends nothing.
+	Generation int
 	// URL and Secret are the project's current webhook URL and secret; ""
 	// when unset.
 	URL    string
@@ -318,9 +349,9 @@ func (s *Store) WebhookDelivery(ctx context.Context, eventID string) (WebhookDel
 	var d WebhookDelivery
 	var url, secret *string
 	err := s.pool.QueryRow(ctx, `
-		SELECT e.event_id::text, e.event, e.payload::text, e.state, pr.webhook_url, pr.webhook_secret
+		SELECT e.event_id::text, e.event, e.payload::text, e.state, e.generation, pr.webhook_url, pr.webhook_secret
 		FROM webhook_events e JOIN projects pr ON pr.id = e.project_id
-		WHERE e.event_id = $1`, eventID).Scan(&d.EventID, &d.Event, &d.Payload, &d.State, &url, &secret)
+		WHERE e.event_id = $1`, eventID).Scan(&d.EventID, &d.Event, &d.Payload, &d.State, &d.Generation, &url, &secret)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return WebhookDelivery{}, paywatch.Errorf(paywatch.ENOTFOUND, "webhook event %s not found", eventID)
 	}
@@ -347,11 +378,18 @@ type WebhookAttempt struct {
 	// cut to MaxWebhookResponseBody characters.
 	ResponseBody string
 	State        WebhookState
+	// Generation is the delivery generation of the run that made the
+	// attempt (PendingWebhook.Generation).
+	Generation int
 }
 
 // RecordWebhookAttempt logs an attempt and sets the event's state to the
 // attempt's. Recording the same attempt again (an activity retried after a
-// crash) overwrites it; a delivered or skipped event keeps its state.
+// crash) overwrites it; a delivered or skipped event keeps its state. An
+// attempt of an older generation than the event's, made by a run that a
+// redelivery replaced and logged after the redelivery was accepted, leaves
+// the event's state alone and is logged only under a number still free:
+// the redelivery's own attempts take their numbers, and its state stands.
 func (s *Store) RecordWebhookAttempt(ctx context.Context, a WebhookAttempt) error {
 	now := s.now().UTC()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -368,15 +406,30 @@ func recordAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttempt, now time.Ti
 	if a.StatusCode != 0 {
 		code = &a.StatusCode
 	}
+	// The event's row lock orders this write with PrepareRedelivery's: a
+	// redelivery is either before it (and this attempt is stale) or after.
+	var generation int
+	err := tx.QueryRow(ctx, `SELECT generation FROM webhook_events WHERE event_id = $1 FOR UPDATE`, a.EventID).Scan(&generation)
+	if err != nil && !noRows(err) {
+		return err
+	}
+	stale := err == nil && a.Generation < generation
+	onConflict := `DO UPDATE SET status_code = EXCLUDED.status_code,
+			response_body = EXCLUDED.response_body, state = EXCLUDED.state, created_at = EXCLUDED.created_at`
+	if stale {
+		onConflict = `DO NOTHING`
+	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO webhook_attempts (event_id, attempt, status_code, response_body, state, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (event_id, attempt) DO UPDATE SET status_code = EXCLUDED.status_code,
-			response_body = EXCLUDED.response_body, state = EXCLUDED.state, created_at = EXCLUDED.created_at`,
+		ON CONFLICT (event_id, attempt) `+onConflict,
 		a.EventID, a.Attempt, code, CutResponseBody(a.ResponseBody), string(a.State), now); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `
+	if stale {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `
 		UPDATE webhook_events SET state = $2, updated_at = $3
 		WHERE event_id = $1 AND state NOT IN ('delivered', 'skipped')`, a.EventID, string(a.State), now)
 	return err

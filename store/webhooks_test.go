@@ -213,7 +213,7 @@ func TestPrepareRedelivery(t *testing.T) {
 	require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: sent.EventID, Attempt: 3, StatusCode: 200, State: store.WebhookDelivered}))
 	p, err := s.PrepareRedelivery(ctx, f.projectID, strings.ToUpper(sent.EventID))
 	require.NoError(t, err)
-	assert.Equal(t, store.PendingWebhook{EventID: sent.EventID, NextAttempt: 4}, p, "canonical id, numbering continues")
+	assert.Equal(t, store.PendingWebhook{EventID: sent.EventID, NextAttempt: 4, Generation: 1}, p, "canonical id, numbering continues, a new generation")
 	d, err := s.WebhookDelivery(ctx, sent.EventID)
 	require.NoError(t, err)
 	assert.Equal(t, store.WebhookPending, d.State)
@@ -240,6 +240,80 @@ func TestPrepareRedelivery(t *testing.T) {
 	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgEventNotFound)
 	_, err = s.PrepareRedelivery(ctx, f.projectID+1, sent.EventID)
 	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgEventNotFound)
+}
+
+// A redelivery outlives the run it replaces: once accepted, the old run's
+// late writes (its last attempt logged as failed after the redelivery was
+// prepared, in either order and at once) never change the event's state,
+// so the event stays pending, listed for the reconciler to start, until
+// the redelivery's own run records. The old run's attempt is still logged
+// when its number is free.
+func TestRedeliveryOutlivesTheRunItReplaces(t *testing.T) {
+	ctx := context.Background()
+	f := whSeed(t, "pro", `{}`)
+	s := store.New(f.pool)
+	pay := f.payment(t)
+
+	// In order: the redelivery is prepared, then the old run's fifth and
+	// last attempt lands as failed.
+	ev := whEvent(pay, 1, paywatch.EventCompleted)
+	_, err := s.QueueWebhookEvent(ctx, ev)
+	require.NoError(t, err)
+	for n := 1; n <= 4; n++ {
+		require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: ev.EventID, Attempt: n, StatusCode: 500, State: store.WebhookRetrying}))
+	}
+	p, err := s.PrepareRedelivery(ctx, f.projectID, ev.EventID)
+	require.NoError(t, err)
+	require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: ev.EventID, Attempt: 5, StatusCode: 500, State: store.WebhookFailed}))
+	d, err := s.WebhookDelivery(ctx, ev.EventID)
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookPending, d.State, "the redelivery is not undone by the run it replaced")
+	list, err := s.PendingWebhooks(ctx, f.projectID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1, "the reconciler still starts the redelivery")
+	assert.Equal(t, ev.EventID, list[0].EventID)
+	assert.True(t, list[0].Replace, "never started: it replaces the old run, which may still hold the workflow ID")
+	require.NoError(t, s.MarkWebhookStarted(ctx, ev.EventID, p.Generation))
+	list, err = s.PendingWebhooks(ctx, f.projectID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.False(t, list[0].Replace, "started: a run of its generation is kept")
+	as, err := s.WebhookAttempts(ctx, ev.EventID)
+	require.NoError(t, err)
+	require.Len(t, as, 5, "the old run's last attempt is logged")
+	assert.Equal(t, store.WebhookFailed, as[4].State)
+
+	// The redelivery's run takes the number the old run's write could not:
+	// its first attempt, numbered before that write landed, overwrites it.
+	require.NoError(t, s.RecordWebhookAttempt(ctx, redeliveryAttempt(p, p.NextAttempt, 200, store.WebhookDelivered)))
+	d, err = s.WebhookDelivery(ctx, ev.EventID)
+	require.NoError(t, err)
+	assert.Equal(t, store.WebhookDelivered, d.State)
+
+	// At once, many times: whichever lands first, the event ends pending.
+	for i := range 20 {
+		ev := whEvent(pay, 100+i, paywatch.EventCompleted)
+		_, err := s.QueueWebhookEvent(ctx, ev)
+		require.NoError(t, err)
+		require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: ev.EventID, Attempt: 1, StatusCode: 500, State: store.WebhookRetrying}))
+		var wg sync.WaitGroup
+		wg.Add(2)
+		var prepErr, recErr error
+		go func() {
+			defer wg.Done()
+			_, prepErr = s.PrepareRedelivery(ctx, f.projectID, ev.EventID)
+		}()
+		go func() {
+			defer wg.Done()
+			recErr = s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: ev.EventID, Attempt: 2, StatusCode: 410, State: store.WebhookFailed})
+		}()
+		wg.Wait()
+		require.NoError(t, prepErr)
+		require.NoError(t, recErr)
+		d, err := s.WebhookDelivery(ctx, ev.EventID)
+		require.NoError(t, err)
+		assert.Equal(t, store.WebhookPending, d.State, "round %d", i)
+	}
 }
 
 // Pending events are listed for delivery only while their project has a
@@ -331,4 +405,9 @@ func TestWebhookRepairMigration(t *testing.T) {
 	pending, err := store.New(pool).PendingWebhooks(ctx, 0, 0, 10)
 	require.NoError(t, err)
 	assert.Equal(t, []store.PendingWebhook{{EventID: ev(1), NextAttempt: 2}, {EventID: ev(3), NextAttempt: 2}}, pending)
+}
+
+// redeliveryAttempt is attempt n of the run a redelivery p started.
+func redeliveryAttempt(p store.PendingWebhook, n, code int, st store.WebhookState) store.WebhookAttempt {
+	return store.WebhookAttempt{EventID: p.EventID, Attempt: n, StatusCode: code, State: st, Generation: p.Generation}
 }

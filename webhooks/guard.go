@@ -113,6 +113,14 @@ func PublicIP(ip netip.Addr) bool {
 // checked. Errors wrap ErrBadURL or ErrPrivateAddress; a failed DNS
 // lookup is returned as is.
 func CheckURL(ctx context.Context, rawURL string, allowPrivate bool) error {
+	return checkURL(ctx, nil, rawURL, allowPrivate)
+}
+
+// checkURL is CheckURL with the resolver that looks up the host (nil means
+// net.DefaultResolver). A host name that resolves to a private or reserved
+// address is refused with a privateAnswer: the answer, unlike the URL, may
+// change.
+func checkURL(ctx context.Context, resolver *net.Resolver, rawURL string, allowPrivate bool) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
 		return ErrBadURL
@@ -133,16 +141,37 @@ func CheckURL(ctx context.Context, rawURL string, allowPrivate bool) error {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return fmt.Errorf("%w: %s", ErrPrivateAddress, host)
 	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	ips, err := resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return fmt.Errorf("resolve webhook host %s: %w", host, err)
 	}
 	for _, ip := range ips {
 		if !PublicIP(ip) {
-			return fmt.Errorf("%w: %s resolves to %s", ErrPrivateAddress, host, ip)
+			return privateAnswer{detail: host + " resolves to " + ip.String()}
 		}
 	}
 	return nil
+}
+
+// privateAnswer is an ErrPrivateAddress that came from a DNS answer, looked
+// up before an attempt or at dial time, rather than from the URL itself (an
+// IP literal or localhost). A delivery retries it like a 5xx: the answer
+// may be a transient one (a resolver's mistake, a failover, a record being
+// changed) and may point back at a public address by the next attempt,
+// where a URL that names a private address never will.
+type privateAnswer struct{ detail string }
+
+func (e privateAnswer) Error() string { return ErrPrivateAddress.Error() + ": " + e.detail }
+
+func (e privateAnswer) Unwrap() error { return ErrPrivateAddress }
+
+// fromDNSAnswer reports whether err is a refusal of a DNS answer.
+func fromDNSAnswer(err error) bool {
+	var pa privateAnswer
+	return errors.As(err, &pa)
 }
 
 // hostProfile is the host mapping of the WHATWG URL standard ("domain to
@@ -291,15 +320,18 @@ func validHostName(name string) bool {
 // guardControl is a net.Dialer Control function that refuses to connect to
 // a non-public address. It runs on the address actually dialled, after DNS
 // resolution, so a name that resolved to a public address during the check
-// and to a private one now (DNS rebinding) is still refused.
+// and to a private one now (DNS rebinding) is still refused. Its refusals
+// are privateAnswers: a URL that names a private address itself was
+// refused by the check before the attempt, so what is refused here is what
+// a DNS answer said at dial time.
 func guardControl(network, address string, _ syscall.RawConn) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
+		return privateAnswer{detail: address}
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !PublicIP(ip) {
-		return fmt.Errorf("%w: %s", ErrPrivateAddress, host)
+		return privateAnswer{detail: host}
 	}
 	return nil
 }
@@ -309,7 +341,14 @@ func guardControl(network, address string, _ syscall.RawConn) error {
 // not a new destination), and unless allowPrivate, a dialer that refuses
 // private and reserved addresses at connect time.
 func NewClient(timeout time.Duration, allowPrivate bool) *http.Client {
-	dialer := &net.Dialer{Timeout: timeout}
+	return NewClientWithResolver(timeout, allowPrivate, nil)
+}
+
+// NewClientWithResolver is NewClient whose dialer looks host names up with
+// resolver (nil means the system's), so that tests can script the answers
+// the dial-time guard sees (webhookstest.DNS).
+func NewClientWithResolver(timeout time.Duration, allowPrivate bool, resolver *net.Resolver) *http.Client {
+	dialer := &net.Dialer{Timeout: timeout, Resolver: resolver}
 	if !allowPrivate {
 		dialer.Control = guardControl
 	}

@@ -22,12 +22,14 @@ type Outcome string
 const (
 	// Delivered is a 2xx answer.
 	Delivered Outcome = "delivered"
-	// Retry is a 5xx answer, a timeout or a network error: the next
-	// attempt may succeed.
+	// Retry is any answer but a 2xx or a 4xx (a 5xx, a 3xx: redirects are
+	// not followed), a timeout, a network error, or, with no request made,
+	// a host name whose DNS answer was a private or reserved address: the
+	// next attempt may succeed.
 	Retry Outcome = "retry"
-	// Failed is a permanent failure: a 4xx (or other non-2xx, non-5xx)
-	// answer, or, with no request made (Result.Sent false), a refused URL
-	// or a missing secret.
+	// Failed is a permanent failure: a 4xx answer, or, with no request made
+	// (Result.Sent false), a refused URL (a scheme not allowed, a malformed
+	// URL, or one naming a private address itself) or a missing secret.
 	Failed Outcome = "failed"
 )
 
@@ -61,6 +63,10 @@ type Sender struct {
 	// Client sends the requests; NewClient's guards private addresses at
 	// dial time.
 	Client *http.Client
+	// Resolver looks up the URL's host for the check before every
+	// attempt; nil means the system's. Tests point it at a scripted DNS
+	// server (webhookstest.DNS).
+	Resolver *net.Resolver
 	// AllowPrivate lets URLs point at private and reserved addresses
 	// (PAYWATCH_WEBHOOK_ALLOW_PRIVATE).
 	AllowPrivate bool
@@ -74,9 +80,13 @@ type Sender struct {
 // request, that its host is or resolves only to public addresses (the
 // dialer checks again on the address it connects to), signs
 // timestamp + "." + payload with secret (paywatch.SignWebhook) and POSTs
-// the payload. A 2xx answer is Delivered; a 5xx, a timeout or a network
-// error is Retry; any other answer, a refused URL and a missing secret are
-// Failed.
+// the payload. A 2xx answer is Delivered; a 4xx answer, a refused URL and
+// a missing secret are Failed; anything else is Retry: a 3xx or 5xx
+// answer, a timeout, a network error, and a host name that resolved to a
+// private address, before the request or at dial time, since a DNS answer
+// can change back where a URL cannot. Only what the receiver or the URL
+// itself says is ever permanent, so a transient fault never fails an event
+// such as payment.completed for good.
 func (s *Sender) Send(ctx context.Context, rawURL, secret string, payload []byte) Result {
 	if secret == "" {
 		return Result{Outcome: Failed, Answer: "project has no webhook secret; webhooks are never sent unsigned"}
@@ -84,8 +94,11 @@ func (s *Sender) Send(ctx context.Context, rawURL, secret string, payload []byte
 	if err := CheckScheme(rawURL, !s.RequireHTTPS); err != nil {
 		return Result{Outcome: Failed, Answer: err.Error()}
 	}
-	if err := CheckURL(ctx, rawURL, s.AllowPrivate); err != nil {
-		if errors.Is(err, ErrPrivateAddress) || errors.Is(err, ErrBadURL) {
+	if err := checkURL(ctx, s.Resolver, rawURL, s.AllowPrivate); err != nil {
+		switch {
+		case fromDNSAnswer(err):
+			return refusedForNow(err)
+		case errors.Is(err, ErrPrivateAddress) || errors.Is(err, ErrBadURL):
 			return refused(err)
 		}
 		return networkFailure(err)
@@ -106,7 +119,8 @@ func (s *Sender) Send(ctx context.Context, rawURL, secret string, payload []byte
 	resp, err := s.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrPrivateAddress) {
-			return refused(err)
+			// Refused at dial time: what a DNS answer said then.
+			return refusedForNow(err)
 		}
 		return networkFailure(err)
 	}
@@ -116,10 +130,10 @@ func (s *Sender) Send(ctx context.Context, rawURL, secret string, payload []byte
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		out.Outcome = Delivered
-	case resp.StatusCode >= 500:
-		out.Outcome = Retry
-	default:
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
 		out.Outcome = Failed
+	default:
+		out.Outcome = Retry
 	}
 	return out
 }
@@ -135,6 +149,15 @@ func refused(err error) Result {
 		answer = ErrPrivateAddress.Error()
 	}
 	return Result{Outcome: Failed, Answer: answer, Err: withoutURL(err)}
+}
+
+// refusedForNow is the result of a host name whose DNS answer was a
+// private or reserved address: refused like a URL naming one, with the
+// same answer, but retried, since the next answer may be public again.
+func refusedForNow(err error) Result {
+	r := refused(err)
+	r.Outcome = Retry
+	return r
 }
 
 // networkFailure is the result of an attempt that failed in the network.

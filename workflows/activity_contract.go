@@ -247,6 +247,9 @@ type SendWebhookInput struct {
 	// Force sends the event even if it reads as delivered or failed: a
 	// redelivery must not be stopped by the state an earlier run left.
 	Force bool
+	// Generation is the run's delivery generation (WebhookInput): an
+	// event that has moved past it was redelivered, and nothing is sent.
+	Generation int
 }
 
 // WebhookOutcome is how one delivery attempt ended.
@@ -256,11 +259,12 @@ type WebhookOutcome string
 const (
 	// WebhookOutcomeDelivered is a 2xx answer.
 	WebhookOutcomeDelivered WebhookOutcome = "delivered"
-	// WebhookOutcomeRetry is a 5xx answer, a timeout or a network error:
-	// the next attempt follows at its slot of WebhookSchedule.
+	// WebhookOutcomeRetry is any answer but a 2xx or a 4xx (a 5xx, a
+	// 3xx), a timeout, a network error or a private DNS answer: the next
+	// attempt follows at its slot of WebhookSchedule.
 	WebhookOutcomeRetry WebhookOutcome = "retry"
-	// WebhookOutcomeFailed is a permanent failure: a 4xx (or other non-2xx,
-	// non-5xx) answer, a refused URL or a missing secret.
+	// WebhookOutcomeFailed is a permanent failure: a 4xx answer, a refused
+	// URL or a missing secret.
 	WebhookOutcomeFailed WebhookOutcome = "failed"
 	// WebhookOutcomeNoURL means the project has no webhook URL: nothing was
 	// sent and the event stays pending until one is set.
@@ -302,6 +306,10 @@ type RecordWebhookAttemptInput struct {
 	StatusCode   int
 	ResponseBody string
 	State        WebhookAttemptState
+	// Generation is the run's delivery generation (WebhookInput): the
+	// attempt of a run a redelivery replaced does not set the event's
+	// state.
+	Generation int
 }
 
 // Activities is what the payment workflow needs from its activities;

@@ -29,6 +29,12 @@ type WebhookInput struct {
 	// Redeliver marks a "send again": the event is sent even if it reads
 	// as delivered or failed.
 	Redeliver bool
+	// Generation is the event's delivery generation the run was started
+	// for (store.PendingWebhook): 0 for the first delivery, one more for
+	// each redelivery. Once a redelivery moves the event past it, the run
+	// sends nothing more and its log entries leave the event's state to
+	// the new run, even when they land after the redelivery was accepted.
+	Generation int
 }
 
 // msgAttemptIncomplete is the logged "response" of an attempt whose
@@ -55,7 +61,8 @@ const msgAttemptIncomplete = "no answer: the delivery attempt did not complete"
 //   - at once, sending nothing, when the project has no webhook URL (the
 //     event stays pending; the API starts a new run when a URL is saved)
 //     or the event needs no delivery (already delivered, failed or skipped,
-//     unless Redeliver).
+//     unless Redeliver), or a redelivery has replaced this run (its
+//     Generation is behind the event's).
 func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 	logger := workflow.GetLogger(ctx)
 	first := max(in.FirstAttempt, 1)
@@ -71,7 +78,7 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 		var err error
 		for delayed := false; ; delayed = true {
 			err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, webhookSendOptions), ActivitySendWebhook,
-				SendWebhookInput{EventID: in.EventID, Attempt: n, Force: in.Redeliver}).Get(ctx, &res)
+				SendWebhookInput{EventID: in.EventID, Attempt: n, Force: in.Redeliver, Generation: in.Generation}).Get(ctx, &res)
 			if !attemptNotMade(err) {
 				if delayed {
 					// The attempt went out late: the later ones keep their
@@ -114,6 +121,7 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 		}
 		rec := RecordWebhookAttemptInput{
 			EventID: in.EventID, Attempt: n, StatusCode: res.StatusCode, ResponseBody: res.ResponseBody, State: state,
+			Generation: in.Generation,
 		}
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
 			ActivityRecordWebhookAttempt, rec).Get(ctx, nil); err != nil {
