@@ -34,7 +34,7 @@ func TestStartDevnetRunClearsOnlyANewRunsNetwork(t *testing.T) {
 		_, err := s.RecordScan(ctx, store.ScanBatch{Network: n, Height: 10, BlockHash: "0xa", Head: 10,
 			Transfers: []paywatch.Transfer{tr}, Claims: []store.TransferClaim{{Transfer: tr, PaymentID: px.ID}}}, nil)
 		require.NoError(t, err)
-		require.NoError(t, s.ClaimTxHash(ctx, n, tr.TxHash, px.ID))
+		require.NoError(t, s.ClaimTxHash(ctx, n, tr.TxHash, px.ID, nil))
 		require.Equal(t, 4, state(n))
 	}
 
