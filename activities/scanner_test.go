@@ -213,7 +213,7 @@ func TestScannerRunRecordsSignalsAndHandlesReorgs(t *testing.T) {
 	got = sig.signals()
 	require.Len(t, got, 2)
 	assert.Equal(t, workflows.SignalTransferRemoved, got[1].Name)
-	assert.Equal(t, workflows.TransferRemoved{TxHash: a.TxHash, LogIndex: seen.LogIndex}, got[1].Arg)
+	assert.Equal(t, workflows.TransferRemoved{TxHash: a.TxHash, LogIndex: seen.LogIndex, BlockNumber: seen.BlockNumber, BlockHash: seen.BlockHash}, got[1].Arg, "the removal names the block it removes")
 	rec, ok, err := db.store.ChainTransferByKey(ctx, n, paywatch.TransferKey{TxHash: a.TxHash, LogIndex: seen.LogIndex})
 	require.NoError(t, err)
 	require.True(t, ok)

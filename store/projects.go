@@ -277,44 +277,8 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 			return err
 		}
 	}
-	if ps.AddressMode != nil || ps.PoolMatching != nil {
-		changes := current != nil &&
-			((ps.AddressMode != nil && *ps.AddressMode != current.AddressMode) ||
-				(ps.PoolMatching != nil && *ps.PoolMatching != current.PoolMatching))
-		if changes {
-			var pending bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM payments WHERE project_id = $1 AND status = 'pending')`, id).Scan(&pending); err != nil {
-				return err
-			}
-			if pending {
-				return conflict(paywatch.MsgModePending)
-			}
-			// A payment still watched (confirming, partial, or expired in
-			// its late window) keeps taking transfers on its address; a
-			// payment of the new mode on the same address would share them
-			// (issue 24: a micro_amount payment's transfer confirmed again
-			// by hash on an expired txid payment). Static modes hand out
-			// the same registered addresses in every mode, and per_user
-			// reuses a customer's address that may have been registered
-			// as static since; only a switch between the two xPub modes,
-			// which derive every new address at a fresh index (derive)
-			// and reuse only per_user addresses, shares none.
-			mode := current.AddressMode
-			if ps.AddressMode != nil {
-				mode = *ps.AddressMode
-			}
-			if !(current.AddressMode.UsesXPub() && mode.UsesXPub()) {
-				var watched bool
-				if err := tx.QueryRow(ctx, `
-					SELECT EXISTS (SELECT 1 FROM payments p WHERE p.project_id = $1 AND `+watchedOnAnyNetwork("$2")+`)`,
-					id, s.lateWindowStart()).Scan(&watched); err != nil {
-					return err
-				}
-				if watched {
-					return conflict(paywatch.MsgModeAddressesWatched)
-				}
-			}
-		}
+	if err := s.refuseModeSwitch(ctx, tx, id, current, ps); err != nil {
+		return err
 	}
 	if ps.MicroAmountDecimals != nil && current != nil && *ps.MicroAmountDecimals != current.MicroAmountDecimals {
 		// Open payments keep the amounts they were given, and a transfer

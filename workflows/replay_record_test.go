@@ -180,6 +180,7 @@ func recordPoolTxID(t *testing.T, e *recorder) {
 	e.chain.mine(p, ts)
 	e.update(t, p, workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: ts.TxHash}, &res)
 	assert.True(t, res.Verified, "a hash on chain is verified at once")
+	e.confirmWhenDue(p, ts)
 	e.finish(t, run, p, "pool-txid", paywatch.StatusPaid)
 }
 
@@ -189,9 +190,11 @@ func recordReorg(t *testing.T, e *recorder) {
 	p := e.create(t, e.perPayment, e.newPayment("reorg", "18.00", paywatch.ARBITRUM), time.Now())
 	run := e.start(t, p)
 	first := e.transfer(p, "reorged", 0, "18.00", 3)
-	e.seen(t, p, first)
+	e.signal(t, p, workflows.SignalTransferSeen, first) // removed before it confirms
 	e.waitStatus(t, p, paywatch.StatusConfirming)
-	e.signal(t, p, workflows.SignalTransferRemoved, workflows.TransferRemoved{TxHash: first.TxHash, LogIndex: first.LogIndex})
+	e.signal(t, p, workflows.SignalTransferRemoved, workflows.TransferRemoved{
+		TxHash: first.TxHash, LogIndex: first.LogIndex, BlockNumber: first.BlockNumber, BlockHash: first.BlockHash,
+	})
 	e.waitStatus(t, p, paywatch.StatusPending)
 	e.seen(t, p, e.transfer(p, "reorged", 0, "18.00", 36))
 	e.finish(t, run, p, "reorg", paywatch.StatusPaid)
@@ -410,10 +413,34 @@ func (e *recorder) transfer(p *store.Payment, label string, logIndex uint32, amo
 	}
 }
 
-// seen signals a transfer as the scanner does.
+// seen signals a transfer as the scanner does, and then, once its block
+// has the network's confirmations, the scanner's transfers-confirmed.
 func (e *recorder) seen(t *testing.T, p *store.Payment, ts paywatch.Transaction) {
 	t.Helper()
 	e.signal(t, p, workflows.SignalTransferSeen, ts)
+	e.confirmWhenDue(p, ts)
+}
+
+// confirmWhenDue plays the network's scanner for one transfer of p: once
+// the head gives its block the network's confirmations, it signals
+// transfers-confirmed for that block (the scanner reads the due rows after
+// each poll). A payment that has ended by then is no longer signalled.
+func (e *recorder) confirmWhenDue(p *store.Payment, ts paywatch.Transaction) {
+	info, _ := paywatch.LookupNetwork(paywatch.ARBITRUM)
+	need := uint64(info.Confirmations)
+	go func() {
+		for e.chain.head() < ts.BlockNumber+need-1 {
+			if e.ctx.Err() != nil {
+				return
+			}
+			time.Sleep(recBlockTime / 2)
+		}
+		_ = e.client.SignalWorkflow(e.ctx, workflows.PaymentWorkflowID(p.ID), "", workflows.SignalTransfersConfirmed,
+			workflows.TransfersConfirmed{Transfers: []workflows.TransferConfirmed{{
+				TxHash: ts.TxHash, LogIndex: ts.LogIndex, BlockNumber: ts.BlockNumber, BlockHash: ts.BlockHash,
+				Confirmations: int(e.chain.head() - ts.BlockNumber + 1), Canonical: true,
+			}}})
+	}()
 }
 
 func (e *recorder) signal(t *testing.T, p *store.Payment, name string, arg any) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -26,8 +28,11 @@ import (
 const replayHistoryDir = "testdata/replay"
 
 // replayLifecyclePaths are the payment lifecycle paths whose recorded
-// histories must be present: the replay test fails without any of them, so
-// it can never pass by replaying nothing.
+// histories must be present, recorded at the current version of the
+// payment workflow (replayCurrentVersion): the replay test fails without
+// any of them, so it can never pass by replaying nothing, nor by replaying
+// only what older releases recorded. Histories of older releases stay
+// beside them under a suffix (paid-v0.json: before changeConfirmationsPushed).
 var replayLifecyclePaths = []string{
 	"paid",
 	"partial-topped-up",
@@ -54,8 +59,11 @@ func TestReplayRecordedHistories(t *testing.T) {
 	for _, f := range files {
 		have[strings.TrimSuffix(filepath.Base(f), ".json")] = true
 	}
-	for _, name := range replayLifecyclePaths {
+	for _, name := range append(slices.Clone(replayLifecyclePaths), "continue-as-new-carried") {
 		require.True(t, have[name], "the recorded history of the %q path is missing from %s", name, replayHistoryDir)
+		v, ok := historyVersions(t, filepath.Join(replayHistoryDir, name+".json"))[replayVersionChange]
+		require.True(t, ok && v == replayCurrentVersion,
+			"%s.json was recorded at %s version %d, not the current %d: record the paths again", name, replayVersionChange, v, replayCurrentVersion)
 	}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
@@ -63,13 +71,46 @@ func TestReplayRecordedHistories(t *testing.T) {
 			// A history cut short would replay, but prove less: each ends
 			// its run, and the continue-as-new path by continuing.
 			end := enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-			if name == "continue-as-new" {
+			if strings.HasPrefix(name, "continue-as-new") && !strings.Contains(name, "carried") {
 				end = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 			}
 			require.Equal(t, end, lastHistoryEvent(t, f), "last event of %s", f)
 			replayHistoryFile(t, f)
 		})
 	}
+}
+
+// replayVersionChange and replayCurrentVersion are the change ID and
+// version that today's payment runs record in setup (setupVersion): the
+// lifecycle paths must be recorded at it.
+const (
+	replayVersionChange  = "confirmations-pushed"
+	replayCurrentVersion = 3
+)
+
+// historyVersions returns the version markers of a JSON history: change ID
+// to version.
+func historyVersions(t *testing.T, path string) map[string]int {
+	t.Helper()
+	r, err := os.Open(path)
+	require.NoError(t, err)
+	defer r.Close()
+	h, err := client.HistoryFromJSON(r, client.HistoryJSONOptions{})
+	require.NoError(t, err, "read %s", path)
+	dc := converter.GetDefaultDataConverter()
+	out := map[string]int{}
+	for _, ev := range h.GetEvents() {
+		m := ev.GetMarkerRecordedEventAttributes()
+		if m == nil || m.GetMarkerName() != "Version" {
+			continue
+		}
+		var id string
+		var v int
+		require.NoError(t, dc.FromPayloads(m.GetDetails()["change-id"], &id))
+		require.NoError(t, dc.FromPayloads(m.GetDetails()["version"], &v))
+		out[id] = v
+	}
+	return out
 }
 
 // lastHistoryEvent returns the type of the last event of a JSON history.
