@@ -25,6 +25,12 @@ type ScanBatch struct {
 	// Claims propose the payment each matching transfer counts for
 	// (ClaimOwner); a transfer claimed before keeps its payment.
 	Claims []TransferClaim
+	// Generation is the scan lease the batch was read under
+	// (AcquireScanLease): the batch is recorded only while it is still the
+	// network's newest, and ErrScanLeaseLost refuses it otherwise. 0
+	// records without the check, for tools and tests that own the network
+	// alone.
+	Generation uint64
 }
 
 // RecordResult says what RecordScan changed.
@@ -52,9 +58,17 @@ type RecordResult struct {
 // so the batch is scanned and signalled again; if the process dies after it
 // but before the commit, the same happens. Either way every recorded
 // transfer has been signalled, and the workflows ignore repeats.
+//
+// A batch with a Generation is recorded only if no newer scan of the
+// network has taken the lease since (ErrScanLeaseLost, before anything is
+// written or beforeCommit runs).
 func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, owners map[paywatch.TransferKey]string) error) (RecordResult, error) {
 	var res RecordResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The lease first: a refused batch records and signals nothing.
+		if err := holdScanLease(ctx, tx, b.Network, b.Generation); err != nil {
+			return err
+		}
 		var err error
 		res, err = recordTransfers(ctx, tx, b.Network, b.Transfers, s.clock())
 		if err != nil {
