@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,4 +175,50 @@ func TestFinalCheckWithoutAStartBlockReadsFromTheAssignment(t *testing.T) {
 	require.Len(t, res.Transfers, 1, "only the transfer made after the address was assigned")
 	assert.Equal(t, paid.TxHash, res.Transfers[0].TxHash)
 	assert.Less(t, chains.Calls(c)-before, uint64(7), "not the 7 eth_getLogs from genesis")
+}
+
+// TestFinalCheckTimeOfALongWindow measures the final check of a window of
+// PAYWATCH_MEASURE_FINALCHECK_BLOCKS blocks (a day on ARBITRUM is 345,600)
+// on the devnet, with a transfer at each end. It runs only when that
+// variable is set: mining the blocks takes about 2 ms each.
+func TestFinalCheckTimeOfALongWindow(t *testing.T) {
+	blocks, _ := strconv.Atoi(os.Getenv("PAYWATCH_MEASURE_FINALCHECK_BLOCKS"))
+	if blocks <= 0 {
+		t.Skip("set PAYWATCH_MEASURE_FINALCHECK_BLOCKS to measure")
+	}
+	ctx := context.Background()
+	n := paywatch.ARBITRUM
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	c, err := set.Client(n)
+	require.NoError(t, err)
+	addr := randomAddress(t, n)
+	start := st.Head + 1
+	_, err = d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "3"})
+	require.NoError(t, err)
+	for left := blocks; left > 0; left -= devnet.MaxMine {
+		_, err = d.Mine(ctx, n, min(left, devnet.MaxMine))
+		require.NoError(t, err)
+	}
+	_, err = d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "4"})
+	require.NoError(t, err)
+	acts := activities.New(activities.Deps{Store: newScanDB(t).store, Chains: set})
+	env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
+	env.RegisterActivity(acts.FinalCheck)
+	beats := 0
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats++ })
+	before := chains.Calls(c)
+	began := time.Now()
+	v, err := env.ExecuteActivity(acts.FinalCheck, workflows.FinalCheckInput{Network: n, Token: paywatch.USDT, Address: addr, StartBlock: start})
+	took := time.Since(began)
+	require.NoError(t, err)
+	var res workflows.FinalCheckResult
+	require.NoError(t, v.Get(&res))
+	require.Len(t, res.Transfers, 2)
+	t.Logf("final check of %d blocks: %v, %d RPC calls, %d heartbeats", res.Head-start+1, took, chains.Calls(c)-before, beats)
 }
