@@ -58,6 +58,9 @@ type Store interface {
 	// RecordedTransfersTo lists the scanner's recorded transfers of token to
 	// address from fromBlock up to the network's cursor, with the cursor.
 	RecordedTransfersTo(ctx context.Context, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (store.RecordedTransfers, error)
+	// PaymentByID loads a payment; the final check reads its assignment
+	// when its start block is unknown.
+	PaymentByID(ctx context.Context, id string) (*store.Payment, error)
 	// MailByID, MarkMailSent and RecordMailFailure keep the outgoing
 	// e-mail (SendMail).
 	MailByID(ctx context.Context, id string) (store.Mail, bool, error)

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
@@ -81,6 +85,16 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 // What the chain returned takes the keys it is recorded under
 // (store.IdentifyTransfers) before it meets the records: a transfer mined
 // again at another log index is the recorded one, not a second.
+//
+// A window can be long (a day on ARBITRUM is 345,600 blocks, 346
+// eth_getLogs), so the chain is read in rounds of finalCheckParallel
+// ranges in flight, with a heartbeat after each round whose details
+// (FinalCheckProgress) are the blocks read so far and what they held: an
+// attempt that dies (a timeout, a lost worker, a provider gone) is
+// followed by one that resumes from its last heartbeat, so every attempt
+// moves the check forward and a window of any length is read in the end.
+//
+// A StartBlock of 0 is unknown, never genesis (windowStart).
 func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInput) (workflows.FinalCheckResult, error) {
 	c, err := a.client(in.Network)
 	if err != nil {
@@ -94,7 +108,13 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
-	rec, err := a.store.RecordedTransfersTo(ctx, in.Network, in.Token, addr, in.StartBlock)
+	start := in.StartBlock
+	if start == 0 {
+		if start, err = a.windowStart(ctx, in, head); err != nil {
+			return workflows.FinalCheckResult{}, temporalError(err)
+		}
+	}
+	rec, err := a.store.RecordedTransfersTo(ctx, in.Network, in.Token, addr, start)
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
@@ -102,27 +122,172 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 	for _, t := range rec.Transfers {
 		found = append(found, t)
 	}
-	from := in.StartBlock
+	from := start
 	if rec.Scanned && in.Network.Family() != paywatch.FamilyEVM {
 		from = max(from, rec.Height+1)
 	}
-	if from <= head { // else the scanner has read up to this node's head, or past it
-		ts, err := c.AddressTransfers(ctx, addr, from)
-		if err != nil {
-			return workflows.FinalCheckResult{}, temporalError(err)
-		}
-		var onChain []chains.Transfer
+	onChain, err := a.readWindow(ctx, c, in, addr, start, from, head)
+	if err != nil {
+		return workflows.FinalCheckResult{}, temporalError(err)
+	}
+	if onChain, err = a.store.IdentifyTransfers(ctx, in.Network, onChain); err != nil {
+		return workflows.FinalCheckResult{}, temporalError(err)
+	}
+	return a.finalCheckResult(ctx, in, head, mergeTransfers(found, onChain))
+}
+
+// FinalCheckProgress is the heartbeat detail of FinalCheck: the blocks of
+// the window it has read from the chain, [From, Next), and the transfers
+// to the address it found there. A retried attempt whose input names the
+// same address and start block resumes at Next.
+type FinalCheckProgress struct {
+	Address    string
+	Token      paywatch.Token
+	StartBlock uint64
+	From, Next uint64
+	Found      []chains.Transfer
+}
+
+// Final check reading.
+const (
+	// finalCheckParallel is how many ranges of the window are read at
+	// once: one eth_getLogs each (MaxBlockRange blocks) on EVM, one
+	// GetBlockByLimitNext and its blocks' infos on Tron.
+	finalCheckParallel = 4
+	// finalCheckEVMRange and finalCheckTronRange are the blocks per range:
+	// the clients' default eth_getLogs range, and Tron's batch maximum.
+	finalCheckEVMRange  = 1000
+	finalCheckTronRange = 100
+	// maxHeartbeatTransfers bounds the transfers a heartbeat carries
+	// (Temporal limits a payload's size): a window with more (a busy pool
+	// address) heartbeats without them and is read again from its start by
+	// a retried attempt.
+	maxHeartbeatTransfers = 2000
+	// startSlack is added to a payment's age when its start block is
+	// estimated (windowStart): clocks and the head's caching differ.
+	startSlack = 10 * time.Minute
+)
+
+// readWindow returns the token's transfers to addr in blocks [from, head]
+// (start is the window's start block, which resumption checks), in rounds
+// with a heartbeat after each, resuming from the heartbeat of an earlier
+// attempt. A client that cannot read bounded ranges is asked once.
+func (a *Activities) readWindow(ctx context.Context, c chains.Client, in workflows.FinalCheckInput, addr string, start, from, head uint64) ([]chains.Transfer, error) {
+	keep := func(ts []chains.Transfer, lo uint64) []chains.Transfer {
+		var out []chains.Transfer
 		for _, t := range ts {
-			if t.Token == in.Token && sameAddress(in.Network, t.To, addr) && t.BlockNumber >= from {
-				onChain = append(onChain, t)
+			if t.Token == in.Token && sameAddress(in.Network, t.To, addr) && t.BlockNumber >= lo {
+				out = append(out, t)
 			}
 		}
-		if onChain, err = a.store.IdentifyTransfers(ctx, in.Network, onChain); err != nil {
-			return workflows.FinalCheckResult{}, temporalError(err)
-		}
-		found = mergeTransfers(found, onChain)
+		return out
 	}
-	return a.finalCheckResult(ctx, in, head, found)
+	if from > head { // the scanner has read up to this node's head, or past it
+		return nil, nil
+	}
+	rr, ok := c.(chains.AddressRangeReader)
+	if !ok {
+		ts, err := c.AddressTransfers(ctx, addr, from)
+		return keep(ts, from), err
+	}
+	p := FinalCheckProgress{Address: addr, Token: in.Token, StartBlock: start, From: from, Next: from}
+	if prev, ok := resumedProgress(ctx); ok && prev.Address == addr && prev.Token == in.Token &&
+		prev.StartBlock == start && prev.From <= from && prev.Next > from && prev.Next <= head+1 {
+		p.From, p.Next, p.Found = prev.From, prev.Next, prev.Found
+		a.log.InfoContext(ctx, "final check resumes", "network", in.Network, "address", addr, "from", p.From, "next", p.Next, "head", head)
+	}
+	size := uint64(finalCheckEVMRange)
+	if in.Network.Family() == paywatch.FamilyTron {
+		size = finalCheckTronRange
+	}
+	for p.Next <= head {
+		var ranges [][2]uint64
+		for lo := p.Next; lo <= head && len(ranges) < finalCheckParallel; lo += size {
+			ranges = append(ranges, [2]uint64{lo, min(lo+size-1, head)})
+		}
+		got := make([][]chains.Transfer, len(ranges))
+		g, gctx := errgroup.WithContext(ctx)
+		for i, r := range ranges {
+			g.Go(func() error {
+				ts, err := rr.AddressTransfersIn(gctx, addr, r[0], r[1])
+				got[i] = ts
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		for _, ts := range got {
+			p.Found = append(p.Found, keep(ts, p.From)...)
+		}
+		p.Next = ranges[len(ranges)-1][1] + 1
+		heartbeat(ctx, p)
+	}
+	return p.Found, nil
+}
+
+// resumedProgress returns the progress of the attempt before this one, if
+// it heartbeated any.
+func resumedProgress(ctx context.Context) (FinalCheckProgress, bool) {
+	var p FinalCheckProgress
+	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
+		return p, false
+	}
+	if err := activity.GetHeartbeatDetails(ctx, &p); err != nil {
+		return p, false
+	}
+	return p, p.Next > 0
+}
+
+// heartbeat records p as the activity's progress; outside an activity (a
+// direct call) it does nothing.
+func heartbeat(ctx context.Context, p FinalCheckProgress) {
+	if !activity.IsActivity(ctx) {
+		return
+	}
+	if len(p.Found) > maxHeartbeatTransfers {
+		activity.RecordHeartbeat(ctx) // alive, but not resumable
+		return
+	}
+	activity.RecordHeartbeat(ctx, p)
+}
+
+// windowStart returns the first block of the window of a payment whose
+// start block is unknown (0): its address was assigned while the chain's
+// head could not be read and no scanner had recorded a block, or before
+// start blocks were recorded. Genesis would make the check read the whole
+// chain and count any transfer ever made to a reused address; instead the
+// window starts at the payment row's start block if it has one since, or
+// else goes back from the head by twice the blocks the network makes in
+// the time since the address was assigned (plus startSlack): a chain
+// slower than its usual pace only widens the window, and it would have to
+// run at twice its pace to leave a transfer of the payment out. Without a
+// payment or its assignment time, the window is the scanner's longest
+// look-back (maxLookback).
+func (a *Activities) windowStart(ctx context.Context, in workflows.FinalCheckInput, head uint64) (uint64, error) {
+	info, _ := paywatch.LookupNetwork(in.Network)
+	blockTime := info.BlockTime
+	if bt := a.blockTimes[in.Network]; bt > 0 {
+		blockTime = bt
+	}
+	age := maxLookback
+	if in.PaymentID != "" {
+		p, err := a.store.PaymentByID(ctx, in.PaymentID)
+		switch {
+		case paywatch.ErrorCode(err) == paywatch.ENOTFOUND: // the longest look-back
+		case err != nil:
+			return 0, err
+		case p.StartBlock > 0:
+			return p.StartBlock, nil
+		case p.AddressAssignedAt != nil:
+			age = 2 * (max(a.now().Sub(*p.AddressAssignedAt), 0) + startSlack)
+		}
+	}
+	back := uint64(age / max(blockTime, time.Millisecond))
+	if back >= head {
+		return 1, nil // genesis holds no token transfers
+	}
+	return head - back, nil
 }
 
 // finalCheckResult keeps the transfers found that count for the payment

@@ -10,10 +10,14 @@ import (
 
 // ScanRange scans blocks [from, to] of network n through the same batch
 // path as the scan (read, match, record, signal, in batches of BatchBlocks)
-// and leaves the cursor at to. It does no reorg check; benchmarks and
+// and leaves the cursor at to, under a scan lease of its own. It does no reorg check; benchmarks and
 // tests use it to measure and drive the batch path without Temporal.
 func (s *Scanner) ScanRange(ctx context.Context, n paywatch.Network, from, to uint64) (ScanStats, error) {
 	c, err := s.chains.Client(n)
+	if err != nil {
+		return ScanStats{}, err
+	}
+	gen, err := s.store.AcquireScanLease(ctx, n)
 	if err != nil {
 		return ScanStats{}, err
 	}
@@ -28,7 +32,7 @@ func (s *Scanner) ScanRange(ctx context.Context, n paywatch.Network, from, to ui
 		if err != nil {
 			return total, err
 		}
-		b, err := s.recordBatch(ctx, n, ts, store.ScanBatch{Network: n, Height: end, BlockHash: hash, Head: end})
+		b, err := s.recordBatch(ctx, n, ts, store.ScanBatch{Network: n, Height: end, BlockHash: hash, Head: end, Generation: gen})
 		if err != nil {
 			return total, err
 		}

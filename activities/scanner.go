@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
@@ -18,6 +19,9 @@ import (
 // ScannerStore is what the scanners need from PostgreSQL; *store.Store
 // implements it.
 type ScannerStore interface {
+	// AcquireScanLease makes the caller the network's newest scan and
+	// returns its generation; batches of older generations are refused.
+	AcquireScanLease(ctx context.Context, n paywatch.Network) (uint64, error)
 	// ChainCursor returns a network's cursor; ok is false if it has none.
 	ChainCursor(ctx context.Context, n paywatch.Network) (store.ChainCursor, bool, error)
 	// EarliestWatchedBlock is the smallest start block of the watched
@@ -80,6 +84,10 @@ type ScannerDeps struct {
 	// Keep it below the scan activity's heartbeat timeout.
 	RPCTimeout time.Duration
 }
+
+// ErrTypeScanSuperseded is the error type of a scan activity that stopped
+// because a newer attempt took the network's scan lease.
+const ErrTypeScanSuperseded = "ScanSuperseded"
 
 // Scanner defaults.
 const (
@@ -169,6 +177,13 @@ const (
 //     again by block hash, and a provider whose log index lags its head
 //     (chains.ErrIncompleteRead) leaves the cursor where it is until the
 //     next poll.
+//   - Each run takes the network's scan lease (store.AcquireScanLease)
+//     before it reads the cursor, and records every batch under it: in a
+//     cluster, a retried activity can start while the attempt it replaces
+//     still runs (a worker cut off from Temporal but not from PostgreSQL).
+//     The older attempt's next batch is then refused before it records or
+//     signals anything (store.ErrScanLeaseLost), and it stops; the newer
+//     one resumes from the cursor, which the older can no longer move.
 //   - A failed poll (RPC error, rate limit, database) is retried inside the
 //     activity with backoff, heartbeating meanwhile; it never fails the
 //     activity, and each network has its own activity, so one network's
@@ -239,6 +254,13 @@ func (s *Scanner) BatchBlocks(n paywatch.Network) uint64 {
 // The heartbeat details are the ScanProgress, for the Web UI; a retried
 // attempt resumes from the cursor in PostgreSQL, which is the truth.
 //
+// A scan whose lease a newer attempt took ends with a non-retryable
+// ErrTypeScanSuperseded error: Temporal ignores the answer of an attempt it
+// has replaced, and if this attempt is somehow still the current one (a
+// second scanner workflow for the network on the same database), the
+// workflow waits a minute before it starts again rather than take the
+// lease back at once.
+//
 // When the worker shuts down, the scan ends like a finished run rather than
 // a failure: the workflow schedules the next one at once, for another
 // replica (or this one after its restart) to pick up, without a retry
@@ -262,6 +284,9 @@ func (s *Scanner) ScanNetwork(ctx context.Context, in workflows.ScanInput) (work
 		default:
 		}
 	}
+	if errors.Is(err, store.ErrScanLeaseLost) {
+		return p, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeScanSuperseded, err)
+	}
 	return p, temporalError(err)
 }
 
@@ -272,6 +297,8 @@ type scan struct {
 	client  chains.Client
 	log     *slog.Logger
 	loaded  bool
+	// gen is the scan lease this run holds; 0 until it has taken it.
+	gen uint64
 	// next is the next block to scan; height = next − 1 is recorded, and
 	// hash is its block hash ("" if unknown).
 	next, height uint64
@@ -284,8 +311,9 @@ type scan struct {
 
 // Run scans in.Network until in.RunFor has passed (0: until ctx ends) and
 // returns the progress; heartbeat, if set, gets the progress after every
-// poll and during waits. Only ctx ending or an unknown network make it
-// return an error: everything else is retried after a backoff.
+// poll and during waits. Only ctx ending, an unknown network or a newer
+// scan of the network (store.ErrScanLeaseLost) make it return an error:
+// everything else is retried after a backoff.
 func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat func(workflows.ScanProgress)) (workflows.ScanProgress, error) {
 	info, ok := paywatch.LookupNetwork(in.Network)
 	if !ok {
@@ -316,6 +344,10 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		if err != nil {
 			if ctx.Err() != nil {
 				return st.progress, ctx.Err()
+			}
+			if errors.Is(err, store.ErrScanLeaseLost) {
+				st.log.Warn("a newer scan of the network has taken over; this one stops", "height", st.height, "error", err)
+				return st.progress, err
 			}
 			fails++
 			wait := backoff(err, fails)
@@ -404,9 +436,18 @@ func (s *Scanner) advance(ctx context.Context, st *scan) (caughtUp bool, err err
 	return s.step(ctx, st)
 }
 
-// load positions a scan at the stored cursor, or, for a network never
-// scanned, at the head or the earliest watched payment's start block.
+// load takes the network's scan lease, then positions the scan at the
+// stored cursor, or, for a network never scanned, at the head or the
+// earliest watched payment's start block. The cursor is read after the
+// lease is taken, so no older scan moves it afterwards.
 func (s *Scanner) load(ctx context.Context, st *scan) error {
+	if st.gen == 0 {
+		gen, err := s.store.AcquireScanLease(ctx, st.network)
+		if err != nil {
+			return err
+		}
+		st.gen = gen
+	}
 	cur, ok, err := s.store.ChainCursor(ctx, st.network)
 	if err != nil {
 		return err
@@ -435,7 +476,7 @@ func (s *Scanner) load(ctx context.Context, st *scan) error {
 		}
 		// Store the starting point at once: payments created from now on
 		// take it as their start block, and a restart resumes here.
-		if _, err := s.store.RecordScan(ctx, store.ScanBatch{Network: st.network, Height: start - 1, BlockHash: hash, Head: head}, nil); err != nil {
+		if _, err := s.store.RecordScan(ctx, store.ScanBatch{Network: st.network, Height: start - 1, BlockHash: hash, Head: head, Generation: st.gen}, nil); err != nil {
 			return err
 		}
 		st.next, st.height, st.hash, st.head = start, start-1, hash, head

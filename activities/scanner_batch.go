@@ -61,7 +61,7 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 			return false, fmt.Errorf("block %d: %w", to, errInconsistent)
 		}
 	}
-	n, err := s.record(ctx, st.network, ts, store.ScanBatch{Network: st.network, Height: to, BlockHash: hashTo, Head: st.head})
+	n, err := s.record(ctx, st.network, ts, store.ScanBatch{Network: st.network, Height: to, BlockHash: hashTo, Head: st.head, Generation: st.gen})
 	if err != nil {
 		return false, err
 	}

@@ -91,6 +91,14 @@ const (
 // RPCOutcomes lists every RPCOutcome.
 func RPCOutcomes() []RPCOutcome { return chainapi.RPCOutcomes() }
 
+// AddressRangeReader is implemented by every Client of this package:
+// AddressTransfersIn(ctx, addr, from, to) returns the transfers to addr in
+// blocks [from, to] (to at most the head), one eth_getLogs per
+// MaxBlockRange blocks on EVM, about one call per block on Tron. The final
+// check reads a long window with it piece by piece, heartbeating between
+// the pieces.
+type AddressRangeReader = chainapi.AddressRangeReader
+
 // CallCounter is implemented by every Client of this package: Calls returns
 // the number of RPC calls issued so far (failed attempts and failovers
 // included), so benchmarks can report RPC calls per block.

@@ -26,6 +26,12 @@ type ScanBatch struct {
 	// Claims propose the payment each matching transfer counts for
 	// (ClaimOwner); a transfer claimed before keeps its payment.
 	Claims []TransferClaim
+	// Generation is the scan lease the batch was read under
+	// (AcquireScanLease): the batch is recorded only while it is still the
+	// network's newest, and ErrScanLeaseLost refuses it otherwise. 0
+	// records without the check, for tools and tests that own the network
+	// alone.
+	Generation uint64
 }
 
 // RecordResult says what RecordScan changed.
@@ -62,9 +68,17 @@ type ClaimedTransfer struct {
 // stays, so the batch is scanned and signalled again; if the process dies
 // after it but before the commit, the same happens. Either way every
 // recorded transfer has been signalled, and the workflows ignore repeats.
+//
+// A batch with a Generation is recorded only if no newer scan of the
+// network has taken the lease since (ErrScanLeaseLost, before anything is
+// written or beforeCommit runs).
 func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(ctx context.Context, claimed []ClaimedTransfer) error) (RecordResult, error) {
 	var res RecordResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The lease first: a refused batch records and signals nothing.
+		if err := holdScanLease(ctx, tx, b.Network, b.Generation); err != nil {
+			return err
+		}
 		// One identification for the transfers and the claims, which name
 		// the same transfers by their chain keys.
 		all := slices.Clone(b.Transfers)

@@ -36,8 +36,18 @@ var interactiveOptions = workflow.ActivityOptions{
 
 // chainOptions: chain reads from the main loop. A failure is not fatal: the
 // loop tries again at its next check.
+//
+// The final check (ActivityFinalCheck, also behind the recheck update)
+// reads a window that can be a day of a fast chain, 345,600 blocks on
+// ARBITRUM: it heartbeats after every few ranges, and each retry resumes
+// from the last heartbeat, so its attempts may last up to
+// chainAttemptTimeout as long as they keep making progress. An activity
+// under these options that does not heartbeat (CheckTransfers,
+// VerifyTxHash) is still cut off after chainHeartbeatTimeout, the one
+// minute it always had.
 var chainOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: time.Minute,
+	StartToCloseTimeout: chainAttemptTimeout,
+	HeartbeatTimeout:    chainHeartbeatTimeout,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:    2 * time.Second,
 		BackoffCoefficient: 2,
@@ -80,6 +90,15 @@ var legacyWebhookOptions = workflow.ActivityOptions{
 		NonRetryableErrorTypes: []string{ErrTypeWebhookFailed},
 	},
 }
+
+// chainAttemptTimeout bounds one attempt of a chain read that heartbeats
+// its progress; chainHeartbeatTimeout is the most time between two of its
+// heartbeats (a hung read, a lost worker), and the whole attempt of one
+// that never heartbeats.
+const (
+	chainAttemptTimeout   = 30 * time.Minute
+	chainHeartbeatTimeout = time.Minute
+)
 
 // chainRetryAfter is how long the main loop waits before trying a failed
 // chain check again.

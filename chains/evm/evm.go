@@ -69,7 +69,10 @@ type Client struct {
 	noBatch atomic.Bool
 }
 
-var _ chainapi.Client = (*Client)(nil)
+var (
+	_ chainapi.Client             = (*Client)(nil)
+	_ chainapi.AddressRangeReader = (*Client)(nil)
+)
 
 // Dial returns a Client for cfg. It does no I/O; cfg.URLs are JSON-RPC
 // endpoints over HTTP(S), tried in order with failover.
@@ -174,10 +177,6 @@ func (c *Client) Transfers(ctx context.Context, from, to uint64) ([]chainapi.Tra
 // AddressTransfers returns the transfers to addr in blocks [from, head]: the
 // same eth_getLogs as Transfers with the recipient topic set.
 func (c *Client) AddressTransfers(ctx context.Context, addr string, from uint64) ([]chainapi.Transfer, error) {
-	norm, err := paywatch.NormalizeAddress(paywatch.FamilyEVM, addr)
-	if err != nil {
-		return nil, err
-	}
 	head, err := c.Head(ctx)
 	if err != nil {
 		return nil, err
@@ -185,8 +184,21 @@ func (c *Client) AddressTransfers(ctx context.Context, addr string, from uint64)
 	if from > head {
 		return nil, nil
 	}
-	to := common.BytesToHash(common.HexToAddress(norm).Bytes())
-	return c.logs(ctx, from, head, [][]common.Hash{{TransferTopic}, nil, {to}})
+	return c.AddressTransfersIn(ctx, addr, from, head)
+}
+
+// AddressTransfersIn returns the transfers to addr in blocks [from, to],
+// one eth_getLogs per chunk with the recipient topic set.
+func (c *Client) AddressTransfersIn(ctx context.Context, addr string, from, to uint64) ([]chainapi.Transfer, error) {
+	norm, err := paywatch.NormalizeAddress(paywatch.FamilyEVM, addr)
+	if err != nil {
+		return nil, err
+	}
+	if from > to {
+		return nil, nil
+	}
+	recipient := common.BytesToHash(common.HexToAddress(norm).Bytes())
+	return c.logs(ctx, from, to, [][]common.Hash{{TransferTopic}, nil, {recipient}})
 }
 
 // logs runs eth_getLogs over [from, to] in chunks for the token contracts

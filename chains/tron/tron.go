@@ -62,7 +62,10 @@ type Client struct {
 	calls       atomic.Uint64
 }
 
-var _ chainapi.Client = (*Client)(nil)
+var (
+	_ chainapi.Client             = (*Client)(nil)
+	_ chainapi.AddressRangeReader = (*Client)(nil)
+)
 
 // Dial returns a Client for cfg. cfg.URLs are gRPC host:port addresses of
 // full nodes (plaintext, as Tron nodes serve gRPC), tried in order with
@@ -405,10 +408,6 @@ func (c *Client) TransactionTransfers(ctx context.Context, txHash string) ([]cha
 // Tron's gRPC API cannot filter by address, so this reads every block of
 // the range like Transfers: about one call per block.
 func (c *Client) AddressTransfers(ctx context.Context, addr string, from uint64) ([]chainapi.Transfer, error) {
-	norm, err := paywatch.NormalizeAddress(paywatch.FamilyTron, addr)
-	if err != nil {
-		return nil, err
-	}
 	head, err := c.Head(ctx)
 	if err != nil {
 		return nil, err
@@ -416,7 +415,20 @@ func (c *Client) AddressTransfers(ctx context.Context, addr string, from uint64)
 	if from > head {
 		return nil, nil
 	}
-	all, err := c.Transfers(ctx, from, head)
+	return c.AddressTransfersIn(ctx, addr, from, head)
+}
+
+// AddressTransfersIn returns the transfers to addr in blocks [from, to],
+// reading every block of the range like Transfers.
+func (c *Client) AddressTransfersIn(ctx context.Context, addr string, from, to uint64) ([]chainapi.Transfer, error) {
+	norm, err := paywatch.NormalizeAddress(paywatch.FamilyTron, addr)
+	if err != nil {
+		return nil, err
+	}
+	if from > to {
+		return nil, nil
+	}
+	all, err := c.Transfers(ctx, from, to)
 	if err != nil {
 		return nil, err
 	}

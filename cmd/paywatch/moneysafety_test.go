@@ -149,3 +149,72 @@ func TestTxidTransferMinedAgainAfterReorgCounts(t *testing.T) {
 	require.Len(t, txs, 1)
 	assert.Equal(t, txHash, txs[0].(map[string]any)["tx_hash"])
 }
+
+// TestReorgReincludeLoopKeepsEveryPayment is issue 24's reorg ordering on
+// `paywatch dev`, repeated: pay, see it confirming, reorg the transfer's
+// block away with its transaction mined again (same hash, another block),
+// and the payment still ends paid with that one transfer. The scanner sends
+// the removal of the old block and then the transfer in its new block;
+// whichever order the payment reads them in, the removal names the old
+// block and spares the new copy.
+func TestReorgReincludeLoopKeepsEveryPayment(t *testing.T) {
+	cfg := devConfig(t, t.TempDir())
+	cfg.DevnetBlockInterval = 100 * time.Millisecond
+	m, out := startMain(t, cfg, nil)
+	c := apiClient{t: t, base: "http://" + m.APIAddr()}
+	master := map[string]string{"x-master-key": m.Config.MasterKey}
+	n := "POLYGON" // 64 confirmations: 6.4 s at 100 ms blocks, time for the reorg
+
+	code, body := c.do("POST", "/v1/accounts", master, map[string]any{"email": "ops@loop.test", "plan": "pro"})
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = c.do("POST", "/v1/projects", master, map[string]any{"name": "Loop", "slug": "loop", "owner_email": "ops@loop.test"})
+	require.Equal(t, http.StatusCreated, code, body)
+	merchant := map[string]string{"x-api-key": body["api_key"].(string)}
+	code, body = c.do("PATCH", "/v1/projects/loop", master, map[string]any{"address_mode": "dedicated"})
+	require.Equal(t, http.StatusOK, code, body)
+	addrs := []string{
+		"0x6666666666666666666666666666666666666661", "0x6666666666666666666666666666666666666662",
+		"0x6666666666666666666666666666666666666663", "0x6666666666666666666666666666666666666664",
+	}
+	code, body = c.do("PUT", "/v1/projects/loop/wallet", master, map[string]any{"addresses": map[string]any{n: addrs}})
+	require.Equal(t, http.StatusOK, code, body)
+
+	for round := range len(addrs) {
+		code, body = c.do("POST", "/v1/payments", merchant, map[string]any{
+			"amount": json.Number("10"), "external_ref": "buyer-" + string(rune('a'+round)), "network": n, "token": "USDT",
+		})
+		require.Equal(t, http.StatusCreated, code, body)
+		p := body["payment"].(map[string]any)
+		id, addr := p["id"].(string), p["address"].(string)
+		code, sent := c.do("POST", "/devnet/transfers", nil, map[string]any{"network": n, "token": "USDT", "to": addr, "amount": "10"})
+		require.Equal(t, http.StatusCreated, code, sent)
+		txHash := sent["tx_hash"].(string)
+		require.Eventually(t, func() bool {
+			_, body := c.do("GET", "/v1/payments/"+id, merchant, nil)
+			return body["payment"].(map[string]any)["status"] == "confirming"
+		}, 30*time.Second, 50*time.Millisecond, "round %d: never confirming", round)
+
+		_, st := c.do("GET", "/devnet", nil, nil)
+		var head float64
+		for _, nw := range st["networks"].([]any) {
+			if nw.(map[string]any)["network"] == n {
+				head = nw.(map[string]any)["head"].(float64)
+			}
+		}
+		depth := min(int(head-sent["block_number"].(float64))+1+10, int(head)-2)
+		code, body = c.do("POST", "/devnet/reorg", nil, map[string]any{"network": n, "depth": depth, "reinclude": true})
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body["dropped"], txHash, "round %d", round)
+
+		require.Eventually(t, func() bool {
+			_, body := c.do("GET", "/v1/payments/"+id, merchant, nil)
+			return body["payment"].(map[string]any)["status"] == "paid"
+		}, time.Minute, 200*time.Millisecond, "round %d: payment never paid\n%s", round, out.String())
+		_, body = c.do("GET", "/v1/payments/"+id, merchant, nil)
+		p = body["payment"].(map[string]any)
+		assert.Equal(t, "10.00", p["paid_amount"], "round %d", round)
+		txs := p["transactions"].([]any)
+		require.Len(t, txs, 1, "round %d", round)
+		assert.Equal(t, txHash, txs[0].(map[string]any)["tx_hash"], "round %d", round)
+	}
+}

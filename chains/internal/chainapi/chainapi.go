@@ -33,6 +33,15 @@ type Client interface {
 	Close()
 }
 
+// AddressRangeReader is implemented by the clients of package chains: it
+// reads the transfers to one address in a bounded range of blocks, so that
+// a long window can be read in pieces, with progress between them.
+type AddressRangeReader interface {
+	// AddressTransfersIn returns the transfers to addr in blocks [from,
+	// to]; to must not exceed the head.
+	AddressTransfersIn(ctx context.Context, addr string, from, to uint64) ([]Transfer, error)
+}
+
 // CallCounter is implemented by clients that count the RPC calls they issue,
 // retries and failovers included, so benchmarks can report calls per block.
 type CallCounter interface {
