@@ -89,45 +89,6 @@ type ScannerDeps struct {
 // because a newer attempt took the network's scan lease.
 const ErrTypeScanSuperseded = "ScanSuperseded"
 
-// Scanner defaults.
-const (
-	// DefaultEVMBatch is the most blocks an EVM batch reads: one eth_getLogs
-	// at the clients' default range.
-	DefaultEVMBatch = 1000
-	// DefaultTronBatch is the most blocks a Tron batch reads: one
-	// GetBlockByLimitNext, the API's maximum.
-	DefaultTronBatch = 100
-	// MinPollInterval is the shortest poll interval.
-	MinPollInterval = 50 * time.Millisecond
-	// DefaultRPCTimeout bounds one poll's chain reads.
-	DefaultRPCTimeout = 40 * time.Second
-	// signalTimeout bounds one signal.
-	signalTimeout = 10 * time.Second
-	// signalConcurrency is how many signals a batch sends at once.
-	signalConcurrency = 8
-	// workflowStartGrace is how long a signal waits for the workflow of a
-	// payment whose row exists but whose workflow has not started: the API
-	// starts it right after writing the row, or the reconciler within about
-	// 15 s when that failed. Past it, the row is taken to be stuck and the
-	// signal is dropped rather than holding up the network's scan for good;
-	// the transfer is recorded, and the payment's final check reads it.
-	workflowStartGrace = 10 * time.Minute
-	// maxWait is the longest a scanner waits without heartbeating.
-	maxWait = time.Second
-	// maxLookback bounds how far back a network's first scan starts: the
-	// longest payment window (24 h) plus the late window (24 h).
-	maxLookback = 48 * time.Hour
-)
-
-// Backoff after failed polls: RPC and database errors start at a second,
-// rate limits at five, both doubling up to their caps, with jitter.
-const (
-	backoffMin          = time.Second
-	backoffMax          = time.Minute
-	rateLimitBackoffMin = 5 * time.Second
-	rateLimitBackoffMax = 2 * time.Minute
-)
-
 // Scanner is the chain scanners' activity (workflows.ActivityScanNetwork):
 // one long poll per network that reads every token transfer of each new
 // batch of blocks, matches the recipients against the watched payments with

@@ -138,8 +138,9 @@ func TestModeSwitchRefusedWhileAddressesAreWatched(t *testing.T) {
 	got, err := s.ProjectBySlug(ctx, "pool")
 	require.NoError(t, err)
 	assert.Equal(t, paywatch.MatchTxID, got.PoolMatching, "a refused switch changes nothing")
-	// Once the late window has closed, nothing watches the address.
-	setStatus(t, s, txid.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-paywatch.LateWindow-time.Minute)))
+	// Once the late window and its confirming grace have closed, nothing
+	// watches the address.
+	setStatus(t, s, txid.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-paywatch.LateWindow-paywatch.ConfirmingGrace-time.Minute)))
 	got, err = s.UpdateProject(ctx, "pool", store.ProjectSettings{PoolMatching: &micro})
 	require.NoError(t, err)
 	assert.Equal(t, paywatch.MatchMicroAmount, got.PoolMatching)
@@ -186,7 +187,7 @@ func TestStaticAddressOfWatchedPaymentRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, w.Addresses[paywatch.TRC20], "nothing of a refused request is saved")
 
-	setStatus(t, s, pp.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-paywatch.LateWindow-time.Minute)))
+	setStatus(t, s, pp.ID, paywatch.StatusExpired, ptr(clk.Now().Add(-paywatch.LateWindow-paywatch.ConfirmingGrace-time.Minute)))
 	_, _, err = s.PutWallet(ctx, "hd", staticWallet("TRC20", pp.Address))
 	require.NoError(t, err, "once the late window has closed the address may be registered")
 }

@@ -55,9 +55,10 @@ func (s *Store) EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (u
 }
 
 // lateWindowStart is the oldest expires_at whose payment still takes late
-// funds.
+// funds, or may: a late transfer still confirming when the window ends gets
+// the confirming grace, and a reorg may mine it again meanwhile.
 func (s *Store) lateWindowStart() time.Time {
-	return s.clock().Add(-paywatch.LateWindow)
+	return s.clock().Add(-paywatch.LateWindow - paywatch.ConfirmingGrace)
 }
 
 // WatchedPayment is a payment watching an address, as the scanners match

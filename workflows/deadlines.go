@@ -72,7 +72,10 @@ func (p *payment) expireAfterCheck(ctx workflow.Context, checked bool) {
 		p.deadlineRetry = time.Time{}
 		return // cancelled or paid while the check ran
 	}
-	if !checked && p.retryCheck(ctx) {
+	switch {
+	case checked && p.safety:
+		p.checkAnswered() // a later failure starts a new patience
+	case !checked && p.retryCheck(ctx):
 		return
 	}
 	if p.safety && p.readSignals(ctx) {
@@ -126,13 +129,19 @@ func (p *payment) checkAnswered() {
 }
 
 // readSignals handles the signals buffered while the workflow awaited
-// something and reports whether there were any.
+// something and reports whether they changed the payment (repeats, dust
+// and signals about other blocks do not, so they never hold a decision
+// up).
 func (p *payment) readSignals(ctx workflow.Context) bool {
 	if p.seen.Len() == 0 && p.removed.Len() == 0 && !(p.pushed && p.confirmed.Len() > 0) {
 		return false
 	}
+	before := p.changed
+	p.changed = false
 	p.drainSignals(ctx)
-	return true
+	changed := p.changed
+	p.changed = changed || before
+	return changed
 }
 
 // closeLateWindow ends the late window: transfers still confirming get one
@@ -148,7 +157,9 @@ func (p *payment) closeLateWindow(ctx workflow.Context) {
 		return
 	}
 	if p.hasUnconfirmed() {
-		if !p.checkConfirmations(ctx) && p.retryCheck(ctx) {
+		if p.checkConfirmations(ctx) {
+			p.checkAnswered()
+		} else if p.retryCheck(ctx) {
 			return
 		}
 	}

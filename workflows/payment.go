@@ -250,8 +250,15 @@ func (p *payment) run(ctx workflow.Context) error {
 			if !p.safety {
 				return p.continueAsNew(ctx)
 			}
-			if !p.readSignals(ctx) && !p.changed {
+			if !p.readSignals(ctx) && !p.changed && !p.syncSelection {
 				return p.continueAsNewNow(ctx)
+			}
+			if p.syncSelection && !p.changed {
+				// The read-back of a selection is not carried across
+				// continue-as-new: wait for it as for anything else due.
+				if err := p.wait(ctx); err != nil {
+					return err
+				}
 			}
 			continue // handle what came in first, never waiting for a webhook
 		}
@@ -271,7 +278,7 @@ func (p *payment) wait(ctx workflow.Context) error {
 	cond := func() bool {
 		return p.wake || p.seen.Len() > 0 || p.removed.Len() > 0 || p.pushed && p.confirmed.Len() > 0
 	}
-	next := p.nextWake()
+	next := p.nextWake(workflow.Now(ctx))
 	if next.IsZero() {
 		return workflow.Await(ctx, cond)
 	}
@@ -351,7 +358,7 @@ func (p *payment) over(now time.Time) bool {
 
 // nextWake is the earliest time something becomes due; zero if nothing will
 // without a signal or an update.
-func (p *payment) nextWake() time.Time {
+func (p *payment) nextWake(now time.Time) time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -361,7 +368,9 @@ func (p *payment) nextWake() time.Time {
 	if p.hasUnconfirmed() && p.st.Status != paywatch.StatusCancelled {
 		consider(p.nextConfCheck)
 	}
-	if len(p.st.SubmittedHashes) > 0 {
+	// advance re-checks hashes only while the payment takes transfers: a
+	// re-check due past that (the late window's grace) is no wake-up.
+	if len(p.st.SubmittedHashes) > 0 && (!p.safety || p.acceptsTransfers(now)) {
 		consider(p.nextHashCheck)
 	}
 	if !p.deadlineHeld() {
@@ -422,7 +431,9 @@ func (p *payment) finish(ctx workflow.Context) error {
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	p.drainSignals(ctx)
 	p.commit(ctx)
-	if p.st.Address != "" {
+	// A selection whose answer was never learned may have recorded an
+	// address on the row: release what the row holds.
+	if p.st.Address != "" || p.safety && p.syncSelection {
 		in := ReleaseAddressInput{PaymentID: p.st.PaymentID, Outcome: p.st.Status}
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
 			ActivityReleaseAddress, in).Get(ctx, nil); err != nil {

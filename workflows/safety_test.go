@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -225,4 +227,90 @@ func (s *PaymentSuite) TestNetworklessExpiryReadsTheRowOnce() {
 	s.Empty(s.events())
 	s.Equal(1, s.loads)
 	s.Equal(in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter), s.now())
+}
+
+// A pool + txid payment in its late window's grace with a hash still
+// waiting for its re-check: the loop sleeps until the grace ends instead of
+// spinning on a re-check it will not make (found by review: the workflow
+// task never yielded).
+func (s *PaymentSuite) TestTxidLateGraceWithAnUnfoundHashEnds() {
+	in := s.txidInput()
+	lateEnd := in.ExpiresAt.Add(paywatch.LateWindow)
+	var r1, r2 any
+	var e1, e2 error
+	s.at(2*time.Hour, func() {
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xnever"}, &r1, &e1)
+	})
+	s.at(lateEnd.Sub(s.start)-time.Minute, func() {
+		s.onChain("0xlast", "50.00")
+		s.update(workflows.UpdateSubmitTxHash, workflows.SubmitTxHashRequest{TxHash: "0xlast"}, &r2, &e2)
+		h := s.head()
+		s.stallAt = &h // its confirmations come well into the grace
+	})
+	s.at(lateEnd.Sub(s.start)+20*time.Minute, func() { s.stallAt = nil })
+	s.run(in, paywatch.StatusPaid)
+	s.Require().NoError(e1)
+	s.Require().NoError(e2)
+	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
+	s.True(s.last().LatePayment)
+}
+
+// A selection whose answer was lost, and whose read-back keeps failing,
+// on a payment then cancelled: the address the row may hold is released.
+func (s *PaymentSuite) TestCancelAfterALostSelectionReleasesTheRow() {
+	var sel, res any
+	var errSel, errCancel error
+	s.selectErr = errors.New("connection reset by peer")
+	s.loadFails = 1 << 30
+	s.at(time.Minute, func() {
+		s.update(workflows.UpdateSelectNetwork, workflows.SelectNetworkRequest{Network: paywatch.ERC20, Token: paywatch.USDT}, &sel, &errSel)
+	})
+	s.at(2*time.Minute, func() {
+		s.update(workflows.UpdateCancel, workflows.CancelRequest{}, &res, &errCancel)
+	})
+	s.run(s.networkless(), paywatch.StatusCancelled)
+	s.Require().Error(errSel)
+	s.Require().NoError(errCancel)
+}
+
+// Runs recorded before the safety rules (setupVersion 2) keep the old
+// patience: a final check that never succeeds expires the payment 30
+// minutes after the deadline.
+func (s *PaymentSuite) TestVersion2RunsKeepTheOldPatience() {
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 3).Return(workflow.Version(2))
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
+	s.finalFails = 1 << 30
+	s.run(in, paywatch.StatusExpired)
+	giveUp := deadline.Add(paywatch.ConfirmingGrace)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+	s.Equal(giveUp.Add(14*time.Second), s.hooks[0].at, "the last try starts at the limit and fails 14 s later")
+	s.Nil(s.last().CheckFailingSince)
+}
+
+// Runs recorded before the safety rules ignore a confirmation buffered
+// while the check at the end of the confirming grace ran: the payment
+// expires, as it did.
+func (s *PaymentSuite) TestVersion2RunsExpireBeforeReadingTheLastSignals() {
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 3).Return(workflow.Version(2))
+	in := s.input()
+	in.Mode = paywatch.ModePerUser
+	grace := in.ExpiresAt.Add(paywatch.ConfirmingGrace)
+	s.noScanner = true
+	s.checkIn = 5 * time.Second
+	var t paywatch.Transaction
+	s.at(59*time.Minute, func() {
+		t = s.transfer("0xa", "50.00")
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t)
+		h := s.head()
+		s.stallAt = &h
+	})
+	s.at(grace.Sub(s.start)+2*time.Second, func() {
+		s.env.SignalWorkflow(workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{Transfers: []workflows.TransferConfirmed{{
+			TxHash: t.TxHash, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash, Confirmations: required, Canonical: true,
+		}}})
+	})
+	s.run(in, paywatch.StatusExpired)
+	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
 }
