@@ -33,8 +33,11 @@ func TestListEvents(t *testing.T) {
 		require.NoError(t, err)
 		return e.EventID
 	}
+	generation := 0 // of the delivery that makes the next attempts
 	attempt := func(id string, n int, code int, st store.WebhookState) {
-		require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{EventID: id, Attempt: n, StatusCode: code, ResponseBody: "x", State: st}))
+		require.NoError(t, s.RecordWebhookAttempt(ctx, store.WebhookAttempt{
+			EventID: id, Attempt: n, StatusCode: code, ResponseBody: "x", State: st, Generation: generation,
+		}))
 	}
 
 	// 12:00 p1 partial: counted, then its receiver is down for all 5 attempts.
@@ -56,6 +59,7 @@ func TestListEvents(t *testing.T) {
 	red, err := s.PrepareRedelivery(ctx, f.projectID, again)
 	require.NoError(t, err)
 	require.Equal(t, 2, red.NextAttempt)
+	generation = red.Generation // the redelivery's run makes the attempt
 	attempt(again, 2, 500, store.WebhookRetrying)
 
 	// Another project's event is never listed.
