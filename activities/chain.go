@@ -130,7 +130,7 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
-	if onChain, err = a.store.IdentifyTransfers(ctx, in.Network, onChain); err != nil {
+	if onChain, err = a.store.IdentifyTransfers(ctx, in.Network, latestCopies(onChain)); err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
 	return a.finalCheckResult(ctx, in, head, mergeTransfers(found, onChain))
@@ -370,6 +370,28 @@ func transferSeen(n paywatch.Network, t chains.Transfer) paywatch.Transaction {
 // recorded keys, to the recorded ones: a transfer in both (same transaction
 // and key) takes the chain's block, which is the canonical one now. The
 // result is in block order.
+// latestCopies keeps, of each transaction, only its transfers in the
+// highest block they were read in. A window read in rounds (or resumed
+// from an earlier attempt's heartbeat) can meet a transaction twice when a
+// reorg mined it again in a later range meanwhile; identified as two, its
+// transfer would take a second key (store.IdentifyTransfers), which a
+// shared address could give to another payment. The copy kept is checked
+// like any other: the confirmation check drops it if its block is not
+// canonical.
+func latestCopies(ts []chains.Transfer) []chains.Transfer {
+	top := map[string]uint64{}
+	for _, t := range ts {
+		top[t.TxHash] = max(top[t.TxHash], t.BlockNumber)
+	}
+	out := ts[:0:0]
+	for _, t := range ts {
+		if t.BlockNumber == top[t.TxHash] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 func mergeTransfers(recorded, onChain []chains.Transfer) []chains.Transfer {
 	type key struct {
 		tx  string

@@ -358,3 +358,20 @@ func TestErrorMapping(t *testing.T) {
 	require.NoError(t, activities.New(activities.Deps{Store: fs}).ReleaseAddress(ctx, workflows.ReleaseAddressInput{PaymentID: "p", Outcome: paywatch.StatusExpired}))
 	assert.Equal(t, []paywatch.Status{paywatch.StatusExpired}, fs.released)
 }
+
+// A transaction met twice in one window read (mined again in a later range
+// by a reorg during the read) keeps only its copy in the higher block, so
+// its transfer is identified once, under one key.
+func TestLatestCopiesKeepsOneBlockPerTransaction(t *testing.T) {
+	ts := []chains.Transfer{
+		{TxHash: "0xa", LogIndex: 5, BlockNumber: 100, To: "x"},
+		{TxHash: "0xa", LogIndex: 6, BlockNumber: 100, To: "y"},
+		{TxHash: "0xb", LogIndex: 1, BlockNumber: 101, To: "x"},
+		{TxHash: "0xa", LogIndex: 3, BlockNumber: 140, To: "x"},
+		{TxHash: "0xa", LogIndex: 4, BlockNumber: 140, To: "y"},
+	}
+	got := activities.LatestCopies(ts)
+	require.Len(t, got, 3)
+	assert.Equal(t, []chains.Transfer{ts[2], ts[3], ts[4]}, got)
+	assert.Len(t, ts, 5, "the input is left as it was")
+}

@@ -59,3 +59,6 @@ var FailureLevel = failureLevel
 func (s *Scanner) RecordBatch(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer, b store.ScanBatch) (ScanStats, error) {
 	return s.recordBatch(ctx, n, ts, b)
 }
+
+// LatestCopies exposes latestCopies to the package's external tests.
+var LatestCopies = latestCopies
