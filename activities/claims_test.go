@@ -11,7 +11,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
-	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/chains/devnet"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
@@ -42,13 +41,8 @@ func TestOneTransferCountsForOnePoolPayment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.POLYGON
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
+	d, set := devnetChain(ctx, t, n)
 	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
 	db := newScanDB(t)
 	sig := &signalLog{}
 	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig})
@@ -167,13 +161,7 @@ func TestFinalCheckReturnsOnlyTheCheckedPaymentsTransfers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.POLYGON
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
-	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
+	d, set := devnetChain(ctx, t, n)
 	db := newScanDB(t)
 	acts := activities.New(activities.Deps{Store: db.store, Chains: set})
 

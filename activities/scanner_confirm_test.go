@@ -10,7 +10,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
-	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/chains/devnet"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -24,13 +23,8 @@ func TestScannerSignalsConfirmationsAtTheExactBlock(t *testing.T) {
 	defer cancel()
 	n := paywatch.ARBITRUM // 40 confirmations
 	required := uint64(40)
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
+	d, set := devnetChain(ctx, t, n)
 	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
 	db := newScanDB(t)
 	sig := &signalLog{}
 	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig,
@@ -143,13 +137,8 @@ func TestScannerPushesConfirmationsWhileABatchIsHeldBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.BEP20 // 15 confirmations
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
+	d, set := devnetChain(ctx, t, n)
 	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
 	client, err := set.Client(n)
 	require.NoError(t, err)
 	db := newScanDB(t)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
-	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/chains/devnet"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
@@ -39,17 +38,12 @@ func TestTwoScannersOfOneNetworkFenceTheOlder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := paywatch.ARBITRUM
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
+	d, set := devnetChain(ctx, t, n)
 	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
 	db := newScanDB(t)
 
 	// Every cursor write, as the database saw it.
-	_, err = db.pool.Exec(ctx, `
+	_, err := db.pool.Exec(ctx, `
 		CREATE TABLE cursor_writes (seq BIGSERIAL PRIMARY KEY, old_height BIGINT, new_height BIGINT NOT NULL);
 		CREATE FUNCTION log_cursor_write() RETURNS trigger AS $$
 		BEGIN

@@ -157,15 +157,9 @@ func TestScannerRunRecordsSignalsAndHandlesReorgs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := paywatch.TRC20
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
-	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
+	d, set := devnetChain(ctx, t, n)
 	db := newScanDB(t)
-	_, err = d.Mine(ctx, n, 10)
+	_, err := d.Mine(ctx, n, 10)
 	require.NoError(t, err)
 
 	// Two watched payments: one whose workflow already ended.
@@ -236,13 +230,8 @@ func TestScanRangeMatchesOnlyWatchedPayments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.BEP20
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
+	d, set := devnetChain(ctx, t, n)
 	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
 	db := newScanDB(t)
 	sig := &signalLog{}
 	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig,
@@ -260,7 +249,7 @@ func TestScanRangeMatchesOnlyWatchedPayments(t *testing.T) {
 	}{{usdt, paywatch.USDT}, {usdt, paywatch.USDC}, {usdc, paywatch.USDC}, {usdc, paywatch.USDT}, {randomAddress(t, n), paywatch.USDT}, {late, paywatch.USDT}} {
 		reqs = append(reqs, devnet.TransferRequest{Network: n, Token: r.tok, To: r.to, Amount: "1.5"})
 	}
-	_, err = d.TransferBatch(ctx, reqs[:5])
+	_, err := d.TransferBatch(ctx, reqs[:5])
 	require.NoError(t, err)
 	_, err = d.Mine(ctx, n, 5)
 	require.NoError(t, err)
@@ -295,15 +284,9 @@ func TestScannerSignalsBeforeTheBatchCommits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.TRC20
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
-	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
+	d, set := devnetChain(ctx, t, n)
 	db := newScanDB(t)
-	_, err = d.Mine(ctx, n, 3)
+	_, err := d.Mine(ctx, n, 3)
 	require.NoError(t, err)
 	addr := randomAddress(t, n)
 	id := db.watch(t, n, paywatch.USDT, addr, 2)
@@ -346,15 +329,9 @@ func TestScannerWaitsForAWorkflowNotStartedYet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.TRC20
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
-	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
+	d, set := devnetChain(ctx, t, n)
 	db := newScanDB(t)
-	_, err = d.Mine(ctx, n, 3)
+	_, err := d.Mine(ctx, n, 3)
 	require.NoError(t, err)
 
 	addr, endedAddr, stuckAddr := randomAddress(t, n), randomAddress(t, n), randomAddress(t, n)
@@ -430,15 +407,9 @@ func TestScannerResignalsAWorkflowStartedMeanwhile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.TRC20
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
-	require.NoError(t, err)
-	defer d.Close()
-	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
+	d, set := devnetChain(ctx, t, n)
 	db := newScanDB(t)
-	_, err = d.Mine(ctx, n, 3)
+	_, err := d.Mine(ctx, n, 3)
 	require.NoError(t, err)
 
 	addr, endedAddr := randomAddress(t, n), randomAddress(t, n)
@@ -470,4 +441,18 @@ func TestScannerResignalsAWorkflowStartedMeanwhile(t *testing.T) {
 	assert.Equal(t, wf(id), got[0].WorkflowID)
 	assert.Equal(t, workflows.SignalTransferSeen, got[0].Name)
 	assert.Equal(t, sent[0].TxHash, got[0].Arg.(paywatch.Transaction).TxHash)
+}
+
+// devnetChain starts a devnet serving network n and dials it, both closed
+// when t ends (the clients first).
+func devnetChain(ctx context.Context, t testing.TB, n paywatch.Network) (*devnet.Devnet, *chains.Set) {
+	t.Helper()
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	st, _ := d.Network(n)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	t.Cleanup(set.Close)
+	return d, set
 }

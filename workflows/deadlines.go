@@ -133,7 +133,7 @@ func (p *payment) checkAnswered() {
 // and signals about other blocks do not, so they never hold a decision
 // up).
 func (p *payment) readSignals(ctx workflow.Context) bool {
-	if p.seen.Len() == 0 && p.removed.Len() == 0 && !(p.pushed && p.confirmed.Len() > 0) {
+	if !p.signalsBuffered() {
 		return false
 	}
 	before := p.changed

@@ -275,9 +275,7 @@ func (p *payment) run(ctx workflow.Context) error {
 // fails only when the workflow is cancelled.
 func (p *payment) wait(ctx workflow.Context) error {
 	p.wake = false
-	cond := func() bool {
-		return p.wake || p.seen.Len() > 0 || p.removed.Len() > 0 || p.pushed && p.confirmed.Len() > 0
-	}
+	cond := func() bool { return p.wake || p.signalsBuffered() }
 	next := p.nextWake(workflow.Now(ctx))
 	if next.IsZero() {
 		return workflow.Await(ctx, cond)
@@ -287,6 +285,12 @@ func (p *payment) wait(ctx workflow.Context) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+// signalsBuffered reports whether a signal this run reads waits in its
+// channel.
+func (p *payment) signalsBuffered() bool {
+	return p.seen.Len() > 0 || p.removed.Len() > 0 || p.pushed && p.confirmed.Len() > 0
 }
 
 // drainSignals handles every buffered signal without blocking.
