@@ -17,6 +17,7 @@ package chains
 
 import (
 	"context"
+	"net/http"
 	"fmt"
 
 	"github.com/paywatch/paywatch"
@@ -75,6 +76,9 @@ type Client = chainapi.Client
 //	    Observe       func(RPCOutcome)          // told how each request to an endpoint ended (metrics); may be nil
 //	}
 type Config = chainapi.Config
+
+// Header is one endpoint's headers (Config.Headers).
+type Header = http.Header
 
 // RPCOutcome is how one request to one endpoint ended: RPCOK (the
 // endpoint answered, "not found" and refused ranges included), RPCError

@@ -471,7 +471,8 @@ func TestDialRejectsBadConfig(t *testing.T) {
 		"unknown network": {Network: "BASE", URLs: []string{"http://127.0.0.1:1"}},
 		"no url":          {Network: paywatch.ERC20},
 		"bad evm url":     {Network: paywatch.ERC20, URLs: []string{"127.0.0.1:8545"}},
-		"bad tron addr":   {Network: paywatch.TRC20, URLs: []string{"http://node"}},
+		"bad tron addr":   {Network: paywatch.TRC20, URLs: []string{"ftp://node:50051"}},
+		"tron no port":    {Network: paywatch.TRC20, URLs: []string{"node"}},
 		"tron usdc":       {Network: paywatch.TRC20, URLs: []string{"127.0.0.1:1"}, Contracts: map[paywatch.Token]string{paywatch.USDC: "TJhSSbZ8dVqtEiLYgva1WWcV4R4NkRCARH"}},
 		"bad contract":    {Network: paywatch.ERC20, URLs: []string{"http://127.0.0.1:1"}, Contracts: map[paywatch.Token]string{paywatch.USDT: "0x1234"}},
 	} {

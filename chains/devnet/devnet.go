@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -58,6 +59,11 @@ type Config struct {
 	// more blocks than this, as public providers do ("exceed maximum block
 	// range"). Tests use it to exercise the clients' range halving.
 	LogRangeLimit uint64
+	// RequireHeaders, if set, makes the TRC20 chain refuse calls without
+	// these headers (gRPC metadata, or HTTP headers on its HTTP API), as
+	// TronGrid refuses calls without a valid TRON-PRO-API-KEY; tests show
+	// a configured header reaching the node.
+	RequireHeaders http.Header
 	// Logger receives the chains' notable events; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -75,6 +81,10 @@ type NetworkStatus struct {
 	// RPCURL is what chains.Config.URLs takes: an http:// JSON-RPC URL for
 	// EVM chains, a gRPC host:port for TRC20.
 	RPCURL string
+	// HTTPURL is the TRC20 chain's FullNode HTTP API (http://host:port, as
+	// java-tron serves it on 8090), which chains.Config.URLs takes too;
+	// empty for EVM chains.
+	HTTPURL string
 	// Tokens maps each token to its contract (EIP-55 or base58).
 	Tokens map[paywatch.Token]string
 }
@@ -175,7 +185,7 @@ func Start(ctx context.Context, cfg Config) (*Devnet, error) {
 			var c chain
 			var err error
 			if info.Family == paywatch.FamilyTron {
-				c, err = startTron(info)
+				c, err = startTron(info, cfg.RequireHeaders)
 			} else {
 				c, err = startEVM(ctx, info, cfg.LogRangeLimit)
 			}

@@ -21,6 +21,7 @@ type networkJSON struct {
 	ChainID int64                     `json:"chain_id"`
 	Head    uint64                    `json:"head"`
 	RPCURL  string                    `json:"rpc_url"`
+	HTTPURL string                    `json:"http_url,omitempty"`
 	Tokens  map[paywatch.Token]string `json:"tokens"`
 }
 
@@ -83,7 +84,7 @@ func (d *Devnet) handleStatus(w http.ResponseWriter, r *http.Request) {
 	}{Networks: []networkJSON{}}
 	for _, s := range d.Networks() {
 		out.Networks = append(out.Networks, networkJSON{
-			Network: s.Network, ChainID: s.ChainID, Head: s.Head, RPCURL: s.RPCURL, Tokens: s.Tokens,
+			Network: s.Network, ChainID: s.ChainID, Head: s.Head, RPCURL: s.RPCURL, HTTPURL: s.HTTPURL, Tokens: s.Tokens,
 		})
 	}
 	writeJSON(w, http.StatusOK, out)

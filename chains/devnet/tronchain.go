@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 	"github.com/fbsobreira/gotron-sdk/pkg/proto/api"
 	"github.com/fbsobreira/gotron-sdk/pkg/proto/core"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -80,6 +84,8 @@ type tronChain struct {
 	contract common.Address // 20 bytes, no 0x41
 	srv      *grpc.Server
 	addr     string
+	httpSrv  *http.Server
+	httpURL  string
 
 	mu       sync.RWMutex
 	blocks   []*tronBlock // index = number
@@ -89,8 +95,11 @@ type tronChain struct {
 	lastTime int64 // ms; every block and transaction gets a later one
 }
 
-// startTron starts the TRC20 devnet node on a free loopback port.
-func startTron(info paywatch.NetworkInfo) (*tronChain, error) {
+// startTron starts the TRC20 devnet node: its gRPC Wallet API and its
+// FullNode HTTP API, each on a free loopback port. Calls without the
+// headers in require (Config.RequireHeaders) are refused: gRPC with
+// Unauthenticated, HTTP with 401 and TronGrid's {"Error": ...}.
+func startTron(info paywatch.NetworkInfo, require http.Header) (*tronChain, error) {
 	contract, err := paywatch.TronAddressBytes(TronUSDTContract)
 	if err != nil {
 		return nil, err
@@ -114,9 +123,37 @@ func startTron(info paywatch.NetworkInfo) (*tronChain, error) {
 		return nil, err
 	}
 	c.addr = lis.Addr().String()
-	c.srv = grpc.NewServer()
+	c.srv = grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		for k, vs := range require {
+			if got := md.Get(k); len(got) == 0 || got[0] != vs[0] {
+				return nil, status.Errorf(codes.Unauthenticated, "missing or wrong %s", k)
+			}
+		}
+		return h(ctx, req)
+	}))
 	api.RegisterWalletServer(c.srv, c)
 	go c.srv.Serve(lis) //nolint:errcheck // Serve returns when Stop closes the listener
+
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.srv.Stop()
+		return nil, err
+	}
+	c.httpURL = "http://" + hl.Addr().String()
+	handler := c.httpHandler()
+	c.httpSrv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, vs := range require {
+			if r.Header.Get(k) != vs[0] {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"Error":"ApiKey not exists"}` + "\n"))
+				return
+			}
+		}
+		handler.ServeHTTP(w, r)
+	})}
+	go c.httpSrv.Serve(hl) //nolint:errcheck // Serve returns when Close closes the listener
 	return c, nil
 }
 
@@ -146,8 +183,12 @@ func (c *tronChain) appendBlock(txs []*tronTx) *tronBlock {
 	for _, tx := range txs {
 		root.Write(tx.id[:])
 	}
+	ts := int64(0) // genesis, as on mainnet: so its id names the devnet (tron.DevnetGenesisID)
+	if num > 0 {
+		ts = c.now()
+	}
 	raw := &core.BlockHeaderRaw{
-		Timestamp:      c.now(),
+		Timestamp:      ts,
 		TxTrieRoot:     root.Sum(nil),
 		ParentHash:     parent[:],
 		Number:         int64(num),
@@ -239,6 +280,7 @@ func (c *tronChain) status() NetworkStatus {
 		ChainID: c.info.ChainID,
 		Head:    c.head().num,
 		RPCURL:  c.addr,
+		HTTPURL: c.httpURL,
 		Tokens:  map[paywatch.Token]string{paywatch.USDT: TronUSDTContract},
 	}
 }
@@ -386,7 +428,7 @@ func (c *tronChain) reorg(_ context.Context, depth int, reinclude bool) (uint64,
 // close implements chain.
 func (c *tronChain) close() error {
 	c.srv.Stop()
-	return nil
+	return c.httpSrv.Close()
 }
 
 // String names the node, for logs.

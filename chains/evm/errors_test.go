@@ -64,9 +64,10 @@ func TestNormalizeAndClassify(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	assert.Equal(t, "https://mainnet.infura.io/…", redact("https://mainnet.infura.io/v3/secretkey"))
-	assert.Equal(t, "https://rpc.example", redact("https://user:pass@rpc.example?apikey=secret"))
-	assert.Equal(t, "http://127.0.0.1:8545", redact("http://127.0.0.1:8545/"))
+	name := func(raw string) string { return chainapi.NewRedactor(raw, nil).Name() }
+	assert.Equal(t, "https://mainnet.infura.io/…", name("https://mainnet.infura.io/v3/secretkey"))
+	assert.Equal(t, "https://rpc.example/…", name("https://user:pass@rpc.example?apikey=secret"))
+	assert.Equal(t, "http://127.0.0.1:8545", name("http://127.0.0.1:8545/"))
 }
 
 // A provider's API key sits in its URL's path or query; an unreachable

@@ -96,6 +96,9 @@ func Dial(ctx context.Context, cfg chainapi.Config) (*Client, error) {
 	if t, ok := base.(*http.Transport); ok {
 		t = t.Clone()
 		t.MaxIdleConnsPerHost = 16
+		if cfg.TLS != nil {
+			t.TLSClientConfig = cfg.TLS.Clone()
+		}
 		base = t
 	}
 	hc := &http.Client{
@@ -103,20 +106,25 @@ func Dial(ctx context.Context, cfg chainapi.Config) (*Client, error) {
 		Timeout:   httpTimeout,
 	}
 	var clients []*ethclient.Client
-	var names []string
-	for _, raw := range cfg.URLs {
+	var names []chainapi.Redactor
+	for i, raw := range cfg.URLs {
+		name := chainapi.NewRedactor(raw, cfg.HeadersOf(i))
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			closeAll(clients)
-			return nil, fmt.Errorf("evm: %s RPC URL %q: want http(s)://host[:port][/path]", cfg.Network, redact(raw))
+			return nil, fmt.Errorf("evm: %s RPC URL %q: want http(s)://host[:port][/path]", cfg.Network, name.Name())
 		}
-		rc, err := rpc.DialOptions(ctx, raw, rpc.WithHTTPClient(hc))
+		opts := []rpc.ClientOption{rpc.WithHTTPClient(hc)}
+		if h := cfg.HeadersOf(i); len(h) > 0 {
+			opts = append(opts, rpc.WithHeaders(h.Clone()))
+		}
+		rc, err := rpc.DialOptions(ctx, raw, opts...)
 		if err != nil {
 			closeAll(clients)
-			return nil, fmt.Errorf("evm: %s RPC URL %s: %w", cfg.Network, redact(raw), err)
+			return nil, fmt.Errorf("evm: %s RPC URL %s: %w", cfg.Network, name.Name(), name.Error(err))
 		}
 		clients = append(clients, ethclient.NewClient(rc))
-		names = append(names, redact(raw))
+		names = append(names, name)
 	}
 	c.eps = chainapi.NewEndpoints(clients, names, cfg.Observe)
 	return c, nil
@@ -366,18 +374,11 @@ var ratePhrases = []string{
 }
 
 // normalize wraps provider errors in chainapi's sentinels: rate limits in
-// ErrRateLimited, refused ranges in ErrRangeTooLarge; and it redacts the
-// endpoint's URL in transport errors.
+// ErrRateLimited, refused ranges in ErrRangeTooLarge. (The endpoint list
+// scrubs the URL's and headers' credentials from every error it returns.)
 func normalize(err error) error {
 	if err == nil || errors.Is(err, ethereum.NotFound) {
 		return err
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		// net/http's transport errors quote the request URL, whose path
-		// or query holds the provider's API key; these errors reach the
-		// logs and Temporal's histories.
-		ue.URL = redact(ue.URL)
 	}
 	var he rpc.HTTPError
 	if errors.As(err, &he) {
@@ -436,20 +437,6 @@ type countingTransport struct {
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.calls.Add(1)
 	return t.base.RoundTrip(r)
-}
-
-// redact drops credentials from a URL for logs and errors: user info and
-// the query string and the path, where providers put API keys.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "<invalid url>"
-	}
-	path := ""
-	if u.Path != "" && u.Path != "/" {
-		path = "/…"
-	}
-	return u.Scheme + "://" + u.Host + path
 }
 
 // closeAll closes the clients.

@@ -1,7 +1,9 @@
-// Package tron is the chains.Client of TRC20: gotron-sdk over a Tron full
-// node's gRPC Wallet API.
+// Package tron is the chains.Client of TRC20: a Tron full node's Wallet
+// API, over gRPC (gotron-sdk's protobufs; plaintext or TLS) or over the
+// FullNode HTTP API (as java-tron and TronGrid serve it), chosen per
+// endpoint by its URL (node.go). One list of endpoints may mix them.
 //
-// Tron's gRPC API has no log filter, so a scan reads whole blocks: per batch
+// Tron's API has no log filter, so a scan reads whole blocks: per batch
 // of at most 100 blocks one GetBlockByLimitNext (block ids and transaction
 // ids) plus one GetTransactionInfoByBlockNum per block that has transactions
 // (the logs), a few in flight at once. The cost per block is the same whatever the number of
@@ -25,20 +27,14 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
+	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/fbsobreira/gotron-sdk/pkg/client"
-	"github.com/fbsobreira/gotron-sdk/pkg/proto/api"
-	"github.com/fbsobreira/gotron-sdk/pkg/proto/core"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/paywatch/paywatch"
@@ -52,13 +48,21 @@ var TransferTopic = crypto.Keccak256([]byte("Transfer(address,address,uint256)")
 // deadline.
 const callTimeout = 30 * time.Second
 
+// constantCaller is the owner address of read-only contract calls: the
+// zero account, as TronGrid's examples use.
+var constantCaller = append([]byte{0x41}, make([]byte, 20)...)
+
+// errEmptyHead is a node's empty answer to a head query.
+var errEmptyHead = errors.New("node returned an empty block for its head")
+
 // Client reads TRC20. It is safe for concurrent use.
 type Client struct {
 	network     paywatch.Network
 	batch       uint64
 	concurrency int
 	contracts   map[[20]byte]chainapi.Contract
-	eps         *chainapi.Endpoints[*client.GrpcClient]
+	eps         *chainapi.Endpoints[node]
+	transports  []string // per endpoint, for Check
 	calls       atomic.Uint64
 }
 
@@ -67,9 +71,9 @@ var (
 	_ chainapi.AddressRangeReader = (*Client)(nil)
 )
 
-// Dial returns a Client for cfg. cfg.URLs are gRPC host:port addresses of
-// full nodes (plaintext, as Tron nodes serve gRPC), tried in order with
-// failover. It does no I/O.
+// Dial returns a Client for cfg. cfg.URLs are full nodes, each over gRPC
+// or the HTTP API as its URL says (parseEndpoint), tried in order with
+// failover; cfg.Headers go with each endpoint's calls. It does no I/O.
 func Dial(_ context.Context, cfg chainapi.Config) (*Client, error) {
 	cfg, contracts, err := chainapi.Prepare(cfg, paywatch.FamilyTron)
 	if err != nil {
@@ -88,76 +92,76 @@ func Dial(_ context.Context, cfg chainapi.Config) (*Client, error) {
 		}
 		c.contracts[[20]byte(b[1:])] = ct
 	}
-	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		c.calls.Add(1)
-		return invoker(ctx, method, req, reply, cc, opts...)
-	}
-	var conns []*client.GrpcClient
-	var names []string
-	for _, raw := range cfg.URLs {
-		addr := strings.TrimPrefix(raw, "grpc://")
-		if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || !validPort(port) {
-			stopAll(conns)
-			return nil, fmt.Errorf("tron: %s RPC address %q: want host:port", cfg.Network, raw)
+	var nodes []node
+	var names []chainapi.Redactor
+	for i, raw := range cfg.URLs {
+		name := chainapi.NewRedactor(raw, cfg.HeadersOf(i))
+		n, err := c.dialNode(cfg, i, name)
+		if err != nil {
+			closeAll(nodes)
+			return nil, fmt.Errorf("tron: %s %w", cfg.Network, name.Error(err))
 		}
-		g := client.NewGrpcClientWithTimeout(addr, callTimeout)
-		if err := g.Start(
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithUnaryInterceptor(count),
-		); err != nil {
-			stopAll(conns)
-			return nil, fmt.Errorf("tron: %s: %w", addr, err)
-		}
-		conns = append(conns, g)
-		names = append(names, addr)
+		nodes = append(nodes, n)
+		names = append(names, name)
+		ep, _ := parseEndpoint(raw, name.Name())
+		c.transports = append(c.transports, ep.transport)
 	}
-	c.eps = chainapi.NewEndpoints(conns, names, cfg.Observe)
+	c.eps = chainapi.NewEndpoints(nodes, names, cfg.Observe)
 	return c, nil
 }
 
 // Network returns TRC20.
 func (c *Client) Network() paywatch.Network { return c.network }
 
-// Calls returns the number of gRPC calls issued so far.
+// Calls returns the number of gRPC and HTTP calls issued so far.
 func (c *Client) Calls() uint64 { return c.calls.Load() }
 
 // Close closes the connections of every endpoint.
-func (c *Client) Close() { stopAll(c.eps.All()) }
+func (c *Client) Close() { closeAll(c.eps.All()) }
 
 // Head returns the number of the newest block.
 func (c *Client) Head(ctx context.Context) (uint64, error) {
-	var b *api.BlockExtention
-	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
-		b, err = g.GetNowBlockCtx(ctx)
+	b, err := c.nowBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return b.num, nil
+}
+
+// nowBlock returns the newest block, its id checked.
+func (c *Client) nowBlock(ctx context.Context) (blockHead, error) {
+	var b blockHead
+	err := c.do(ctx, func(ctx context.Context, n node) (err error) {
+		b, err = n.nowBlock(ctx)
+		if err == nil {
+			err = checkBlockID(b.id, b.num)
+		}
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("tron: head: %w", err)
+		return blockHead{}, fmt.Errorf("tron: head: %w", err)
 	}
-	if b.GetBlockHeader().GetRawData() == nil || len(b.GetBlockid()) != 32 {
-		return 0, fmt.Errorf("tron: head: node returned an empty block")
-	}
-	return uint64(b.GetBlockHeader().GetRawData().GetNumber()), nil
+	return b, nil
 }
 
 // BlockHash returns the id of block n as 64 lowercase hex digits.
 func (c *Client) BlockHash(ctx context.Context, n uint64) (string, error) {
-	var b *api.BlockExtention
-	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
-		b, err = g.GetBlockByNumCtx(ctx, int64(n))
+	var b blockHead
+	var found bool
+	err := c.do(ctx, func(ctx context.Context, nd node) (err error) {
+		b, found, err = nd.blockByNum(ctx, n)
 		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("tron: block %d: %w", n, err)
 	}
-	id := b.GetBlockid()
-	if len(id) == 0 { // java-tron answers an unknown height with an empty block
+	if !found { // java-tron answers an unknown height with an empty block
 		return "", fmt.Errorf("tron: block %d: %w", n, chainapi.ErrBlockNotFound)
 	}
-	if err := checkBlockID(id, n); err != nil {
+	if err := checkBlockID(b.id, n); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(id), nil
+	return hex.EncodeToString(b.id), nil
 }
 
 // checkBlockID verifies that id is a block id of height n: 32 bytes whose
@@ -225,7 +229,7 @@ func (c *Client) batchTransfers(ctx context.Context, from, to uint64) ([]chainap
 				return err
 			}
 			for _, info := range infos {
-				if id := hex.EncodeToString(info.GetId()); !b.txs[id] {
+				if id := hex.EncodeToString(info.id); !b.txs[id] {
 					return fmt.Errorf("tron: block %d changed while it was read (reorg); transaction %s is not in block %s", b.num, id, b.id)
 				}
 			}
@@ -246,15 +250,14 @@ func (c *Client) batchTransfers(ctx context.Context, from, to uint64) ([]chainap
 // blocks returns blocks [from, to] (at most 100) from one
 // GetBlockByLimitNext, checking that the node returned all of them in order.
 func (c *Client) blocks(ctx context.Context, from, to uint64) ([]block, error) {
-	var list *api.BlockListExtention
-	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
-		list, err = g.GetBlockByLimitNextCtx(ctx, int64(from), int64(to)+1)
+	var got []blockHead
+	err := c.do(ctx, func(ctx context.Context, n node) (err error) {
+		got, err = n.blockRange(ctx, from, to)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tron: blocks %d-%d: %w", from, to, err)
 	}
-	got := list.GetBlock()
 	if uint64(len(got)) != to-from+1 {
 		return nil, fmt.Errorf("tron: blocks %d-%d: node returned %d blocks (is %d past its head?): %w",
 			from, to, len(got), to, chainapi.ErrBlockNotFound)
@@ -262,14 +265,14 @@ func (c *Client) blocks(ctx context.Context, from, to uint64) ([]block, error) {
 	out := make([]block, len(got))
 	for i, b := range got {
 		n := from + uint64(i)
-		if err := checkBlockID(b.GetBlockid(), n); err != nil {
+		if err := checkBlockID(b.id, n); err != nil {
 			return nil, err
 		}
-		txs := make(map[string]bool, len(b.GetTransactions()))
-		for _, tx := range b.GetTransactions() {
-			txs[hex.EncodeToString(tx.GetTxid())] = true
+		txs := make(map[string]bool, len(b.txids))
+		for _, id := range b.txids {
+			txs[hex.EncodeToString(id)] = true
 		}
-		out[i] = block{num: n, id: hex.EncodeToString(b.GetBlockid()), txs: txs}
+		out[i] = block{num: n, id: hex.EncodeToString(b.id), txs: txs}
 	}
 	return out, nil
 }
@@ -284,32 +287,32 @@ var errMissingInfos = errors.New("node returned fewer transaction infos than the
 
 // blockInfos returns the transaction infos of block b, in block order: one
 // for each of its transactions, or an error.
-func (c *Client) blockInfos(ctx context.Context, b block) ([]*core.TransactionInfo, error) {
-	var list *api.TransactionInfoList
-	err := c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
-		list, err = g.GetBlockInfoByNumCtx(ctx, int64(b.num))
-		if err == nil && len(list.GetTransactionInfo()) < len(b.txs) {
+func (c *Client) blockInfos(ctx context.Context, b block) ([]txInfo, error) {
+	var infos []txInfo
+	err := c.do(ctx, func(ctx context.Context, n node) (err error) {
+		infos, err = n.blockInfos(ctx, b.num)
+		if err == nil && len(infos) < len(b.txs) {
 			// Inside the attempt, so that another endpoint is asked.
-			err = fmt.Errorf("%w: %d of %d", errMissingInfos, len(list.GetTransactionInfo()), len(b.txs))
+			err = fmt.Errorf("%w: %d of %d", errMissingInfos, len(infos), len(b.txs))
 		}
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tron: transaction infos of block %d: %w", b.num, err)
 	}
-	return list.GetTransactionInfo(), nil
+	return infos, nil
 }
 
 // decodeBlock returns the transfers of the configured contracts in one
 // block's transaction infos, numbering logs across the whole block. If only
 // is set it keeps the transfers of that transaction alone.
-func (c *Client) decodeBlock(b block, infos []*core.TransactionInfo, only string) []chainapi.Transfer {
+func (c *Client) decodeBlock(b block, infos []txInfo, only string) []chainapi.Transfer {
 	var out []chainapi.Transfer
 	var index uint32
 	for _, info := range infos {
-		txid := hex.EncodeToString(info.GetId())
-		ok := succeeded(info) && (only == "" || txid == only)
-		for _, l := range info.GetLog() {
+		txid := hex.EncodeToString(info.id)
+		ok := info.ok && (only == "" || txid == only)
+		for _, l := range info.logs {
 			i := index
 			index++
 			if !ok {
@@ -327,17 +330,10 @@ func (c *Client) decodeBlock(b block, infos []*core.TransactionInfo, only string
 	return out
 }
 
-// succeeded reports whether a transaction succeeded: Result SUCESS (sic)
-// and a receipt whose contract result is SUCCESS.
-func succeeded(info *core.TransactionInfo) bool {
-	return info.GetResult() == core.TransactionInfo_SUCESS &&
-		info.GetReceipt().GetResult() == core.Transaction_Result_SUCCESS
-}
-
 // decodeLog decodes a Transfer log of a configured contract; it fills
 // everything but the transaction and block fields.
-func (c *Client) decodeLog(l *core.TransactionInfo_Log) (chainapi.Transfer, bool) {
-	addr := l.GetAddress()
+func (c *Client) decodeLog(l txLog) (chainapi.Transfer, bool) {
+	addr := l.address
 	if len(addr) == 21 && addr[0] == 0x41 { // tolerate nodes that add the prefix
 		addr = addr[1:]
 	}
@@ -345,9 +341,9 @@ func (c *Client) decodeLog(l *core.TransactionInfo_Log) (chainapi.Transfer, bool
 		return chainapi.Transfer{}, false
 	}
 	ct, ok := c.contracts[[20]byte(addr)]
-	topics := l.GetTopics()
+	topics := l.topics
 	if !ok || len(topics) != 3 || !bytes.Equal(topics[0], TransferTopic) ||
-		len(topics[1]) != 32 || len(topics[2]) != 32 || len(l.GetData()) != 32 {
+		len(topics[1]) != 32 || len(topics[2]) != 32 || len(l.data) != 32 {
 		return chainapi.Transfer{}, false
 	}
 	return chainapi.Transfer{
@@ -356,14 +352,14 @@ func (c *Client) decodeLog(l *core.TransactionInfo_Log) (chainapi.Transfer, bool
 		Contract: ct.Address,
 		From:     paywatch.TronAddressFromEVMBytes(topics[1][12:]),
 		To:       paywatch.TronAddressFromEVMBytes(topics[2][12:]),
-		Amount:   new(big.Int).SetBytes(l.GetData()),
+		Amount:   new(big.Int).SetBytes(l.data),
 	}, true
 }
 
 // TransactionTransfers returns the TRC20 transfers of one transaction. found
 // is false when the node knows no such transaction (java-tron answers an
-// empty TransactionInfo, which gotron-sdk reports as "transaction info not
-// found"), when it failed, or when its block no longer contains it.
+// empty TransactionInfo), when it failed, or when its block no longer
+// contains it.
 //
 // Besides GetTransactionInfoById it reads the transaction's block (its id)
 // and the block's transaction infos (to number the logs as Transfers does).
@@ -373,20 +369,19 @@ func (c *Client) TransactionTransfers(ctx context.Context, txHash string) ([]cha
 		return nil, false, err
 	}
 	id, _ := hex.DecodeString(norm)
-	var info *core.TransactionInfo
-	err = c.do(ctx, func(ctx context.Context, g *client.GrpcClient) (err error) {
-		// The raw call rather than g.GetTransactionInfoByIDCtx: that one turns
-		// "unknown" into an error distinguishable only by its text.
-		info, err = g.Client.GetTransactionInfoById(ctx, &api.BytesMessage{Value: id})
+	var info txInfo
+	var found bool
+	err = c.do(ctx, func(ctx context.Context, n node) (err error) {
+		info, found, err = n.txInfo(ctx, id)
 		return err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("tron: transaction %s: %w", norm, err)
 	}
-	if !bytes.Equal(info.GetId(), id) || !succeeded(info) || info.GetBlockNumber() <= 0 {
+	if !found || !bytes.Equal(info.id, id) || !info.ok || info.blockNumber <= 0 {
 		return nil, false, nil
 	}
-	n := uint64(info.GetBlockNumber())
+	n := uint64(info.blockNumber)
 	blocks, err := c.blocks(ctx, n, n)
 	if errors.Is(err, chainapi.ErrBlockNotFound) {
 		return nil, false, nil
@@ -443,11 +438,11 @@ func (c *Client) AddressTransfersIn(ctx context.Context, addr string, from, to u
 
 // do runs call with failover over the endpoints, bounding each attempt by
 // callTimeout.
-func (c *Client) do(ctx context.Context, call func(context.Context, *client.GrpcClient) error) error {
-	return c.eps.Do(ctx, classify, func(g *client.GrpcClient) error {
+func (c *Client) do(ctx context.Context, call func(context.Context, node) error) error {
+	return c.eps.Do(ctx, classify, func(n node) error {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		err := call(cctx, g)
+		err := call(cctx, n)
 		if status.Code(err) == codes.ResourceExhausted {
 			return fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
 		}
@@ -462,11 +457,16 @@ func classify(err error) chainapi.Failure {
 	if errors.Is(err, chainapi.ErrRateLimited) {
 		return chainapi.Limited
 	}
+	var he *httpStatusError
+	if errors.As(err, &he) && he.status >= 400 && he.status < 500 &&
+		he.status != http.StatusRequestTimeout && he.status != http.StatusUnauthorized && he.status != http.StatusForbidden && he.status != http.StatusNotFound {
+		return chainapi.Final // a request the node can't take; another node would refuse it too
+	}
 	switch status.Code(err) {
 	case codes.InvalidArgument, codes.NotFound, codes.OutOfRange, codes.FailedPrecondition,
 		codes.AlreadyExists, codes.Canceled:
 		return chainapi.Final
-	default: // Unavailable, DeadlineExceeded, Internal, Unknown, Unimplemented, ...
+	default: // Unavailable, DeadlineExceeded, Internal, Unknown, Unimplemented, HTTP 5xx, 401/403 (a key one endpoint refuses), ...
 		return chainapi.Failover
 	}
 }
@@ -477,9 +477,9 @@ func validPort(p string) bool {
 	return err == nil && n > 0 && n < 65536
 }
 
-// stopAll closes the connections.
-func stopAll(conns []*client.GrpcClient) {
-	for _, g := range conns {
-		g.Stop()
+// closeAll closes the endpoints' connections.
+func closeAll(nodes []node) {
+	for _, n := range nodes {
+		n.close()
 	}
 }

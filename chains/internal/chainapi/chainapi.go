@@ -7,8 +7,10 @@ package chainapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync/atomic"
 
@@ -53,8 +55,19 @@ type CallCounter interface {
 type Config struct {
 	Network paywatch.Network
 	// URLs are the endpoints, tried in order with failover: JSON-RPC over
-	// HTTP(S) for EVM networks, gRPC host:port for TRC20.
+	// HTTP(S) for EVM networks; for TRC20 gRPC (host:port or grpc://host:port
+	// in plaintext, grpcs://host:port over TLS) or the FullNode HTTP API
+	// (http:// or https://, with any base path). A URL may carry a key in
+	// its path, query or user info.
 	URLs []string
+	// Headers, when set, holds one header set per URL (same order; nil for
+	// none): sent with every HTTP request, or as gRPC metadata, to that
+	// endpoint, e.g. TRON-PRO-API-KEY or Authorization. Their values are
+	// secrets: errors and names never show them.
+	Headers []http.Header
+	// TLS, when set, is the TLS configuration of https:// and grpcs://
+	// endpoints (tests set RootCAs); nil means the system's roots.
+	TLS *tls.Config
 	// Contracts is the token contract per token. Nil means the network's
 	// mainnet contracts (paywatch.DefaultContract).
 	Contracts map[paywatch.Token]string
@@ -184,6 +197,9 @@ func Prepare(cfg Config, f paywatch.Family) (Config, []Contract, error) {
 		return cfg, nil, fmt.Errorf("chains: no RPC URL for %s", cfg.Network)
 	}
 	cfg.URLs = slices.Clone(cfg.URLs)
+	if len(cfg.Headers) != 0 && len(cfg.Headers) != len(cfg.URLs) {
+		return cfg, nil, fmt.Errorf("chains: %s has %d header sets for %d RPC URLs", cfg.Network, len(cfg.Headers), len(cfg.URLs))
+	}
 	switch f {
 	case paywatch.FamilyTron:
 		if cfg.MaxBlockRange == 0 || cfg.MaxBlockRange > MaxTronBlockRange {
@@ -234,17 +250,21 @@ func Prepare(cfg Config, f paywatch.Family) (Config, []Contract, error) {
 // failed call per outage rather than one per request.
 type Endpoints[T any] struct {
 	conns   []T
-	names   []string
+	names   []Redactor
 	current atomic.Int32
 	observe func(RPCOutcome)
 }
 
 // NewEndpoints returns a failover list over conns, named for error
-// messages. observe (Config.Observe, may be nil) is told the outcome of
-// every call to an endpoint.
-func NewEndpoints[T any](conns []T, names []string, observe func(RPCOutcome)) *Endpoints[T] {
+// messages by names (one per conn), which also scrub each endpoint's
+// credentials from the errors Do returns. observe (Config.Observe, may be
+// nil) is told the outcome of every call to an endpoint.
+func NewEndpoints[T any](conns []T, names []Redactor, observe func(RPCOutcome)) *Endpoints[T] {
 	return &Endpoints[T]{conns: conns, names: names, observe: observe}
 }
+
+// Name returns the redacted name of endpoint i.
+func (e *Endpoints[T]) Name(i int) string { return e.names[i].Name() }
 
 // All returns the connections, for closing them.
 func (e *Endpoints[T]) All() []T { return e.conns }
@@ -276,7 +296,7 @@ func (e *Endpoints[T]) Do(ctx context.Context, classify func(error) Failure, cal
 	allLimited := true
 	for i := range n {
 		idx := (start + i) % n
-		err := call(e.conns[idx])
+		err := e.names[idx].Error(call(e.conns[idx]))
 		if err == nil {
 			e.record(RPCOK)
 			e.current.Store(int32(idx))
@@ -309,7 +329,7 @@ func (e *Endpoints[T]) Do(ctx context.Context, classify func(error) Failure, cal
 		if n == 1 {
 			errs = append(errs, err)
 		} else {
-			errs = append(errs, fmt.Errorf("%s: %w", e.names[idx], err))
+			errs = append(errs, fmt.Errorf("%s: %w", e.names[idx].Name(), err))
 		}
 	}
 	if allLimited {
@@ -323,4 +343,12 @@ func (e *Endpoints[T]) record(o RPCOutcome) {
 	if e.observe != nil {
 		e.observe(o)
 	}
+}
+
+// HeadersOf returns the headers of endpoint i of cfg (nil when none).
+func (cfg Config) HeadersOf(i int) http.Header {
+	if i < len(cfg.Headers) {
+		return cfg.Headers[i]
+	}
+	return nil
 }

@@ -1,0 +1,80 @@
+package chainapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/paywatch/paywatch"
+)
+
+// Checker is implemented by the clients of package chains: it runs the
+// checks of `paywatch check` against the client's first endpoint (callers
+// dial one client per endpoint to check each).
+type Checker interface {
+	Check(ctx context.Context) EndpointCheck
+	// Identity reads only the chain's identity, for the start-up guard.
+	Identity(ctx context.Context) (Identity, error)
+}
+
+// Identity is which chain an endpoint serves.
+type Identity struct {
+	// Name names the chain: "mainnet (chain id 56)", "Nile testnet",
+	// "chain id 97", "the paywatch devnet", "unknown chain (genesis …)".
+	Name string
+	// OK is set when it is the chain the network means: its mainnet, or
+	// the paywatch devnet (tests and `paywatch dev` run on it).
+	OK bool
+}
+
+// EndpointCheck is what `paywatch check` found at one endpoint.
+type EndpointCheck struct {
+	Network paywatch.Network
+	// Endpoint is the endpoint's redacted name (Redactor).
+	Endpoint string
+	// Transport is how it is spoken to: "json-rpc", "grpc", "grpcs",
+	// "http" (TRON's FullNode HTTP API).
+	Transport string
+	// Err is set when the endpoint could not be reached or answered
+	// nothing usable; the other fields are then mostly empty.
+	Err string
+	// Latency is the round trip of the first call.
+	Latency time.Duration
+	Identity
+	// Head is the newest block and HeadAge how old its timestamp is.
+	Head    uint64
+	HeadAge time.Duration
+	// Tokens are the configured token contracts, checked.
+	Tokens []TokenCheck
+	// Features are the protocol features the client relies on (EVM:
+	// JSON-RPC batches, the eth_getLogs range, logs by block hash; TRON:
+	// full transaction infos), each accepted or not.
+	Features []FeatureCheck
+	// RateLimited counts the rate-limit answers seen during the checks.
+	RateLimited int
+	// Problems lists what stops paywatch from working with the endpoint;
+	// empty means none.
+	Problems []string
+}
+
+// TokenCheck is one token contract as found on chain.
+type TokenCheck struct {
+	Token    paywatch.Token
+	Contract string
+	// Decimals is what the contract's decimals() answered; -1 when it did
+	// not answer (no contract there).
+	Decimals int
+	// Want is the decimals the registry expects (paywatch.Decimals).
+	Want int
+	Err  string
+}
+
+// FeatureCheck is one protocol feature as the endpoint answered it.
+type FeatureCheck struct {
+	Name string
+	OK   bool
+	// Detail says what was seen ("1000 blocks accepted", "refused: ...").
+	Detail string
+	// Required marks a feature whose absence is a problem; the others
+	// only cost calls.
+	Required bool
+}

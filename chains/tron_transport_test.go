@@ -1,0 +1,285 @@
+package chains_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+)
+
+// The TRC20 client speaks to a node over gRPC or the FullNode HTTP API,
+// each in plaintext or over TLS, as the endpoint's URL says. The devnet's
+// Tron node serves both wire formats; TLS is a terminator in front of it,
+// as hosted providers put one in front of java-tron.
+
+// tronTransports are the URL forms of a TRC20 endpoint.
+var tronTransports = []string{"grpc", "grpcs", "http", "https"}
+
+// testCert returns a self-signed certificate for 127.0.0.1 and a pool that
+// trusts it.
+func testCert(t testing.TB) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "paywatch test node"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}
+
+// tlsTerminator accepts TLS (ALPN h2, as gRPC requires) on a loopback port
+// and pipes the plaintext to backend (host:port). It returns its address.
+func tlsTerminator(t testing.TB, backend string, cert tls.Certificate) string {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, err := net.Dial("tcp", backend)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				go func() { _, _ = io.Copy(b, c); b.Close() }()
+				_, _ = io.Copy(c, b)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// tronEndpoint returns the URL of d's TRC20 node over transport, and the
+// TLS configuration that trusts it.
+func tronEndpoint(t testing.TB, d *devnet.Devnet, transport string) (string, *tls.Config) {
+	t.Helper()
+	st, ok := d.Network(paywatch.TRC20)
+	require.True(t, ok)
+	switch transport {
+	case "grpc":
+		return "grpc://" + st.RPCURL, nil
+	case "http":
+		return st.HTTPURL, nil
+	case "grpcs":
+		cert, pool := testCert(t)
+		return "grpcs://" + tlsTerminator(t, st.RPCURL, cert), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	case "https":
+		cert, pool := testCert(t)
+		up, err := url.Parse(st.HTTPURL)
+		require.NoError(t, err)
+		srv := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(up))
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv.URL, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	t.Fatalf("unknown transport %q", transport)
+	return "", nil
+}
+
+// dialTron returns a TRC20 client of urls.
+func dialTron(t testing.TB, d *devnet.Devnet, tlsCfg *tls.Config, headers []http.Header, urls ...string) chains.Client {
+	t.Helper()
+	st, _ := d.Network(paywatch.TRC20)
+	c, err := chains.Dial(context.Background(), chains.Config{
+		Network: paywatch.TRC20, URLs: urls, Headers: headers, Contracts: st.Tokens, TLS: tlsCfg,
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Every read of the client gives the same answers over each transport.
+func TestTronTransports(t *testing.T) {
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{paywatch.TRC20}})
+	n := paywatch.TRC20
+	st, _ := d.Network(n)
+	for _, transport := range tronTransports {
+		t.Run(transport, func(t *testing.T) {
+			ctx := ctxT(t)
+			u, tlsCfg := tronEndpoint(t, d, transport)
+			c := dialTron(t, d, tlsCfg, nil, u)
+			to := newAddress(t, n)
+			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "12.345678"})
+			require.NoError(t, err)
+			failed, err := d.TransferFailed(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "1"})
+			require.NoError(t, err)
+
+			head, err := c.Head(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, failed.BlockNumber, head)
+			hash, err := c.BlockHash(ctx, res.BlockNumber)
+			require.NoError(t, err)
+			want := chains.Transfer{
+				Network: n, Token: paywatch.USDT, Contract: st.Tokens[paywatch.USDT],
+				TxHash: res.TxHash, BlockNumber: res.BlockNumber, BlockHash: hash,
+				From: faucet(n), To: to, Amount: units(t, n, paywatch.USDT, "12.345678"),
+			}
+			ts, err := c.Transfers(ctx, res.BlockNumber, head)
+			require.NoError(t, err)
+			assert.Equal(t, []chains.Transfer{want}, ts, "the failed transfer does not count")
+			byTx, found, err := c.TransactionTransfers(ctx, res.TxHash)
+			require.NoError(t, err)
+			assert.True(t, found)
+			assert.Equal(t, []chains.Transfer{want}, byTx)
+			_, found, err = c.TransactionTransfers(ctx, failed.TxHash)
+			require.NoError(t, err)
+			assert.False(t, found, "a failed transaction pays nothing")
+			_, found, err = c.TransactionTransfers(ctx, missingHash(n))
+			require.NoError(t, err)
+			assert.False(t, found)
+			byAddr, err := c.AddressTransfers(ctx, to, 0)
+			require.NoError(t, err)
+			assert.Equal(t, []chains.Transfer{want}, byAddr)
+			genesis, err := c.BlockHash(ctx, 0)
+			require.NoError(t, err)
+			assert.Equal(t, chains.TronDevnetGenesisID, genesis, "block 0, whose number the HTTP API leaves out")
+			_, err = c.BlockHash(ctx, head+1000)
+			assert.ErrorIs(t, err, chains.ErrBlockNotFound)
+
+			// A reorg shows through every transport alike.
+			_, dropped, err := d.Reorg(ctx, n, int(head-res.BlockNumber)+1)
+			require.NoError(t, err)
+			assert.Contains(t, dropped, res.TxHash)
+			_, found, err = c.TransactionTransfers(ctx, res.TxHash)
+			require.NoError(t, err)
+			assert.False(t, found)
+			after, err := c.BlockHash(ctx, res.BlockNumber)
+			require.NoError(t, err)
+			assert.NotEqual(t, hash, after)
+		})
+	}
+}
+
+// One list of endpoints may mix transports; a dead one of either kind
+// fails over to the other.
+func TestTronFailoverAcrossTransports(t *testing.T) {
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{paywatch.TRC20}})
+	ctx := ctxT(t)
+	res, err := d.Transfer(ctx, devnet.TransferRequest{Network: paywatch.TRC20, Token: paywatch.USDT, To: newAddress(t, paywatch.TRC20), Amount: "1"})
+	require.NoError(t, err)
+	st, _ := d.Network(paywatch.TRC20)
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "<html>502 Bad Gateway</html>", http.StatusBadGateway)
+	}))
+	defer broken.Close()
+	for name, urls := range map[string][]string{
+		"dead gRPC, then HTTP":   {"grpc://" + deadAddr(t), st.HTTPURL},
+		"dead HTTP, then gRPC":   {"http://" + deadAddr(t), st.RPCURL},
+		"HTTP 502, then gRPC":    {broken.URL, st.RPCURL},
+		"dead grpcs, then https": {"grpcs://" + deadAddr(t), st.HTTPURL},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dialTron(t, d, nil, nil, urls...)
+			ts, err := c.Transfers(ctx, res.BlockNumber, res.BlockNumber)
+			require.NoError(t, err)
+			require.Len(t, ts, 1)
+			assert.Equal(t, res.TxHash, ts[0].TxHash)
+		})
+	}
+}
+
+// TronGrid refuses a key over its rate with HTTP 403 (503 with a key) and
+// {"Error": "The key exceeds the frequency limit(15), ..."}; the client
+// takes either for a rate limit, fails over, and reports ErrRateLimited
+// when every endpoint says so.
+func TestTronHTTPRateLimit(t *testing.T) {
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{paywatch.TRC20}})
+	ctx := ctxT(t)
+	st, _ := d.Network(paywatch.TRC20)
+	for _, status := range []int{http.StatusForbidden, http.StatusServiceUnavailable, http.StatusTooManyRequests} {
+		limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, `{"Error":"The key exceeds the frequency limit(15), and the query server is suspended for 30s"}`)
+		}))
+		defer limited.Close()
+		only := dialTron(t, d, nil, nil, limited.URL)
+		_, err := only.Head(ctx)
+		assert.ErrorIs(t, err, chains.ErrRateLimited, "HTTP %d", status)
+		both := dialTron(t, d, nil, nil, limited.URL, st.HTTPURL)
+		_, err = both.Head(ctx)
+		assert.NoError(t, err, "HTTP %d fails over", status)
+	}
+}
+
+// Credentials: a node that wants a header gets it from the endpoint's
+// configured headers (gRPC metadata or an HTTP header), and no key, from a
+// header or from the URL, shows in an error or an endpoint's name.
+func TestTronCredentialsReachTheNode(t *testing.T) {
+	const key = "5e3c0ff1-7a2b-4c1d-9e8f-a0b1c2d3e4f5"
+	d := startDevnet(t, devnet.Config{
+		Networks:       []paywatch.Network{paywatch.TRC20},
+		RequireHeaders: http.Header{"Tron-Pro-Api-Key": {key}},
+	})
+	ctx := ctxT(t)
+	withKey := []http.Header{{"TRON-PRO-API-KEY": {key}}}
+	wrongKey := []http.Header{{"TRON-PRO-API-KEY": {"wrong-" + key}}}
+	for _, transport := range tronTransports {
+		t.Run(transport, func(t *testing.T) {
+			u, tlsCfg := tronEndpoint(t, d, transport)
+			_, err := dialTron(t, d, tlsCfg, nil, u).Head(ctx)
+			require.Error(t, err, "the node refuses a call without the key")
+			_, err = dialTron(t, d, tlsCfg, wrongKey, u).Head(ctx)
+			require.Error(t, err, "and one with a wrong key")
+			assert.NotContains(t, err.Error(), key)
+			_, err = dialTron(t, d, tlsCfg, withKey, u).Head(ctx)
+			require.NoError(t, err, "the configured header reaches the node")
+		})
+	}
+	// A refused call's error names the endpoint but not the key, whether
+	// the key is in a header or in the URL's path (as QuickNode's is).
+	st, _ := d.Network(paywatch.TRC20)
+	var seen atomic.Value
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.URL.Path)
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"Error":"invalid key `+strings.TrimPrefix(r.URL.Path, "/")+`"}`)
+	}))
+	defer proxy.Close()
+	c := dialTron(t, d, nil, append(wrongKey, wrongKey[0]), proxy.URL+"/"+key+"/", st.HTTPURL+"/no-such-base-"+key)
+	_, err := c.Head(ctx)
+	require.Error(t, err)
+	assert.Equal(t, "/"+key+"/wallet/getnowblock", seen.Load(), "a base path stays in front of /wallet/")
+	assert.NotContains(t, err.Error(), key)
+	assert.NotContains(t, err.Error(), "wrong-")
+	assert.Contains(t, err.Error(), strings.TrimPrefix(proxy.URL, "http://"), "the endpoint is named")
+}
