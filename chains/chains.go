@@ -17,8 +17,8 @@ package chains
 
 import (
 	"context"
-	"net/http"
 	"fmt"
+	"net/http"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains/evm"
