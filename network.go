@@ -61,6 +61,9 @@ type NetworkInfo struct {
 	// ChainID is the EIP-155 chain id of an EVM network and 0 for Tron.
 	ChainID int64
 	// BlockTime is the typical block interval; it sets poll intervals.
+	// docs/networks.md gives each figure's source and the date it took
+	// effect (BSC: 0.45 s since Fermi, 2026-01-14; Polygon: 1.75 s since
+	// PIP-86, May 2026).
 	BlockTime time.Duration
 	// Tokens lists the tokens served on the network, in API order.
 	Tokens []Token
@@ -105,7 +108,7 @@ var networkTable = []networkRow{
 	{
 		info: NetworkInfo{
 			Network: BEP20, Name: "BSC (BEP20)", NativeToken: "BNB", Confirmations: 15,
-			Family: FamilyEVM, Explorer: "https://bscscan.com", ChainID: 56, BlockTime: 3 * time.Second,
+			Family: FamilyEVM, Explorer: "https://bscscan.com", ChainID: 56, BlockTime: 450 * time.Millisecond,
 		},
 		tokens: []tokenRow{
 			{USDT, 18, "0x55d398326f99059fF775485246999027B3197955"},
@@ -125,7 +128,7 @@ var networkTable = []networkRow{
 	{
 		info: NetworkInfo{
 			Network: POLYGON, Name: "Polygon", NativeToken: "POL", Confirmations: 64,
-			Family: FamilyEVM, Explorer: "https://polygonscan.com", ChainID: 137, BlockTime: 2 * time.Second,
+			Family: FamilyEVM, Explorer: "https://polygonscan.com", ChainID: 137, BlockTime: 1750 * time.Millisecond,
 		},
 		tokens: []tokenRow{
 			{USDT, 6, "0xc2132D05D31c914a87C6611C10748AEb04B58e8F"},

@@ -23,9 +23,9 @@ func TestNetworksTable(t *testing.T) {
 		tokens        []paywatch.Token
 	}{
 		{paywatch.TRC20, "Tron (TRC20)", "TRX", 19, paywatch.FamilyTron, "https://tronscan.org", 0, 3 * time.Second, []paywatch.Token{paywatch.USDT}},
-		{paywatch.BEP20, "BSC (BEP20)", "BNB", 15, paywatch.FamilyEVM, "https://bscscan.com", 56, 3 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
+		{paywatch.BEP20, "BSC (BEP20)", "BNB", 15, paywatch.FamilyEVM, "https://bscscan.com", 56, 450 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
 		{paywatch.ERC20, "Ethereum (ERC20)", "ETH", 12, paywatch.FamilyEVM, "https://etherscan.io", 1, 12 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
-		{paywatch.POLYGON, "Polygon", "POL", 64, paywatch.FamilyEVM, "https://polygonscan.com", 137, 2 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
+		{paywatch.POLYGON, "Polygon", "POL", 64, paywatch.FamilyEVM, "https://polygonscan.com", 137, 1750 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
 		{paywatch.ARBITRUM, "Arbitrum One", "ETH", 40, paywatch.FamilyEVM, "https://arbiscan.io", 42161, 250 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
 	}
 	all := paywatch.Networks()
