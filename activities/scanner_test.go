@@ -153,11 +153,22 @@ func repoRoot(t testing.TB) string {
 	}
 }
 
+// The TRC20 scanner reads its node over gRPC or over the FullNode HTTP
+// API alike.
 func TestScannerRunRecordsSignalsAndHandlesReorgs(t *testing.T) {
+	for transport, url := range map[string]func(devnet.NetworkStatus) string{
+		"grpc": func(st devnet.NetworkStatus) string { return st.RPCURL },
+		"http": func(st devnet.NetworkStatus) string { return st.HTTPURL },
+	} {
+		t.Run(transport, func(t *testing.T) { testScannerRunRecordsSignalsAndHandlesReorgs(t, url) })
+	}
+}
+
+func testScannerRunRecordsSignalsAndHandlesReorgs(t *testing.T, url func(devnet.NetworkStatus) string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := paywatch.TRC20
-	d, set := devnetChain(ctx, t, n)
+	d, set := devnetChainVia(ctx, t, n, url)
 	db := newScanDB(t)
 	_, err := d.Mine(ctx, n, 10)
 	require.NoError(t, err)
@@ -446,12 +457,17 @@ func TestScannerResignalsAWorkflowStartedMeanwhile(t *testing.T) {
 // devnetChain starts a devnet serving network n and dials it, both closed
 // when t ends (the clients first).
 func devnetChain(ctx context.Context, t testing.TB, n paywatch.Network) (*devnet.Devnet, *chains.Set) {
+	return devnetChainVia(ctx, t, n, func(st devnet.NetworkStatus) string { return st.RPCURL })
+}
+
+// devnetChainVia is devnetChain dialling the endpoint url picks.
+func devnetChainVia(ctx context.Context, t testing.TB, n paywatch.Network, url func(devnet.NetworkStatus) string) (*devnet.Devnet, *chains.Set) {
 	t.Helper()
 	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{url(st)}, Contracts: st.Tokens})
 	require.NoError(t, err)
 	t.Cleanup(set.Close)
 	return d, set

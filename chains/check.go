@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains/internal/chainapi"
 	"github.com/paywatch/paywatch/chains/tron"
 )
@@ -30,6 +31,12 @@ const TronDevnetGenesisID = tron.DevnetGenesisID
 
 // checkTimeout bounds the checks of one endpoint.
 const checkTimeout = 60 * time.Second
+
+// staleAfter is how old a head may be before Check calls the node out of
+// sync: 20 blocks' time, and at least 2 minutes.
+func staleAfter(blockTime time.Duration) time.Duration {
+	return max(20*blockTime, 2*time.Minute)
+}
 
 // one returns cfg narrowed to its endpoint i.
 func one(cfg Config, i int) Config {
@@ -69,6 +76,9 @@ func Check(ctx context.Context, cfg Config) []EndpointCheck {
 		cancel()
 		cl.Close()
 		r.RateLimited = int(limited.Load())
+		if info, _ := paywatch.LookupNetwork(cfg.Network); r.Err == "" && r.HeadAge > staleAfter(info.BlockTime) {
+			r.Problems = append(r.Problems, fmt.Sprintf("the newest block is %s old: the node is not synced", r.HeadAge))
+		}
 		if r.RateLimited > 0 {
 			r.Problems = append(r.Problems, fmt.Sprintf("%d rate-limit answers during the check", r.RateLimited))
 		}

@@ -96,6 +96,7 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 	}
 	out.Head = uint64(head.Number)
 	out.HeadAge = time.Since(time.Unix(int64(head.Timestamp), 0)).Round(time.Second)
+	out.HeadAge = max(out.HeadAge, 0) // a head a little ahead of this clock is not stale
 
 	for _, a := range c.addresses {
 		tok := c.tokens[a]

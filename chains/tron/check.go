@@ -69,7 +69,7 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 	}
 	out.Head = head.num
 	if head.time > 0 {
-		out.HeadAge = time.Since(time.UnixMilli(head.time)).Round(time.Second)
+		out.HeadAge = max(time.Since(time.UnixMilli(head.time)).Round(time.Second), 0) // a head a little ahead of this clock is not stale
 	}
 	if ident, err := c.Identity(ctx); err != nil {
 		limited(err)

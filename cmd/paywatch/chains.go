@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paywatch/paywatch"
@@ -85,7 +86,7 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 	for _, info := range paywatch.Networks() {
 		n := info.Network
 		if urls := cfg.RPCURLs[n]; len(urls) > 0 {
-			cfgs = append(cfgs, chains.Config{Network: n, URLs: urls, Contracts: contractsOf(n, cfg.Contracts[n])})
+			cfgs = append(cfgs, providerConfig(cfg, n))
 			continue
 		}
 		if rt.Devnet == nil {
@@ -108,6 +109,10 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 		}
 		rt.PollIntervals[n] = poll
 	}
+	if err := verifyChains(ctx, cfg, logger); err != nil {
+		_ = rt.Close()
+		return nil, err
+	}
 	if observe != nil {
 		for i := range cfgs {
 			cfgs[i].Observe = observe(cfgs[i].Network)
@@ -122,6 +127,53 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 	rt.Networks = set.Networks()
 	rt.StartupLines = rt.describeDevnet(cfg.DevnetBlockInterval)
 	return rt, nil
+}
+
+// providerConfig is the chains.Config of network n's configured
+// endpoints: its RPC URLs, their headers, and its token contracts.
+func providerConfig(cfg Config, n paywatch.Network) chains.Config {
+	return chains.Config{Network: n, URLs: cfg.RPCURLs[n], Headers: cfg.RPCHeaders[n], Contracts: contractsOf(n, cfg.Contracts[n])}
+}
+
+// identityTimeout bounds the start-up identity check of one endpoint.
+const identityTimeout = 5 * time.Second
+
+// verifyChains asks every configured endpoint which chain it serves, all
+// networks at once, and refuses to start when one serves another chain
+// than its network's (a testnet URL, or one network's URL under
+// another's), as the scanners would then watch the wrong chain. An
+// endpoint that does not answer only gets a warning: an outage at start
+// must not keep the service down, and the scanners retry.
+func verifyChains(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, info := range paywatch.Networks() {
+		n := info.Network
+		if len(cfg.RPCURLs[n]) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, identityTimeout*time.Duration(len(cfg.RPCURLs[n])))
+			defer cancel()
+			down, err := chains.VerifyIdentity(cctx, providerConfig(cfg, n))
+			for _, d := range down {
+				logger.Warn("an RPC endpoint did not say which chain it serves; starting anyway", "network", n, "endpoint", d)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("%w (run `paywatch check` for details)", errors.Join(errs...))
+	}
+	return nil
 }
 
 // contractsOf returns network n's token contracts: the mainnet ones with

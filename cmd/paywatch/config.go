@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -48,7 +49,9 @@ const (
 //	PAYWATCH_TRUSTED_PROXIES          comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For is honoured
 //	PAYWATCH_MAX_LAG_BLOCKS           a scanner more blocks than this behind its head makes /health degraded (default 100)
 //	PAYWATCH_METRICS_ADDR             listener for GET /metrics in the Prometheus text format (dev: 127.0.0.1:9090, skipped with a warning if taken; otherwise empty: off; "off" disables it)
-//	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network (JSON-RPC URLs; TRC20: gRPC host:port)
+//	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network, in failover order (JSON-RPC URLs; TRC20: host:port or grpc://, grpcs://, http(s):// FullNode HTTP API)
+//	PAYWATCH_<NETWORK>_RPC_HEADERS    headers sent to every endpoint of the network, as Name=value pairs separated by commas (values percent-encoded where needed), e.g. TRON-PRO-API-KEY=...
+//	PAYWATCH_<NETWORK>_RPC_HEADERS_<N>  headers for the N-th endpoint only (1-based), on top of the network's
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
 //	PAYWATCH_DEVNET                   run devnet chains for networks without an RPC URL (dev: true; never in serve)
 //	PAYWATCH_DEVNET_BLOCK_INTERVAL    devnet block time (default 1s)
@@ -108,6 +111,9 @@ type Config struct {
 
 	// RPCURLs maps a network to its RPC endpoints, in failover order.
 	RPCURLs map[paywatch.Network][]string
+	// RPCHeaders maps a network to one header set per RPC URL (nil for
+	// none): PAYWATCH_<NETWORK>_RPC_HEADERS with _<N> on top.
+	RPCHeaders map[paywatch.Network][]http.Header
 	// Contracts overrides token contracts per network and token.
 	Contracts map[paywatch.Network]map[paywatch.Token]string
 
@@ -264,6 +270,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.LogLevel = strings.ToLower(str("PAYWATCH_LOG_LEVEL", "info"))
 
 	c.RPCURLs = map[paywatch.Network][]string{}
+	c.RPCHeaders = map[paywatch.Network][]http.Header{}
 	c.Contracts = map[paywatch.Network]map[paywatch.Token]string{}
 	for _, n := range paywatch.Networks() {
 		if v := getenv("PAYWATCH_" + string(n.Network) + "_RPC_URL"); strings.TrimSpace(v) != "" {
@@ -273,6 +280,11 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 				}
 			}
 		}
+		headers, err := rpcHeaders(string(n.Network), len(c.RPCURLs[n.Network]), getenv)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.RPCHeaders[n.Network] = headers
 		for _, t := range n.Tokens {
 			if v := strings.TrimSpace(getenv("PAYWATCH_" + string(n.Network) + "_" + string(t) + "_CONTRACT")); v != "" {
 				if c.Contracts[n.Network] == nil {
@@ -378,3 +390,76 @@ func (c Config) RunsAPI() bool { return c.Mode != ModeWorker }
 
 // RunsWorker reports whether this process runs the Temporal worker and scanners.
 func (c Config) RunsWorker() bool { return c.Mode != ModeAPI }
+
+// rpcHeaders reads PAYWATCH_<NETWORK>_RPC_HEADERS and its per-endpoint
+// PAYWATCH_<NETWORK>_RPC_HEADERS_<N> (N from 1 to urls) into one header
+// set per endpoint, or nil when none is set. The format is
+// OTEL_EXPORTER_OTLP_HEADERS's: Name=value pairs separated by commas, each
+// value percent-decoded. Errors name the variable and never echo a value:
+// the values are credentials.
+func rpcHeaders(network string, urls int, getenv func(string) string) ([]http.Header, error) {
+	base := "PAYWATCH_" + network + "_RPC_HEADERS"
+	common, err := parseHeaders(base, getenv(base))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]http.Header, urls)
+	set := len(common) > 0
+	for i := range out {
+		h := common.Clone()
+		key := fmt.Sprintf("%s_%d", base, i+1)
+		own, err := parseHeaders(key, getenv(key))
+		if err != nil {
+			return nil, err
+		}
+		for k, vs := range own {
+			if h == nil {
+				h = http.Header{}
+			}
+			h[k] = vs
+			set = true
+		}
+		out[i] = h
+	}
+	if v := getenv(fmt.Sprintf("%s_%d", base, urls+1)); strings.TrimSpace(v) != "" {
+		return nil, fmt.Errorf("%s_%d is set, but PAYWATCH_%s_RPC_URL has %d endpoints", base, urls+1, network, urls)
+	}
+	if !set {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// parseHeaders reads one Name=value,Name=value list.
+func parseHeaders(key, v string) (http.Header, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	h := http.Header{}
+	for i, pair := range strings.Split(v, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(pair, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || !validHeaderName(name) {
+			return nil, fmt.Errorf("%s: entry %d is not Name=value (a header name, then =, then its value)", key, i+1)
+		}
+		dec, err := url.PathUnescape(strings.TrimSpace(value))
+		if err != nil || strings.ContainsAny(dec, "\r\n") {
+			return nil, fmt.Errorf("%s: the value of %s is not valid (percent-encode commas and special characters)", key, name)
+		}
+		h.Add(name, dec)
+	}
+	return h, nil
+}
+
+// validHeaderName reports whether s is an HTTP header name (a token).
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		if r > 126 || r <= 32 || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
+}

@@ -24,6 +24,7 @@ Commands:
   api       the API and hosted pages only
   worker    the Temporal worker and chain scanners only
   migrate   apply database migrations and exit
+  check     check every configured RPC endpoint: reachable, the right chain, synced, tokens, features
   temporal  "temporal serve": a standalone Temporal server on PostgreSQL, for api and worker replicas
   admin     operator commands over the operator endpoints
   devnet    devnet commands, e.g. "devnet send", or "devnet serve": devnet chains as their own process
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runService(ctx, Mode(cmd), getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, getenv, stdout, stderr)
+	case "check":
+		return runCheck(ctx, args[1:], getenv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
 	case "devnet":

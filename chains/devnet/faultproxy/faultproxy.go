@@ -16,6 +16,10 @@
 //     logs is a bloom false positive.
 //   - RefuseBatches: a JSON-RPC batch gets HTTP 400 with one error object,
 //     as from providers that do not take batches.
+//   - RefuseByHash: eth_getLogs by blockHash (EIP-234) gets "invalid
+//     params", as from providers or old nodes without it.
+//   - RateLimitEvery: every n-th HTTP request gets HTTP 429, as from a
+//     provider's free tier under load.
 //
 // It is a test helper: it reads the node over plain HTTP on loopback and
 // is not meant for anything else.
@@ -45,6 +49,10 @@ type Config struct {
 	SaturateBlooms bool
 	// RefuseBatches answers every JSON-RPC batch with HTTP 400.
 	RefuseBatches bool
+	// RefuseByHash answers eth_getLogs by blockHash with a JSON-RPC error.
+	RefuseByHash bool
+	// RateLimitEvery, when above 0, answers every n-th request with 429.
+	RateLimitEvery int
 }
 
 // Proxy is a running fault-injecting JSON-RPC proxy.
@@ -55,6 +63,8 @@ type Proxy struct {
 	upstream string
 	saturate bool
 	noBatch  bool
+	noByHash bool
+	limitN   int
 	lag      atomic.Uint64
 	byHashOK atomic.Bool
 	srv      *httptest.Server
@@ -68,7 +78,8 @@ type Proxy struct {
 
 // Start starts a proxy in front of cfg.Upstream on a loopback port.
 func Start(cfg Config) *Proxy {
-	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, noBatch: cfg.RefuseBatches, methods: map[string]int{}, hc: &http.Client{}}
+	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, noBatch: cfg.RefuseBatches,
+		noByHash: cfg.RefuseByHash, limitN: cfg.RateLimitEvery, methods: map[string]int{}, hc: &http.Client{}}
 	p.lag.Store(cfg.LogLag)
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
@@ -128,7 +139,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.requests++
+	limited := p.limitN > 0 && p.requests%p.limitN == 0
 	p.mu.Unlock()
+	if limited {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"rate limit exceeded"}}`)
+		return
+	}
 	body = bytes.TrimSpace(body)
 	var out any
 	if len(body) > 0 && body[0] == '[' {
@@ -170,6 +188,10 @@ func (p *Proxy) handle(raw json.RawMessage) (json.RawMessage, error) {
 	p.mu.Lock()
 	p.methods[req.Method]++
 	p.mu.Unlock()
+	if p.noByHash && req.Method == "eth_getLogs" && len(req.Params) == 1 && bytes.Contains(req.Params[0], []byte(`"blockHash"`)) {
+		return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+			"error": map[string]any{"code": -32602, "message": "invalid params: blockHash is not supported"}})
+	}
 	resp, err := p.forward(raw)
 	if err != nil {
 		return nil, err
