@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,3 +181,49 @@ func (h *levelCount) count(l slog.Level) int {
 	defer h.mu.Unlock()
 	return h.counts[l]
 }
+
+// A provider that echoes the caller's key in its refusals, over TRON's
+// HTTP API with the key in a header and in the URL's path: neither the
+// scanner's logs nor its failure record (what /health shows) carry it.
+func TestScannerHealthAndLogsNeverShowAKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const key = "c2f1e0d9-8b7a-4655-a4b3-c2d1e0f9a8b7"
+	n := paywatch.TRC20
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"Error":"ApiKey ` + r.Header.Get("TRON-PRO-API-KEY") + ` not valid for ` + r.URL.Path + `"}`))
+	}))
+	defer echo.Close()
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{echo.URL + "/" + key},
+		Headers: []http.Header{{"TRON-PRO-API-KEY": {key}}}})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	var logged strings.Builder
+	var mu sync.Mutex
+	s := activities.NewScanner(activities.ScannerDeps{
+		Store: db.store, Chains: set, Signaler: &signalLog{},
+		Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logged.Write(p)
+		}), &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 1500 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	all, err := db.store.ChainStatus(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	assert.Contains(t, all[0].LastError, "HTTP 401", "the refusal is recorded")
+	assert.NotContains(t, all[0].LastError, key)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, logged.String(), "HTTP 401")
+	assert.NotContains(t, logged.String(), key)
+}
+
+// writerFunc is a function as an io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,4 +269,40 @@ func TestMetricsAddr(t *testing.T) {
 	err = cfg.Validate()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `PAYWATCH_METRICS_ADDR: "9090" is not host:port (or off)`)
+}
+
+// PAYWATCH_<NETWORK>_RPC_HEADERS go to every endpoint of the network, and
+// _<N> adds or replaces headers of the N-th; values are percent-decoded;
+// a malformed list is refused without echoing its values.
+func TestRPCHeaders(t *testing.T) {
+	cfg, err := LoadConfig(ModeServe, envOf(map[string]string{
+		"PAYWATCH_TRC20_RPC_URL":       "https://api.trongrid.io,grpcs://grpc.example:443",
+		"PAYWATCH_TRC20_RPC_HEADERS":   "TRON-PRO-API-KEY=k1, X-Team=a%2Cb",
+		"PAYWATCH_TRC20_RPC_HEADERS_2": "Authorization=Bearer%20t2,TRON-PRO-API-KEY=k2",
+		"PAYWATCH_ERC20_RPC_URL":       "https://mainnet.infura.io/v3/key",
+	}))
+	require.NoError(t, err)
+	require.Len(t, cfg.RPCHeaders[paywatch.TRC20], 2)
+	first, second := cfg.RPCHeaders[paywatch.TRC20][0], cfg.RPCHeaders[paywatch.TRC20][1]
+	assert.Equal(t, "k1", first.Get("Tron-Pro-Api-Key"))
+	assert.Equal(t, "a,b", first.Get("X-Team"))
+	assert.Empty(t, first.Get("Authorization"))
+	assert.Equal(t, "k2", second.Get("Tron-Pro-Api-Key"), "the endpoint's own value wins")
+	assert.Equal(t, "Bearer t2", second.Get("Authorization"))
+	assert.Equal(t, "a,b", second.Get("X-Team"))
+	assert.Nil(t, cfg.RPCHeaders[paywatch.ERC20], "no headers: nil")
+
+	for env, msg := range map[string]string{
+		"PAYWATCH_TRC20_RPC_HEADERS=secret-without-name":  "PAYWATCH_TRC20_RPC_HEADERS: entry 1 is not Name=value",
+		"PAYWATCH_TRC20_RPC_HEADERS=Bad Name=secret":      "PAYWATCH_TRC20_RPC_HEADERS: entry 1 is not Name=value",
+		"PAYWATCH_TRC20_RPC_HEADERS_3=X-Key=secret":       "PAYWATCH_TRC20_RPC_HEADERS_3 is set, but PAYWATCH_TRC20_RPC_URL has 2 endpoints",
+		"PAYWATCH_TRC20_RPC_HEADERS_1=X-Key=secret%zz":    "PAYWATCH_TRC20_RPC_HEADERS_1: the value of X-Key is not valid",
+		"PAYWATCH_TRC20_RPC_HEADERS=X-Key=secret%0d%0aX:": "PAYWATCH_TRC20_RPC_HEADERS: the value of X-Key is not valid",
+	} {
+		k, v, _ := strings.Cut(env, "=")
+		_, err := LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_TRC20_RPC_URL": "https://a.example,https://b.example", k: v}))
+		require.Error(t, err, env)
+		assert.Contains(t, err.Error(), msg)
+		assert.NotContains(t, err.Error(), "secret")
+	}
 }
