@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,30 +91,54 @@ func Check(ctx context.Context, cfg Config) []EndpointCheck {
 // ErrWrongChain means an endpoint serves another chain than its network's.
 var ErrWrongChain = errors.New("endpoint serves the wrong chain")
 
-// VerifyIdentity asks every endpoint of cfg which chain it serves, as
-// `serve` and `worker` do before they start: an endpoint of another chain
-// (a testnet URL under a mainnet network, or one network's URL under
-// another) would have paywatch watch the wrong chain's tokens. It returns
-// ErrWrongChain naming each such endpoint. An endpoint that does not
-// answer is not an error here (an outage must not keep the service down):
-// it is listed in unreachable, by name, with its error.
-func VerifyIdentity(ctx context.Context, cfg Config) (unreachable []string, err error) {
-	var wrong []string
+// VerifyIdentity asks every endpoint of cfg, all at once and each for at
+// most timeout, which chain it serves, as `serve` and `worker` do before
+// they start: an endpoint of another chain (a testnet URL under a mainnet
+// network, or one network's URL under another) would have paywatch watch
+// the wrong chain's tokens. It returns ErrWrongChain naming each such
+// endpoint. An endpoint that does not answer is not an error here (an
+// outage must not keep the service down): it is listed in unreachable, by
+// name, with its error.
+func VerifyIdentity(ctx context.Context, cfg Config, timeout time.Duration) (unreachable []string, err error) {
+	type answer struct {
+		down, wrong string
+		err         error
+	}
+	answers := make([]answer, len(cfg.URLs))
+	var wg sync.WaitGroup
 	for i := range cfg.URLs {
-		cl, err := Dial(ctx, one(cfg, i))
-		if err != nil {
-			return nil, err
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := Dial(ctx, one(cfg, i))
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			defer cl.Close()
+			name := chainapi.NewRedactor(cfg.URLs[i], cfg.HeadersOf(i)).Name()
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			id, err := cl.(chainapi.Checker).Identity(cctx)
+			switch {
+			case err != nil:
+				answers[i].down = fmt.Sprintf("%s: %v", name, err)
+			case !id.OK:
+				answers[i].wrong = fmt.Sprintf("%s serves %s", name, id.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	var wrong []string
+	for _, a := range answers {
+		if a.err != nil {
+			return nil, a.err
 		}
-		name := chainapi.NewRedactor(cfg.URLs[i], cfg.HeadersOf(i)).Name()
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		id, err := cl.(chainapi.Checker).Identity(cctx)
-		cancel()
-		cl.Close()
-		switch {
-		case err != nil:
-			unreachable = append(unreachable, fmt.Sprintf("%s: %v", name, err))
-		case !id.OK:
-			wrong = append(wrong, fmt.Sprintf("%s serves %s", name, id.Name))
+		if a.down != "" {
+			unreachable = append(unreachable, a.down)
+		}
+		if a.wrong != "" {
+			wrong = append(wrong, a.wrong)
 		}
 	}
 	if len(wrong) > 0 {

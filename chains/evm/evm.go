@@ -104,6 +104,9 @@ func Dial(ctx context.Context, cfg chainapi.Config) (*Client, error) {
 	hc := &http.Client{
 		Transport: &countingTransport{base: base, calls: &c.calls},
 		Timeout:   httpTimeout,
+		// A JSON-RPC endpoint has no business redirecting, and a redirect
+		// would carry the endpoint's headers (its key) to wherever it points.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	var clients []*ethclient.Client
 	var names []chainapi.Redactor

@@ -106,7 +106,13 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 	}
 	// A node without transaction history answers a block's infos short.
 	f := chainapi.FeatureCheck{Name: "transaction infos", Required: true}
-	if b, ok := c.recentBusyBlock(ctx, head.num); ok {
+	b, ok, err := c.recentBusyBlock(ctx, head.num)
+	switch {
+	case err != nil:
+		// GetBlockByLimitNext is the scanner's main call.
+		f.Detail = "blocks by range: " + err.Error()
+		problem("blocks by range (getblockbylimitnext): %v", err)
+	case ok:
 		bl := block{num: b.num, id: hex.EncodeToString(b.id), txs: map[string]bool{}}
 		for _, id := range b.txids {
 			bl.txs[hex.EncodeToString(id)] = true
@@ -119,7 +125,7 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 			f.Detail += ": " + err.Error()
 			problem("transaction infos of block %d: %v", b.num, err)
 		}
-	} else {
+	default:
 		f.OK, f.Detail = true, "no transactions in the newest blocks to check"
 	}
 	out.Features = append(out.Features, f)
@@ -127,8 +133,8 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 }
 
 // recentBusyBlock returns the newest block with transactions among the 20
-// up to head.
-func (c *Client) recentBusyBlock(ctx context.Context, head uint64) (blockHead, bool) {
+// up to head, read as the scanner reads blocks (by range).
+func (c *Client) recentBusyBlock(ctx context.Context, head uint64) (blockHead, bool, error) {
 	from := uint64(0)
 	if head >= 20 {
 		from = head - 19
@@ -139,14 +145,17 @@ func (c *Client) recentBusyBlock(ctx context.Context, head uint64) (blockHead, b
 		return err
 	})
 	if err != nil {
-		return blockHead{}, false
+		return blockHead{}, false, err
+	}
+	if uint64(len(got)) != head-from+1 {
+		return blockHead{}, false, fmt.Errorf("asked for blocks %d-%d, got %d", from, head, len(got))
 	}
 	for i := len(got) - 1; i >= 0; i-- {
 		if len(got[i].txids) > 0 {
-			return got[i], true
+			return got[i], true, nil
 		}
 	}
-	return blockHead{}, false
+	return blockHead{}, false, nil
 }
 
 // contractList returns the configured contracts in API order.

@@ -28,6 +28,8 @@ type httpNode struct {
 	base    *url.URL
 	headers http.Header
 	client  *http.Client
+	// maxAnswer bounds an answer's size (maxHTTPAnswer; tests lower it).
+	maxAnswer int
 }
 
 // newHTTPNode returns the node at base; it does no I/O.
@@ -38,9 +40,15 @@ func newHTTPNode(base *url.URL, headers http.Header, tlsCfg *tls.Config, calls *
 		t.TLSClientConfig = tlsCfg.Clone()
 	}
 	return &httpNode{
-		base:    base,
-		headers: headers.Clone(),
-		client:  &http.Client{Transport: countingRoundTripper{t, calls}},
+		base:      base,
+		maxAnswer: maxHTTPAnswer,
+		headers:   headers.Clone(),
+		client: &http.Client{
+			Transport: countingRoundTripper{t, calls},
+			// java-tron never redirects, and a redirect would carry the
+			// endpoint's key headers to wherever it points.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
 	}
 }
 
@@ -101,12 +109,12 @@ func (h *httpNode) call(ctx context.Context, method string, body, out any) error
 		return err
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, maxHTTPAnswer+1))
+	raw, err := io.ReadAll(io.LimitReader(res.Body, int64(h.maxAnswer)+1))
 	if err != nil {
 		return err
 	}
-	if len(raw) > maxHTTPAnswer {
-		return fmt.Errorf("answer of %s is over %d bytes", method, maxHTTPAnswer)
+	if len(raw) > h.maxAnswer {
+		return fmt.Errorf("%w: answer of %s is over %d bytes", chainapi.ErrRangeTooLarge, method, h.maxAnswer)
 	}
 	if res.StatusCode != http.StatusOK {
 		body := strings.TrimSpace(string(raw))
@@ -122,7 +130,7 @@ func (h *httpNode) call(ctx context.Context, method string, body, out any) error
 	var e struct {
 		Error string `json:"Error"`
 	}
-	if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+	if t := bytes.TrimSpace(raw); bytes.HasPrefix(t, []byte(`{"Error"`)) && json.Unmarshal(t, &e) == nil && e.Error != "" {
 		if rateLimited(0, e.Error) {
 			return fmt.Errorf("%w: %w", chainapi.ErrRateLimited, &nodeError{e.Error})
 		}

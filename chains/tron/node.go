@@ -114,7 +114,7 @@ func parseEndpoint(raw, name string) (endpoint, error) {
 			return bad()
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
-		u.RawPath = ""
+		u.RawPath = strings.TrimSuffix(u.RawPath, "/")
 		return endpoint{transport: transportHTTP, base: u}, nil
 	default:
 		return bad()

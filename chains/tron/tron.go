@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -197,6 +196,21 @@ func (c *Client) Transfers(ctx context.Context, from, to uint64) ([]chainapi.Tra
 			end = start + c.batch - 1
 		}
 		ts, err := c.batchTransfers(ctx, start, end)
+		if err != nil && end > start && ctx.Err() == nil &&
+			(errors.Is(err, chainapi.ErrRangeTooLarge) || errors.Is(err, context.DeadlineExceeded)) {
+			// Busy mainnet blocks run to ~1 KB of JSON per transaction: a
+			// batch whose answer is over the size cap or outlasts the call's
+			// timeout is read in halves, so that catching up after an
+			// outage can't stall on it.
+			to := end
+			end = start + (end-start)/2
+			var rest []chainapi.Transfer
+			if ts, err = c.Transfers(ctx, start, end); err == nil {
+				rest, err = c.Transfers(ctx, end+1, to)
+				ts = append(ts, rest...)
+				end = to
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -457,16 +471,13 @@ func classify(err error) chainapi.Failure {
 	if errors.Is(err, chainapi.ErrRateLimited) {
 		return chainapi.Limited
 	}
-	var he *httpStatusError
-	if errors.As(err, &he) && he.status >= 400 && he.status < 500 &&
-		he.status != http.StatusRequestTimeout && he.status != http.StatusUnauthorized && he.status != http.StatusForbidden && he.status != http.StatusNotFound {
-		return chainapi.Final // a request the node can't take; another node would refuse it too
-	}
 	switch status.Code(err) {
 	case codes.InvalidArgument, codes.NotFound, codes.OutOfRange, codes.FailedPrecondition,
 		codes.AlreadyExists, codes.Canceled:
 		return chainapi.Final
-	default: // Unavailable, DeadlineExceeded, Internal, Unknown, Unimplemented, HTTP 5xx, 401/403 (a key one endpoint refuses), ...
+	default: // Unavailable, DeadlineExceeded, Internal, Unknown, Unimplemented, and every HTTP status but 200:
+		// java-tron answers a request it can't take with 200 and {"Error": ...}, so a 4xx comes from
+		// the endpoint's own setup (a refused key, a proxy, a retired path), which another may not share
 		return chainapi.Failover
 	}
 }

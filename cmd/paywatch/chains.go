@@ -156,11 +156,14 @@ func verifyChains(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, identityTimeout*time.Duration(len(cfg.RPCURLs[n])))
-			defer cancel()
-			down, err := chains.VerifyIdentity(cctx, providerConfig(cfg, n))
+			down, err := chains.VerifyIdentity(ctx, providerConfig(cfg, n), identityTimeout)
 			for _, d := range down {
 				logger.Warn("an RPC endpoint did not say which chain it serves; starting anyway", "network", n, "endpoint", d)
+			}
+			if err != nil && cfg.AllowOtherChains && errors.Is(err, chains.ErrWrongChain) {
+				logger.Warn("an RPC endpoint serves another chain than its network's; starting anyway (PAYWATCH_ALLOW_OTHER_CHAINS)",
+					"network", n, "error", err)
+				err = nil
 			}
 			if err != nil {
 				mu.Lock()

@@ -103,6 +103,8 @@ func TestCheckFindsEachProblem(t *testing.T) {
 	defer noBatch.Close()
 	limited := faultproxy.Start(faultproxy.Config{Upstream: st(paywatch.POLYGON).RPCURL, RateLimitEvery: 2})
 	defer limited.Close()
+	stale := faultproxy.Start(faultproxy.Config{Upstream: st(paywatch.ERC20).RPCURL, HeadAge: time.Hour})
+	defer stale.Close()
 
 	for name, tc := range map[string]struct {
 		env  map[string]string
@@ -133,6 +135,10 @@ func TestCheckFindsEachProblem(t *testing.T) {
 			env:  map[string]string{"PAYWATCH_ARBITRUM_RPC_URL": noByHash.URL},
 			want: []string{"logs by block hash (EIP-234): refused", "eth_getLogs by blockHash refused"}, code: 1,
 		},
+		"a node that stopped syncing": {
+			env:  map[string]string{"PAYWATCH_ERC20_RPC_URL": stale.URL},
+			want: []string{"old: the node is not synced"}, code: 1,
+		},
 		"rate limits": {
 			env:  map[string]string{"PAYWATCH_POLYGON_RPC_URL": limited.URL},
 			want: []string{"rate-limit answers during the check"}, code: 1,
@@ -143,7 +149,7 @@ func TestCheckFindsEachProblem(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			for _, n := range []paywatch.Network{paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BEP20} {
+			for _, n := range []paywatch.Network{paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BEP20, paywatch.ERC20} {
 				if tc.env["PAYWATCH_"+string(n)+"_RPC_URL"] != "" && name != "no token contract" {
 					contracts(tc.env, n)
 				}
@@ -184,9 +190,14 @@ func TestStartRefusesTheWrongChain(t *testing.T) {
 	require.ErrorIs(t, err, chains.ErrWrongChain)
 	assert.Contains(t, err.Error(), "serves chain id 56")
 	assert.Contains(t, err.Error(), "paywatch check")
+	rt, err := startChains(context.Background(), Config{AllowOtherChains: true, RPCURLs: map[paywatch.Network][]string{
+		paywatch.ERC20: {bsc.RPCURL},
+	}}, nil, nil)
+	require.NoError(t, err, "PAYWATCH_ALLOW_OTHER_CHAINS: a warning, not a refusal")
+	rt.Close()
 
 	trc, _ := d.Network(paywatch.TRC20)
-	rt, err := startChains(context.Background(), Config{
+	rt, err = startChains(context.Background(), Config{
 		RPCURLs:    map[paywatch.Network][]string{paywatch.TRC20: {trc.HTTPURL}, paywatch.POLYGON: {"http://" + freeAddr(t)}},
 		RPCHeaders: map[paywatch.Network][]http.Header{paywatch.TRC20: {{"TRON-PRO-API-KEY": {tronKey}}}},
 	}, nil, nil)

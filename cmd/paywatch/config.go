@@ -53,6 +53,7 @@ const (
 //	PAYWATCH_<NETWORK>_RPC_HEADERS    headers sent to every endpoint of the network, as Name=value pairs separated by commas (values percent-encoded where needed), e.g. TRON-PRO-API-KEY=...
 //	PAYWATCH_<NETWORK>_RPC_HEADERS_<N>  headers for the N-th endpoint only (1-based), on top of the network's
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
+//	PAYWATCH_ALLOW_OTHER_CHAINS       start even when an endpoint serves another chain than its network's mainnet (a testnet staging setup; default false)
 //	PAYWATCH_DEVNET                   run devnet chains for networks without an RPC URL (dev: true; never in serve)
 //	PAYWATCH_DEVNET_BLOCK_INTERVAL    devnet block time (default 1s)
 //	PAYWATCH_TEMPORAL_DEV_ADDR        embedded Temporal frontend (default 127.0.0.1:7233)
@@ -116,6 +117,9 @@ type Config struct {
 	RPCHeaders map[paywatch.Network][]http.Header
 	// Contracts overrides token contracts per network and token.
 	Contracts map[paywatch.Network]map[paywatch.Token]string
+	// AllowOtherChains is PAYWATCH_ALLOW_OTHER_CHAINS: the start-up guard
+	// warns instead of refusing an endpoint of another chain.
+	AllowOtherChains bool
 
 	Devnet              bool
 	DevnetBlockInterval time.Duration
@@ -253,6 +257,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	}
 	c.MaxLagBlocks = uint64(count("PAYWATCH_MAX_LAG_BLOCKS", api.DefaultMaxLagBlocks, 1))
 	c.Devnet = boolean("PAYWATCH_DEVNET", dev)
+	c.AllowOtherChains = boolean("PAYWATCH_ALLOW_OTHER_CHAINS", false)
 	c.DevnetBlockInterval = duration("PAYWATCH_DEVNET_BLOCK_INTERVAL", time.Second)
 	c.TemporalDevAddr = str("PAYWATCH_TEMPORAL_DEV_ADDR", "127.0.0.1:7233")
 	c.TemporalUIAddr = str("PAYWATCH_TEMPORAL_UI_ADDR", "127.0.0.1:8233")
@@ -421,8 +426,10 @@ func rpcHeaders(network string, urls int, getenv func(string) string) ([]http.He
 		}
 		out[i] = h
 	}
-	if v := getenv(fmt.Sprintf("%s_%d", base, urls+1)); strings.TrimSpace(v) != "" {
-		return nil, fmt.Errorf("%s_%d is set, but PAYWATCH_%s_RPC_URL has %d endpoints", base, urls+1, network, urls)
+	for n := urls + 1; n <= urls+16; n++ {
+		if v := getenv(fmt.Sprintf("%s_%d", base, n)); strings.TrimSpace(v) != "" {
+			return nil, fmt.Errorf("%s_%d is set, but PAYWATCH_%s_RPC_URL has %d endpoints", base, n, network, urls)
+		}
 	}
 	if !set {
 		return nil, nil
@@ -446,7 +453,7 @@ func parseHeaders(key, v string) (http.Header, error) {
 			return nil, fmt.Errorf("%s: entry %d is not Name=value (a header name, then =, then its value)", key, i+1)
 		}
 		dec, err := url.PathUnescape(strings.TrimSpace(value))
-		if err != nil || strings.ContainsAny(dec, "\r\n") {
+		if err != nil || !validHeaderValue(dec) {
 			return nil, fmt.Errorf("%s: the value of %s is not valid (percent-encode commas and special characters)", key, name)
 		}
 		h.Add(name, dec)
@@ -454,12 +461,24 @@ func parseHeaders(key, v string) (http.Header, error) {
 	return h, nil
 }
 
-// validHeaderName reports whether s is an HTTP header name (a token).
+// validHeaderName reports whether s is a header name that both HTTP and
+// gRPC metadata take: letters, digits, '-', '_' and '.'.
 func validHeaderName(s string) bool {
 	for _, r := range s {
-		if r > 126 || r <= 32 || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
 			return false
 		}
 	}
-	return true
+	return s != ""
+}
+
+// validHeaderValue reports whether s is a non-empty header value of
+// printable ASCII, as gRPC metadata requires.
+func validHeaderValue(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r > 0x7e {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -298,6 +298,9 @@ func TestRPCHeaders(t *testing.T) {
 		"PAYWATCH_TRC20_RPC_HEADERS_3=X-Key=secret":       "PAYWATCH_TRC20_RPC_HEADERS_3 is set, but PAYWATCH_TRC20_RPC_URL has 2 endpoints",
 		"PAYWATCH_TRC20_RPC_HEADERS_1=X-Key=secret%zz":    "PAYWATCH_TRC20_RPC_HEADERS_1: the value of X-Key is not valid",
 		"PAYWATCH_TRC20_RPC_HEADERS=X-Key=secret%0d%0aX:": "PAYWATCH_TRC20_RPC_HEADERS: the value of X-Key is not valid",
+		"PAYWATCH_TRC20_RPC_HEADERS=X-Key=":               "PAYWATCH_TRC20_RPC_HEADERS: the value of X-Key is not valid",
+		"PAYWATCH_TRC20_RPC_HEADERS=X~Key=secret":         "PAYWATCH_TRC20_RPC_HEADERS: entry 1 is not Name=value",
+		"PAYWATCH_TRC20_RPC_HEADERS_5=X-Key=secret":       "PAYWATCH_TRC20_RPC_HEADERS_5 is set, but PAYWATCH_TRC20_RPC_URL has 2 endpoints",
 	} {
 		k, v, _ := strings.Cut(env, "=")
 		_, err := LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_TRC20_RPC_URL": "https://a.example,https://b.example", k: v}))

@@ -20,6 +20,8 @@
 //     params", as from providers or old nodes without it.
 //   - RateLimitEvery: every n-th HTTP request gets HTTP 429, as from a
 //     provider's free tier under load.
+//   - HeadAge: blocks' timestamps are moved that far into the past, as a
+//     node that stopped syncing serves an old head.
 //
 // It is a test helper: it reads the node over plain HTTP on loopback and
 // is not meant for anything else.
@@ -36,6 +38,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Config configures Start.
@@ -53,6 +56,8 @@ type Config struct {
 	RefuseByHash bool
 	// RateLimitEvery, when above 0, answers every n-th request with 429.
 	RateLimitEvery int
+	// HeadAge moves every block's timestamp this far back.
+	HeadAge time.Duration
 }
 
 // Proxy is a running fault-injecting JSON-RPC proxy.
@@ -65,6 +70,7 @@ type Proxy struct {
 	noBatch  bool
 	noByHash bool
 	limitN   int
+	age      time.Duration
 	lag      atomic.Uint64
 	byHashOK atomic.Bool
 	srv      *httptest.Server
@@ -79,7 +85,7 @@ type Proxy struct {
 // Start starts a proxy in front of cfg.Upstream on a loopback port.
 func Start(cfg Config) *Proxy {
 	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, noBatch: cfg.RefuseBatches,
-		noByHash: cfg.RefuseByHash, limitN: cfg.RateLimitEvery, methods: map[string]int{}, hc: &http.Client{}}
+		noByHash: cfg.RefuseByHash, limitN: cfg.RateLimitEvery, age: cfg.HeadAge, methods: map[string]int{}, hc: &http.Client{}}
 	p.lag.Store(cfg.LogLag)
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
@@ -202,6 +208,11 @@ func (p *Proxy) handle(raw json.RawMessage) (json.RawMessage, error) {
 			return p.lagLogs(req, resp, lag)
 		}
 	case "eth_getBlockByNumber", "eth_getBlockByHash":
+		if p.age > 0 {
+			if resp, err = age(resp, p.age); err != nil {
+				return nil, err
+			}
+		}
 		if p.saturate {
 			return saturate(resp)
 		}
@@ -320,6 +331,33 @@ func saturate(resp json.RawMessage) (json.RawMessage, error) {
 		return resp, nil //nolint:nilerr // null (unknown block) or an error: leave it
 	}
 	block["logsBloom"] = fullBloom
+	b, err := json.Marshal(block)
+	if err != nil {
+		return nil, err
+	}
+	r["result"] = b
+	return json.Marshal(r)
+}
+
+// age moves a block answer's timestamp d back.
+func age(resp json.RawMessage, d time.Duration) (json.RawMessage, error) {
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(resp, &r); err != nil {
+		return nil, err
+	}
+	var block map[string]any
+	if err := json.Unmarshal(r["result"], &block); err != nil || block == nil {
+		return resp, nil //nolint:nilerr // null (unknown block) or an error: leave it
+	}
+	ts, ok := block["timestamp"].(string)
+	if !ok {
+		return resp, nil
+	}
+	n, err := parseHex(ts)
+	if err != nil {
+		return nil, err
+	}
+	block["timestamp"] = fmt.Sprintf("0x%x", n-uint64(d.Seconds()))
 	b, err := json.Marshal(block)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package chainapi
 
 import (
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,29 +36,31 @@ func NewRedactor(raw string, headers http.Header) Redactor {
 			r.secrets = append(r.secrets, s)
 		}
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case err == nil && u.Scheme != "" && u.Host != "":
-		r.name = u.Scheme + "://" + u.Host
-		if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
-			r.name += "/…"
-			add(raw)
+	// Every configured header value is a secret, however short.
+	addAlways := func(s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			r.secrets = append(r.secrets, s)
 		}
+	}
+	// urlSecrets adds what of u can hold a key: its user info, its path
+	// segments (raw and decoded) and the whole path, its query and values.
+	urlSecrets := func(u *url.URL) {
 		if u.User != nil {
 			add(u.User.Username())
 			if p, ok := u.User.Password(); ok {
 				add(p)
 			}
-			add(raw)
 		}
-		for _, seg := range strings.Split(u.Path, "/") {
-			add(seg)
-			if un, err := url.PathUnescape(seg); err == nil {
-				add(un)
+		for _, path := range []string{u.Path, u.EscapedPath()} {
+			for _, seg := range strings.Split(path, "/") {
+				add(seg)
+				if un, err := url.PathUnescape(seg); err == nil {
+					add(un)
+				}
 			}
-		}
-		if p := strings.Trim(u.Path, "/"); strings.Contains(p, "/") {
-			add(p)
+			if p := strings.Trim(path, "/"); strings.Contains(p, "/") {
+				add(p)
+			}
 		}
 		for _, vs := range u.Query() {
 			for _, v := range vs {
@@ -65,10 +68,30 @@ func NewRedactor(raw string, headers http.Header) Redactor {
 			}
 		}
 		add(u.RawQuery)
-	case err == nil && u.Scheme != "" && u.Opaque != "": // host:port parses as scheme "host"
+	}
+	hidden := func(u *url.URL) bool {
+		return strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err == nil && u.Scheme != "" && u.Host != "":
+		r.name = u.Scheme + "://" + u.Host
+		if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			r.name += "/…"
+		}
+		if hidden(u) {
+			add(raw)
+		}
+		urlSecrets(u)
+	case bareHostPort(raw): // host:port, a gRPC address, parses as scheme "host"
 		r.name = raw
 	default:
-		if strings.ContainsAny(raw, "/?@") {
+		// No scheme: whatever follows host:port could be a key.
+		if v, err := url.Parse("//" + raw); err == nil && v.Host != "" && hidden(v) {
+			r.name = v.Host + "/…"
+			add(raw)
+			urlSecrets(v)
+		} else if strings.ContainsAny(raw, "/?@#") || err != nil {
 			r.name = "<endpoint>"
 			add(raw)
 		} else {
@@ -77,15 +100,30 @@ func NewRedactor(raw string, headers http.Header) Redactor {
 	}
 	for _, vs := range headers {
 		for _, v := range vs {
-			add(v)
+			addAlways(v)
 			if _, tok, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN", "Basic ..."
-				add(tok)
+				addAlways(tok)
 			}
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 	r.secrets = slices.Compact(r.secrets)
 	return r
+}
+
+// bareHostPort reports whether raw is host:port and nothing else: no
+// path, query or user info that could hold a key.
+func bareHostPort(raw string) bool {
+	host, port, err := net.SplitHostPort(raw)
+	if err != nil || host == "" || strings.ContainsAny(raw, "/?@#") {
+		return false
+	}
+	for _, c := range port {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return port != ""
 }
 
 // Name is the endpoint's name for logs, errors, /health and metrics.

@@ -1,0 +1,42 @@
+package chainapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Wherever a key sits in an endpoint's URL or headers, the endpoint's name
+// leaves it out and its errors lose it.
+func TestRedactor(t *testing.T) {
+	for _, tc := range []struct {
+		raw, name string
+		headers   http.Header
+		secrets   []string
+	}{
+		{"https://mainnet.infura.io/v3/0123456789abcdef", "https://mainnet.infura.io/…", nil, []string{"0123456789abcdef"}},
+		{"https://user:pa55word@rpc.example?apikey=k3y-in-query", "https://rpc.example/…", nil, []string{"pa55word", "k3y-in-query"}},
+		{"https://name.quiknode.pro/t0ken%2Fwith-slash/", "https://name.quiknode.pro/…", nil, []string{"t0ken%2Fwith-slash", "t0ken/with-slash"}},
+		{"http://127.0.0.1:8545/", "http://127.0.0.1:8545", nil, nil},
+		{"grpc.example:50051", "grpc.example:50051", http.Header{"Tron-Pro-Api-Key": {"k1"}}, []string{"k1"}},
+		{"127.0.0.1:50051", "127.0.0.1:50051", http.Header{"Authorization": {"Bearer abc"}}, []string{"Bearer abc", "abc"}},
+		// Without a scheme, anything past host:port could be a key.
+		{"grpc.example:50051/s3cret-path", "grpc.example:50051/…", nil, []string{"s3cret-path"}},
+		{"user:s3cret@grpc.example:50051", "grpc.example:50051/…", nil, []string{"s3cret"}},
+		{"mainnet.infura.io:443/v3/0123456789abcdef", "mainnet.infura.io:443/…", nil, []string{"0123456789abcdef"}},
+	} {
+		r := NewRedactor(tc.raw, tc.headers)
+		assert.Equal(t, tc.name, r.Name(), tc.raw)
+		for _, s := range tc.secrets {
+			assert.NotContains(t, r.Name(), s, tc.raw)
+			base := errors.New("boom")
+			err := r.Error(fmt.Errorf("calling %s with %s: %w", tc.raw, s, base))
+			assert.NotContains(t, err.Error(), s, tc.raw)
+			assert.ErrorIs(t, err, base, "the scrubbed error unwraps to the original")
+		}
+	}
+	assert.Nil(t, NewRedactor("https://x.example/v3/abcdefgh", nil).Error(nil))
+}
