@@ -324,3 +324,31 @@ func TestEVMCredentialsReachTheNode(t *testing.T) {
 	require.NoError(t, err, "the configured header reaches the node")
 	assert.Equal(t, st.Head, head)
 }
+
+// `paywatch check` tells a TRON node that keeps no transaction history (it
+// answers a block's infos short) from one the scanner can use.
+func TestCheckFindsATronNodeWithoutHistory(t *testing.T) {
+	n := paywatch.TRC20
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{n}})
+	ctx := ctxT(t)
+	_, err := d.TransferBatch(ctx, []devnet.TransferRequest{
+		{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "1"},
+		{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "2"},
+	})
+	require.NoError(t, err)
+	st, _ := d.Network(n)
+	good := chains.Check(ctx, chains.Config{Network: n, URLs: []string{st.HTTPURL}, Contracts: st.Tokens})
+	require.Len(t, good, 1)
+	assert.Empty(t, good[0].Problems)
+	assert.Equal(t, "the paywatch devnet", good[0].Identity.Name)
+	require.Len(t, good[0].Features, 1)
+	assert.True(t, good[0].Features[0].OK)
+	assert.Contains(t, good[0].Features[0].Detail, "2 transactions")
+
+	partial := startPartialTronNode(t, d, 1)
+	bad := chains.Check(ctx, chains.Config{Network: n, URLs: []string{partial}, Contracts: st.Tokens})
+	require.Len(t, bad, 1)
+	require.Len(t, bad[0].Features, 1)
+	assert.False(t, bad[0].Features[0].OK)
+	assert.Contains(t, strings.Join(bad[0].Problems, "\n"), "fewer transaction infos than the block has transactions")
+}

@@ -103,6 +103,10 @@ func TestCheckFindsEachProblem(t *testing.T) {
 	defer noBatch.Close()
 	limited := faultproxy.Start(faultproxy.Config{Upstream: st(paywatch.POLYGON).RPCURL, RateLimitEvery: 2})
 	defer limited.Close()
+	// The ERC20 devnet's tokens have 6 decimals; behind a proxy that says
+	// chain 56 it passes for BSC, whose tokens have 18.
+	sixDecimals := faultproxy.Start(faultproxy.Config{Upstream: st(paywatch.ERC20).RPCURL, ChainID: 56})
+	defer sixDecimals.Close()
 	stale := faultproxy.Start(faultproxy.Config{Upstream: st(paywatch.ERC20).RPCURL, HeadAge: time.Hour})
 	defer stale.Close()
 
@@ -135,6 +139,11 @@ func TestCheckFindsEachProblem(t *testing.T) {
 			env:  map[string]string{"PAYWATCH_ARBITRUM_RPC_URL": noByHash.URL},
 			want: []string{"logs by block hash (EIP-234): refused", "eth_getLogs by blockHash refused"}, code: 1,
 		},
+		"tokens with other decimals": {
+			env: map[string]string{"PAYWATCH_BEP20_RPC_URL": sixDecimals.URL,
+				"PAYWATCH_BEP20_USDT_CONTRACT": st(paywatch.ERC20).Tokens[paywatch.USDT], "PAYWATCH_BEP20_USDC_CONTRACT": st(paywatch.ERC20).Tokens[paywatch.USDC]},
+			want: []string{"USDT 6 decimals (want 18)", "has 6 decimals, paywatch expects 18"}, code: 1,
+		},
 		"a node that stopped syncing": {
 			env:  map[string]string{"PAYWATCH_ERC20_RPC_URL": stale.URL},
 			want: []string{"old: the node is not synced"}, code: 1,
@@ -150,7 +159,7 @@ func TestCheckFindsEachProblem(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, n := range []paywatch.Network{paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BEP20, paywatch.ERC20} {
-				if tc.env["PAYWATCH_"+string(n)+"_RPC_URL"] != "" && name != "no token contract" {
+				if tc.env["PAYWATCH_"+string(n)+"_RPC_URL"] != "" && name != "no token contract" && name != "tokens with other decimals" {
 					contracts(tc.env, n)
 				}
 			}

@@ -20,6 +20,8 @@
 //     params", as from providers or old nodes without it.
 //   - RateLimitEvery: every n-th HTTP request gets HTTP 429, as from a
 //     provider's free tier under load.
+//   - ChainID: eth_chainId answers this id, as a node of another chain
+//     (or a misconfigured one) would.
 //   - HeadAge: blocks' timestamps are moved that far into the past, as a
 //     node that stopped syncing serves an old head.
 //
@@ -58,6 +60,8 @@ type Config struct {
 	RateLimitEvery int
 	// HeadAge moves every block's timestamp this far back.
 	HeadAge time.Duration
+	// ChainID, when above 0, is what eth_chainId answers.
+	ChainID uint64
 }
 
 // Proxy is a running fault-injecting JSON-RPC proxy.
@@ -71,6 +75,7 @@ type Proxy struct {
 	noByHash bool
 	limitN   int
 	age      time.Duration
+	chainID  uint64
 	lag      atomic.Uint64
 	byHashOK atomic.Bool
 	srv      *httptest.Server
@@ -85,7 +90,7 @@ type Proxy struct {
 // Start starts a proxy in front of cfg.Upstream on a loopback port.
 func Start(cfg Config) *Proxy {
 	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, noBatch: cfg.RefuseBatches,
-		noByHash: cfg.RefuseByHash, limitN: cfg.RateLimitEvery, age: cfg.HeadAge, methods: map[string]int{}, hc: &http.Client{}}
+		noByHash: cfg.RefuseByHash, limitN: cfg.RateLimitEvery, age: cfg.HeadAge, chainID: cfg.ChainID, methods: map[string]int{}, hc: &http.Client{}}
 	p.lag.Store(cfg.LogLag)
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
@@ -197,6 +202,9 @@ func (p *Proxy) handle(raw json.RawMessage) (json.RawMessage, error) {
 	if p.noByHash && req.Method == "eth_getLogs" && len(req.Params) == 1 && bytes.Contains(req.Params[0], []byte(`"blockHash"`)) {
 		return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
 			"error": map[string]any{"code": -32602, "message": "invalid params: blockHash is not supported"}})
+	}
+	if p.chainID > 0 && req.Method == "eth_chainId" {
+		return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": fmt.Sprintf("0x%x", p.chainID)})
 	}
 	resp, err := p.forward(raw)
 	if err != nil {
