@@ -27,6 +27,8 @@ type ScannerStore interface {
 	// EarliestWatchedBlock is the smallest start block of the watched
 	// payments on a network.
 	EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (uint64, bool, error)
+	// Waiting reports whether a payment is watched on a network.
+	Waiting(ctx context.Context, n paywatch.Network) (bool, error)
 	// WatchedAddresses matches a batch's recipients (and, for pool + txid,
 	// its transaction hashes) against watched payments in one query.
 	WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]store.WatchedPayment, error)
@@ -76,6 +78,12 @@ type ScannerDeps struct {
 	// the devnet block interval for its devnet chains. Values below
 	// MinPollInterval are raised to it.
 	PollInterval map[paywatch.Network]time.Duration
+	// IdlePollInterval overrides a network's idle poll interval
+	// (IdlePollInterval): how often it polls while nothing on it waits.
+	IdlePollInterval map[paywatch.Network]time.Duration
+	// WakeCheck is how often an idle scanner asks PostgreSQL whether
+	// something now waits on its network; 0 means DefaultWakeCheck.
+	WakeCheck time.Duration
 	// BatchBlocks overrides the most blocks one batch reads, which is
 	// otherwise DefaultEVMBatch or DefaultTronBatch: one eth_getLogs, or
 	// one GetBlockByLimitNext, per batch.
@@ -159,6 +167,8 @@ type Scanner struct {
 	now        func() time.Time
 	log        *slog.Logger
 	poll       map[paywatch.Network]time.Duration
+	idle       map[paywatch.Network]time.Duration
+	wakeCheck  time.Duration
 	batch      map[paywatch.Network]uint64
 	rpcTimeout time.Duration
 }
@@ -174,6 +184,8 @@ func NewScanner(deps ScannerDeps) *Scanner {
 		now:        deps.Clock,
 		log:        deps.Logger,
 		poll:       deps.PollInterval,
+		idle:       deps.IdlePollInterval,
+		wakeCheck:  deps.WakeCheck,
 		batch:      deps.BatchBlocks,
 		rpcTimeout: deps.RPCTimeout,
 	}
@@ -186,7 +198,30 @@ func NewScanner(deps ScannerDeps) *Scanner {
 	if s.rpcTimeout <= 0 {
 		s.rpcTimeout = DefaultRPCTimeout
 	}
+	if s.wakeCheck <= 0 {
+		s.wakeCheck = DefaultWakeCheck
+	}
 	return s
+}
+
+// IdlePollInterval returns how often the scanner of network n polls while
+// nothing on it waits (no watched payment, none in its late window): long
+// enough that a batch spans many blocks (one log range or block range and
+// one head read per poll), never shorter than the poll interval. The
+// default is DefaultIdlePolls polls' worth of blocks on TRC20 (one
+// GetBlockByLimitNext of 100 blocks, and the one transaction-info read per
+// busy block that TRON's APIs need anyway), and DefaultEVMIdlePoll on EVM
+// networks.
+func (s *Scanner) IdlePollInterval(n paywatch.Network) time.Duration {
+	d, ok := s.idle[n]
+	if !ok || d <= 0 {
+		if n.Family() == paywatch.FamilyTron {
+			d = time.Duration(s.BatchBlocks(n)) * s.PollInterval(n)
+		} else {
+			d = DefaultEVMIdlePoll
+		}
+	}
+	return max(d, s.PollInterval(n))
 }
 
 // PollInterval returns how often the scanner of network n asks for new
@@ -268,6 +303,10 @@ type scan struct {
 	progress     workflows.ScanProgress
 	// confirmFails counts the confirmation passes that failed in a row.
 	confirmFails int
+	// idle is set while nothing waits on the network (the last check):
+	// the scan then stays chains.RecentBlocks behind the head on EVM
+	// networks, where a batch costs no header reads.
+	idle bool
 }
 
 // Run scans in.Network until in.RunFor has passed (0: until ctx ends) and
@@ -338,9 +377,50 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		heartbeat(st.progress)
 		if caughtUp {
 			wait := s.nextPoll(st.network, st.head > before)
+			if st.idle = !s.waiting(ctx, st); st.idle {
+				// Nothing waits: poll rarely, over a long range, and wake
+				// at once when a payment comes to wait on the network (a
+				// creation with an address here, a network selection).
+				st.progress.Idle = true
+				err := s.sleepIdle(ctx, st, s.capped(s.IdlePollInterval(st.network), deadline), func() { heartbeat(st.progress) })
+				if err != nil {
+					return st.progress, err
+				}
+				continue
+			}
+			st.progress.Idle = false
 			if err := sleep(ctx, s.capped(wait, deadline), func() { heartbeat(st.progress) }); err != nil {
 				return st.progress, err
 			}
+		}
+	}
+}
+
+// waiting reports whether anything waits on the scan's network: a watched
+// payment (pending, confirming, partial, or in its late window). When the
+// database can't tell, it says yes: polling at block pace costs requests,
+// idling could cost a payment its latency.
+func (s *Scanner) waiting(ctx context.Context, st *scan) bool {
+	ok, err := s.store.Waiting(ctx, st.network)
+	return ok || err != nil
+}
+
+// sleepIdle waits up to d, asking every wakeCheck whether something now
+// waits on the network, and returns as soon as it does.
+func (s *Scanner) sleepIdle(ctx context.Context, st *scan, d time.Duration, beat func()) error {
+	end := time.Now().Add(d)
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		if err := sleep(ctx, min(left, s.wakeCheck), beat); err != nil {
+			return err
+		}
+		if s.waiting(ctx, st) {
+			st.log.Debug("a payment waits on the network; the scanner wakes")
+			st.idle, st.progress.Idle = false, false
+			return nil
 		}
 	}
 }

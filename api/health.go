@@ -24,6 +24,10 @@ type ChainStatus struct {
 	Head      uint64 `json:"head"`
 	Scanned   uint64 `json:"scanned"`
 	LagBlocks uint64 `json:"lag_blocks"`
+	// LagAllowance is the lag the scanner keeps by design (an idle EVM
+	// scanner stays chains.RecentBlocks behind): allowed on top of
+	// MaxLagBlocks. Not shown.
+	LagAllowance uint64 `json:"-"`
 	// Status is the scanner's verdict, set by /health: ChainOK,
 	// ChainLagging or ChainFailing.
 	Status string `json:"status"`
@@ -168,9 +172,9 @@ func (s *Server) judgeChain(ch *ChainStatus) string {
 			since = " since " + ch.FailingSince.UTC().Format(time.RFC3339)
 		}
 		return fmt.Sprintf("%s scanner failing: %d polls in a row failed%s", ch.Network, ch.FailedPolls, since)
-	case ch.LagBlocks > maxLag:
+	case ch.LagBlocks > maxLag+ch.LagAllowance:
 		ch.Status = ChainLagging
-		return fmt.Sprintf("%s scanner lagging: %d blocks behind the head (more than %d)", ch.Network, ch.LagBlocks, maxLag)
+		return fmt.Sprintf("%s scanner lagging: %d blocks behind the head (more than %d)", ch.Network, ch.LagBlocks, maxLag+ch.LagAllowance)
 	default:
 		ch.Status = ChainOK
 		return ""

@@ -59,6 +59,15 @@ func TestHealthJudgesEveryScanner(t *testing.T) {
 			status: "ok", verdicts: []string{"ok"},
 		},
 		{
+			name: "an idle scanner keeps its designed lag, not more",
+			chains: []api.ChainStatus{
+				{Network: "ARBITRUM", Head: 1228, Scanned: 1000, LagBlocks: 228, LagAllowance: 128},
+				{Network: "POLYGON", Head: 1229, Scanned: 1000, LagBlocks: 229, LagAllowance: 128},
+			},
+			status: "degraded", verdicts: []string{"ok", "lagging"},
+			problems: []string{"POLYGON scanner lagging: 229 blocks behind the head (more than 228)"},
+		},
+		{
 			name:   "a poll or two failed: a hiccup",
 			chains: []api.ChainStatus{{Network: "BEP20", FailedPolls: api.FailingPolls - 1, FailingSince: &since}},
 			status: "ok", verdicts: []string{"ok"},

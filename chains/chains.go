@@ -77,6 +77,11 @@ type Client = chainapi.Client
 //	}
 type Config = chainapi.Config
 
+// RecentBlocks is how near the head an EVM block must be for ReadBatch to
+// check its logs against its header (evm.RecentBlocks): further down, a
+// batch costs no header reads beyond its last block's.
+const RecentBlocks = evm.RecentBlocks
+
 // Header is one endpoint's headers (Config.Headers).
 type Header = http.Header
 

@@ -98,6 +98,9 @@ type ChainStatus struct {
 	Scanned uint64
 	// LagBlocks is Head − Scanned.
 	LagBlocks uint64
+	// LagAllowance is the lag the scanner keeps by design
+	// (ScanBatch.LagAllowance).
+	LagAllowance uint64
 	// UpdatedAt is when the scanner last recorded progress; zero for a
 	// network not scanned yet.
 	UpdatedAt time.Time
@@ -123,7 +126,7 @@ func (s *Store) ChainStatus(ctx context.Context) ([]ChainStatus, error) {
 	// progress is stale (the scanner worked since; a leftover activity or
 	// a late write may have left it): it is ignored.
 	rows, err := s.pool.Query(ctx, `
-		SELECT COALESCE(c.network, f.network), COALESCE(c.height, 0), COALESCE(c.head, 0), c.updated_at,
+		SELECT COALESCE(c.network, f.network), COALESCE(c.height, 0), COALESCE(c.head, 0), COALESCE(c.lag_allowance, 0), c.updated_at,
 		       COALESCE(f.failed_polls, 0), f.failing_since, COALESCE(f.last_error, '')
 		FROM chain_cursors c FULL JOIN scanner_failures f
 			ON f.network = c.network AND f.updated_at >= c.updated_at
@@ -136,10 +139,10 @@ func (s *Store) ChainStatus(ctx context.Context) ([]ChainStatus, error) {
 	byNetwork := map[paywatch.Network]ChainStatus{}
 	for rows.Next() {
 		var n string
-		var height, head int64
+		var height, head, allowance int64
 		var updated, failingSince *time.Time
 		var st ChainStatus
-		if err := rows.Scan(&n, &height, &head, &updated, &st.FailedPolls, &failingSince, &st.LastError); err != nil {
+		if err := rows.Scan(&n, &height, &head, &allowance, &updated, &st.FailedPolls, &failingSince, &st.LastError); err != nil {
 			return nil, fmt.Errorf("chain status: %w", err)
 		}
 		st.Network, st.Head, st.Scanned = paywatch.Network(n), uint64(head), uint64(height)
@@ -151,6 +154,7 @@ func (s *Store) ChainStatus(ctx context.Context) ([]ChainStatus, error) {
 		}
 		st.Head = max(st.Head, st.Scanned)
 		st.LagBlocks = st.Head - st.Scanned
+		st.LagAllowance = uint64(allowance)
 		byNetwork[st.Network] = st
 	}
 	if err := rows.Err(); err != nil {

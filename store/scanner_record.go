@@ -26,6 +26,10 @@ type ScanBatch struct {
 	// Claims propose the payment each matching transfer counts for
 	// (ClaimOwner); a transfer claimed before keeps its payment.
 	Claims []TransferClaim
+	// LagAllowance is how far behind the head the scanner keeps its cursor
+	// by design (an idle EVM scanner: chains.RecentBlocks); /health allows
+	// that much lag on top of its limit.
+	LagAllowance uint64
 	// Generation is the scan lease the batch was read under
 	// (AcquireScanLease): the batch is recorded only while it is still the
 	// network's newest, and ErrScanLeaseLost refuses it otherwise. 0
@@ -103,12 +107,12 @@ func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(c
 			return err
 		}
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO chain_cursors (network, height, block_hash, head, updated_at)
-			VALUES ($1, $2, $3, $4, $5)
+			INSERT INTO chain_cursors (network, height, block_hash, head, updated_at, lag_allowance)
+			VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (network) DO UPDATE SET
 				height = EXCLUDED.height, block_hash = EXCLUDED.block_hash,
-				head = EXCLUDED.head, updated_at = EXCLUDED.updated_at`,
-			string(b.Network), int64(b.Height), b.BlockHash, int64(max(b.Head, b.Height)), s.clock()); err != nil {
+				head = EXCLUDED.head, updated_at = EXCLUDED.updated_at, lag_allowance = EXCLUDED.lag_allowance`,
+			string(b.Network), int64(b.Height), b.BlockHash, int64(max(b.Head, b.Height)), s.clock(), int64(b.LagAllowance)); err != nil {
 			return fmt.Errorf("advance %s cursor to %d: %w", b.Network, b.Height, err)
 		}
 		if beforeCommit != nil {

@@ -54,6 +54,22 @@ func (s *Store) EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (u
 	return uint64(*earliest), true, nil
 }
 
+// Waiting reports whether a payment is watched on network n (the scanner
+// waits for its transfers): the idle scanner's wake check, a read of
+// payments_waiting_idx whatever the number of finished payments.
+func (s *Store) Waiting(ctx context.Context, n paywatch.Network) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM payments p
+		WHERE p.network = $1 AND p.address IS NOT NULL AND p.status IN ('pending', 'confirming', 'partial'))
+		OR EXISTS (SELECT 1 FROM payments p WHERE `+watchedCondition("$2")+` AND p.status = 'expired')`,
+		string(n), s.lateWindowStart()).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("payments waiting on %s: %w", n, err)
+	}
+	return ok, nil
+}
+
 // lateWindowStart is the oldest expires_at whose payment still takes late
 // funds, or may: a late transfer still confirming when the window ends gets
 // the confirming grace, and a reorg may mine it again meanwhile.

@@ -93,6 +93,9 @@ type ScanProgress struct {
 	// Confirmations counts the transfers this activity signalled as having
 	// their confirmations (or as gone from the chain).
 	Confirmations int
+	// Idle is set while nothing waits on the network and the scanner polls
+	// at its idle interval.
+	Idle bool `json:",omitempty"`
 }
 
 // ScannerActivities is what the scanner workflow needs from its activity;

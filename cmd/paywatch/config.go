@@ -53,6 +53,8 @@ const (
 //	PAYWATCH_<NETWORK>_RPC_HEADERS    headers sent to every endpoint of the network, as Name=value pairs separated by commas (values percent-encoded where needed), e.g. TRON-PRO-API-KEY=...
 //	PAYWATCH_<NETWORK>_RPC_HEADERS_<N>  headers for the N-th endpoint only (1-based), on top of the network's
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
+//	PAYWATCH_<NETWORK>_POLL_INTERVAL  how often the network's scanner polls while payments wait on it (default: the network's block time)
+//	PAYWATCH_<NETWORK>_IDLE_POLL_INTERVAL  how often it polls while nothing waits (default 60s on EVM networks, 100 blocks' time on TRC20)
 //	PAYWATCH_ALLOW_OTHER_CHAINS       start even when an endpoint serves another chain than its network's mainnet (a testnet staging setup; default false)
 //	PAYWATCH_DEVNET                   run devnet chains for networks without an RPC URL (dev: true; never in serve)
 //	PAYWATCH_DEVNET_BLOCK_INTERVAL    devnet block time (default 1s)
@@ -117,6 +119,10 @@ type Config struct {
 	RPCHeaders map[paywatch.Network][]http.Header
 	// Contracts overrides token contracts per network and token.
 	Contracts map[paywatch.Network]map[paywatch.Token]string
+	// PollIntervals and IdlePollIntervals are PAYWATCH_<NETWORK>_POLL_INTERVAL
+	// and _IDLE_POLL_INTERVAL: the scanners' poll intervals while payments
+	// wait on a network and while nothing does (activities.ScannerDeps).
+	PollIntervals, IdlePollIntervals map[paywatch.Network]time.Duration
 	// AllowOtherChains is PAYWATCH_ALLOW_OTHER_CHAINS: the start-up guard
 	// warns instead of refusing an endpoint of another chain.
 	AllowOtherChains bool
@@ -276,6 +282,8 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 
 	c.RPCURLs = map[paywatch.Network][]string{}
 	c.RPCHeaders = map[paywatch.Network][]http.Header{}
+	c.PollIntervals = map[paywatch.Network]time.Duration{}
+	c.IdlePollIntervals = map[paywatch.Network]time.Duration{}
 	c.Contracts = map[paywatch.Network]map[paywatch.Token]string{}
 	for _, n := range paywatch.Networks() {
 		if v := getenv("PAYWATCH_" + string(n.Network) + "_RPC_URL"); strings.TrimSpace(v) != "" {
@@ -284,6 +292,12 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 					c.RPCURLs[n.Network] = append(c.RPCURLs[n.Network], u)
 				}
 			}
+		}
+		if v := strings.TrimSpace(getenv("PAYWATCH_" + string(n.Network) + "_POLL_INTERVAL")); v != "" {
+			c.PollIntervals[n.Network] = duration("PAYWATCH_"+string(n.Network)+"_POLL_INTERVAL", 0)
+		}
+		if v := strings.TrimSpace(getenv("PAYWATCH_" + string(n.Network) + "_IDLE_POLL_INTERVAL")); v != "" {
+			c.IdlePollIntervals[n.Network] = duration("PAYWATCH_"+string(n.Network)+"_IDLE_POLL_INTERVAL", 0)
 		}
 		headers, err := rpcHeaders(string(n.Network), len(c.RPCURLs[n.Network]), getenv)
 		if err != nil {

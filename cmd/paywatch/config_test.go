@@ -309,3 +309,18 @@ func TestRPCHeaders(t *testing.T) {
 		assert.NotContains(t, err.Error(), "secret")
 	}
 }
+
+// PAYWATCH_<NETWORK>_POLL_INTERVAL and _IDLE_POLL_INTERVAL set a network's
+// scanner pace; a malformed one is refused by name.
+func TestPollIntervals(t *testing.T) {
+	cfg, err := LoadConfig(ModeServe, envOf(map[string]string{
+		"PAYWATCH_BEP20_POLL_INTERVAL":      "1s",
+		"PAYWATCH_ERC20_IDLE_POLL_INTERVAL": "5m",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, map[paywatch.Network]time.Duration{paywatch.BEP20: time.Second}, cfg.PollIntervals)
+	assert.Equal(t, map[paywatch.Network]time.Duration{paywatch.ERC20: 5 * time.Minute}, cfg.IdlePollIntervals)
+	_, err = LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_TRC20_POLL_INTERVAL": "soon"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `PAYWATCH_TRC20_POLL_INTERVAL: "soon" is not a duration`)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -304,12 +305,18 @@ func (m *Main) startWorker(ctx context.Context) error {
 // scannerDeps are the dependencies of the worker's chain scanners; the
 // scale benchmark builds an instrumented scanner from the same ones.
 func (m *Main) scannerDeps() activities.ScannerDeps {
+	poll := maps.Clone(m.chains.PollIntervals) // a devnet chain's block interval
+	if poll == nil {
+		poll = map[paywatch.Network]time.Duration{}
+	}
+	maps.Copy(poll, m.Config.PollIntervals) // PAYWATCH_<NETWORK>_POLL_INTERVAL wins
 	return activities.ScannerDeps{
-		Store:        m.store,
-		Chains:       m.chains.Set,
-		Signaler:     m.temporal,
-		Logger:       m.logger,
-		PollInterval: m.chains.PollIntervals,
+		Store:            m.store,
+		Chains:           m.chains.Set,
+		Signaler:         m.temporal,
+		Logger:           m.logger,
+		PollInterval:     poll,
+		IdlePollInterval: m.Config.IdlePollIntervals,
 	}
 }
 
@@ -321,7 +328,8 @@ func (m *Main) chainStatus(ctx context.Context) ([]api.ChainStatus, error) {
 	}
 	out := make([]api.ChainStatus, 0, len(rows))
 	for _, r := range rows {
-		ch := api.ChainStatus{Network: string(r.Network), Head: r.Head, Scanned: r.Scanned, LagBlocks: r.LagBlocks, FailedPolls: r.FailedPolls}
+		ch := api.ChainStatus{Network: string(r.Network), Head: r.Head, Scanned: r.Scanned, LagBlocks: r.LagBlocks,
+			LagAllowance: r.LagAllowance, FailedPolls: r.FailedPolls}
 		if !r.FailingSince.IsZero() {
 			ch.FailingSince = &r.FailingSince
 		}
