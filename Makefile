@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # environment wins, and .ci/setup leaves a non-local one alone.
 export PAYWATCH_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/paywatch_ci?sslmode=disable
 
-.PHONY: run test test-cluster test-deps bench bench-scale build lint migrate clean
+.PHONY: run test test-cluster test-deps bench bench-scale bench-rpc build lint migrate clean
 
 ## run: everything in one process: API, pages, worker, embedded Temporal + Web UI, devnet chains
 ## (starts the local PostgreSQL cluster first if it is down)
@@ -36,7 +36,13 @@ test-deps:
 
 ## bench: the benchmarks whose figures the README quotes
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+	$(GO) test -run '^$$' -bench . -skip '^BenchmarkRPCCost$$' -benchmem -timeout 30m ./...
+
+## bench-rpc: the five devnet chains at their mainnet block times, a scanner each behind a counting proxy:
+## requests and bytes per block and per day, with nothing open and with 1,000 open payments per network,
+## and the latency at the confirming block (about 7 min; PAYWATCH_RPC_BENCH_WINDOW=1m for a quick run)
+bench-rpc: test-deps
+	$(GO) test -run '^$$' -bench '^BenchmarkRPCCost$$' -benchtime 1x -timeout 30m ./activities
 
 ## bench-scale: `paywatch dev` grown to 100,000 open payments (about 30-45 min on 2 cores; not part of
 ## bench). PAYWATCH_SCALE_CHECKPOINTS=2000 make bench-scale is a quick run; see the README's Scale section

@@ -96,3 +96,42 @@ func TestIdleScannerPollsRarelyAndWakesForAPayment(t *testing.T) {
 	t.Logf("waiting: %d requests in 2 s", busy)
 	assert.Greater(t, busy, idleRequests, "a network with a payment waiting is polled at its block pace")
 }
+
+// What makes a network wait at block pace: a payment in progress, or a
+// counted transfer awaiting its confirmations; an expired payment inside
+// its late window alone does not (it is scanned at the idle pace, and its
+// window's end reads the chain itself).
+func TestWhatKeepsANetworkWaiting(t *testing.T) {
+	ctx := context.Background()
+	db := newScanDB(t)
+	n := paywatch.BEP20
+	waiting := func() bool {
+		ok, err := db.store.Waiting(ctx, n)
+		require.NoError(t, err)
+		return ok
+	}
+	assert.False(t, waiting(), "nothing at all")
+	id := db.watch(t, n, paywatch.USDT, randomAddress(t, n), 1)
+	assert.True(t, waiting(), "pending")
+	ok, err := db.store.Waiting(ctx, paywatch.ERC20)
+	require.NoError(t, err)
+	assert.False(t, ok, "another network's payment")
+	_, err = db.pool.Exec(ctx, `UPDATE payments SET status = 'expired', expires_at = now() - interval '1 hour' WHERE id = $1`, id)
+	require.NoError(t, err)
+	assert.False(t, waiting(), "expired, in its late window: idle pace")
+	_, err = db.pool.Exec(ctx, `INSERT INTO awaited_confirmations (payment_id, network, tx_hash, log_index, block_number, block_hash)
+		VALUES ($1, $2, '0xabc', 0, 5, '0xdef')`, id, string(n))
+	require.NoError(t, err)
+	assert.True(t, waiting(), "a late transfer awaiting its confirmations")
+	_, err = db.pool.Exec(ctx, `UPDATE awaited_confirmations SET signalled_at = now()`)
+	require.NoError(t, err)
+	assert.False(t, waiting(), "signalled")
+	for _, status := range []string{"confirming", "partial"} {
+		_, err = db.pool.Exec(ctx, `UPDATE payments SET status = $2 WHERE id = $1`, id, status)
+		require.NoError(t, err)
+		assert.True(t, waiting(), status)
+	}
+	_, err = db.pool.Exec(ctx, `UPDATE payments SET status = 'paid' WHERE id = $1`, id)
+	require.NoError(t, err)
+	assert.False(t, waiting(), "paid")
+}

@@ -1,0 +1,311 @@
+package activities_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// BenchmarkRPCCost runs the five devnet chains at their networks' real
+// block times (network.go), with background token transfers, and a scanner
+// per network through a counting proxy (JSON-RPC for EVM, the FullNode
+// HTTP API for TRC20), first with nothing open, then with 1,000 open
+// payments per network, some of which get paid. It prints, per network and
+// scenario, the requests and bytes received per block and per day (the
+// day at this block time), and the latency the scanner adds at a paid
+// transfer's confirming block: from the moment the devnet made that block
+// to the scanner's TransferConfirmed signal (the recording Signaler plays
+// the payment workflow's part: it records the transfer as awaited, as the
+// workflow's state save does). PAYWATCH_RPC_BENCH_WINDOW sets each
+// scenario's length (default 3m). `make bench-rpc` runs it.
+func BenchmarkRPCCost(b *testing.B) {
+	window := 3 * time.Minute
+	if v := os.Getenv("PAYWATCH_RPC_BENCH_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(b, err)
+		window = d
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	intervals := map[paywatch.Network]time.Duration{}
+	for _, info := range paywatch.Networks() {
+		intervals[info.Network] = info.BlockTime
+	}
+	d, err := devnet.Start(ctx, devnet.Config{BlockIntervals: intervals, BlockJitter: 0.1})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = d.Close() })
+	db := newScanDB(b)
+
+	nets := paywatch.Networks()
+	proxies := map[paywatch.Network]*countingProxy{}
+	var cfgs []chains.Config
+	for _, info := range nets {
+		st, _ := d.Network(info.Network)
+		up := st.RPCURL
+		if info.Family == paywatch.FamilyTron {
+			up = st.HTTPURL
+		}
+		p := newCountingProxy(b, up)
+		proxies[info.Network] = p
+		cfgs = append(cfgs, chains.Config{Network: info.Network, URLs: []string{p.URL}, Contracts: st.Tokens})
+	}
+	set, err := chains.DialSet(ctx, cfgs...)
+	require.NoError(b, err)
+	b.Cleanup(set.Close)
+
+	// When each block was first there, for the latency at the confirming block.
+	seen := newBlockTimes()
+	for _, info := range nets {
+		go seen.follow(ctx, d, info.Network)
+	}
+	// Background transfers: a batch of 3 to strangers every 5 blocks.
+	for _, info := range nets {
+		go func() {
+			t := time.NewTicker(5 * info.BlockTime)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				reqs := make([]devnet.TransferRequest, 3)
+				for i := range reqs {
+					reqs[i] = devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: randomAddress(b, info.Network), Amount: "2"}
+				}
+				_, _ = d.TransferBatch(ctx, reqs)
+			}
+		}()
+	}
+
+	sig := &awaitingSignaler{db: db, seen: seen}
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig})
+	run := func(scenario string, pay func(ctx context.Context)) {
+		before := map[paywatch.Network][2]int64{}
+		heads := map[paywatch.Network]uint64{}
+		for _, info := range nets {
+			before[info.Network] = proxies[info.Network].counts()
+			st, _ := d.Network(info.Network)
+			heads[info.Network] = st.Head
+		}
+		sig.reset()
+		rctx, rcancel := context.WithTimeout(ctx, window)
+		var wg sync.WaitGroup
+		for _, info := range nets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = s.Run(rctx, workflows.ScanInput{Network: info.Network}, nil)
+			}()
+		}
+		if pay != nil {
+			go pay(rctx)
+		}
+		began := time.Now()
+		wg.Wait()
+		rcancel()
+		elapsed := time.Since(began)
+		fmt.Printf("\nBenchmarkRPCCost %s (%s at each network's block time; requests are HTTP requests, a JSON-RPC batch is one):\n", scenario, elapsed.Round(time.Second))
+		fmt.Printf("| network | block time | blocks | requests/block | requests/day | MB received/day | latency at the confirming block p50 / max (n) |\n|---|---|---|---|---|---|---|\n")
+		for _, info := range nets {
+			n := info.Network
+			now := proxies[n].counts()
+			reqs, bytes := now[0]-before[n][0], now[1]-before[n][1]
+			st, _ := d.Network(n)
+			blocks := max(st.Head-heads[n], 1)
+			day := float64(24*time.Hour) / float64(elapsed)
+			lat := sig.latencies(n)
+			latency := "-"
+			if len(lat) > 0 {
+				latency = fmt.Sprintf("%s / %s (%d)", lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat))
+			}
+			fmt.Printf("| %s | %s | %d | %.2f | %.0f | %.1f | %s |\n", n, info.BlockTime, blocks,
+				float64(reqs)/float64(blocks), float64(reqs)*day, float64(bytes)*day/1e6, latency)
+		}
+	}
+	for b.Loop() {
+		run("nothing open", nil)
+		// 1,000 open payments per network; one of them gets paid every
+		// 20 blocks.
+		addrs := map[paywatch.Network][]string{}
+		for _, info := range nets {
+			st, _ := d.Network(info.Network)
+			for range 1000 {
+				a := randomAddress(b, info.Network)
+				db.watch(b, info.Network, paywatch.USDT, a, st.Head)
+				addrs[info.Network] = append(addrs[info.Network], a)
+			}
+		}
+		run("1,000 open payments per network", func(ctx context.Context) {
+			var wg sync.WaitGroup
+			for _, info := range nets {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(20 * info.BlockTime):
+						}
+						_, _ = d.Transfer(ctx, devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: addrs[info.Network][i%1000], Amount: "10"})
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// countingProxy forwards to a node and counts the requests and the bytes
+// of the answers.
+type countingProxy struct {
+	URL             string
+	requests, bytes atomic.Int64
+}
+
+func newCountingProxy(b testing.TB, upstream string) *countingProxy {
+	u, err := url.Parse(upstream)
+	require.NoError(b, err)
+	p := &countingProxy{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(r *http.Response) error {
+		r.Body = &countingBody{r.Body, &p.bytes}
+		return nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		if u.Path != "" && u.Path != "/" && !strings.HasPrefix(r.URL.Path, u.Path) {
+			r.URL.Path = u.Path
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	b.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+func (p *countingProxy) counts() [2]int64 { return [2]int64{p.requests.Load(), p.bytes.Load()} }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c *countingBody) Read(b []byte) (int, error) {
+	n, err := c.ReadCloser.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// blockTimes records when each block of each network was first there.
+type blockTimes struct {
+	mu sync.Mutex
+	at map[paywatch.Network]map[uint64]time.Time
+}
+
+func newBlockTimes() *blockTimes {
+	return &blockTimes{at: map[paywatch.Network]map[uint64]time.Time{}}
+}
+
+func (t *blockTimes) follow(ctx context.Context, d *devnet.Devnet, n paywatch.Network) {
+	var last uint64
+	for ctx.Err() == nil {
+		st, ok := d.Network(n)
+		if ok && st.Head > last {
+			now := time.Now()
+			t.mu.Lock()
+			if t.at[n] == nil {
+				t.at[n] = map[uint64]time.Time{}
+			}
+			for h := last + 1; h <= st.Head; h++ {
+				t.at[n][h] = now
+			}
+			t.mu.Unlock()
+			last = st.Head
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (t *blockTimes) when(n paywatch.Network, h uint64) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.at[n][h]
+	return at, ok
+}
+
+// awaitingSignaler records signals as the payment workflows would act on
+// them: a seen transfer becomes an awaited confirmation (the workflow's
+// state save), and a confirmation is timed against its confirming block.
+type awaitingSignaler struct {
+	db   *scanDB
+	seen *blockTimes
+	mu   sync.Mutex
+	lat  map[paywatch.Network][]time.Duration
+}
+
+func (a *awaitingSignaler) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lat = map[paywatch.Network][]time.Duration{}
+}
+
+func (a *awaitingSignaler) SignalWorkflow(ctx context.Context, workflowID, _, name string, arg any) error {
+	now := time.Now()
+	id := strings.TrimPrefix(workflowID, "payment/")
+	var n string
+	if err := a.db.pool.QueryRow(context.WithoutCancel(ctx), `SELECT network FROM payments WHERE id = $1`, id).Scan(&n); err != nil {
+		return err
+	}
+	switch name {
+	case workflows.SignalTransferSeen:
+		tx := arg.(paywatch.Transaction)
+		_, err := a.db.pool.Exec(context.WithoutCancel(ctx), `
+			INSERT INTO awaited_confirmations (payment_id, network, tx_hash, log_index, block_number, block_hash)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+			id, n, tx.TxHash, int64(tx.LogIndex), int64(tx.BlockNumber), tx.BlockHash)
+		return err
+	case workflows.SignalTransfersConfirmed:
+		network := paywatch.Network(n)
+		info, _ := paywatch.LookupNetwork(network)
+		for _, c := range arg.(workflows.TransfersConfirmed).Transfers {
+			at, ok := a.seen.when(network, c.BlockNumber+uint64(info.Confirmations)-1)
+			if !ok || !c.Canonical {
+				continue
+			}
+			a.mu.Lock()
+			a.lat[network] = append(a.lat[network], now.Sub(at))
+			a.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func (a *awaitingSignaler) latencies(n paywatch.Network) []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := slices.Clone(a.lat[n])
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
