@@ -401,6 +401,8 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 // database can't tell, it says yes: polling at block pace costs requests,
 // idling could cost a payment its latency.
 func (s *Scanner) waiting(ctx context.Context, st *scan) bool {
+	ctx, cancel := context.WithTimeout(ctx, waitingTimeout)
+	defer cancel()
 	ok, err := s.store.Waiting(ctx, st.network)
 	return ok || err != nil
 }
@@ -417,6 +419,7 @@ func (s *Scanner) sleepIdle(ctx context.Context, st *scan, d time.Duration, beat
 		if err := sleep(ctx, min(left, s.wakeCheck), beat); err != nil {
 			return err
 		}
+		beat() // sleep beats only within waits longer than maxWait
 		if s.waiting(ctx, st) {
 			st.log.Debug("a payment waits on the network; the scanner wakes")
 			st.idle, st.progress.Idle = false, false
@@ -473,6 +476,10 @@ func (s *Scanner) advance(ctx context.Context, st *scan) (caughtUp bool, err err
 		if err := s.load(ctx, st); err != nil {
 			return false, err
 		}
+		// A new run (the activity ends every few minutes) keeps an idle
+		// network idle rather than reading up to the head each time.
+		st.idle = !s.waiting(ctx, st)
+		st.progress.Idle = st.idle
 	}
 	return s.step(ctx, st)
 }

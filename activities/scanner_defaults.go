@@ -20,6 +20,8 @@ const (
 	// DefaultWakeCheck is how often an idle scanner asks PostgreSQL (no RPC)
 	// whether a payment now waits on its network.
 	DefaultWakeCheck = time.Second
+	// waitingTimeout bounds the wake check's query.
+	waitingTimeout = 5 * time.Second
 	// DefaultRPCTimeout bounds one poll's chain reads.
 	DefaultRPCTimeout = 40 * time.Second
 	// signalTimeout bounds one signal.

@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestIdleScannerPollsRarelyAndWakesForAPayment(t *testing.T) {
 	assert.Equal(t, 300*time.Second, activities.NewScanner(activities.ScannerDeps{}).IdlePollInterval(paywatch.TRC20),
 		"TRC20: a 100-block range per idle poll")
 
-	// Nothing waits: 5 s of blocks at 20 a second cost two or three idle polls.
+	// Nothing waits: 5 s of blocks at 40 a second cost two or three idle polls.
 	headBefore, _ := d.Network(n)
 	p, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 5 * time.Second}, nil)
 	require.NoError(t, err)
@@ -58,35 +59,49 @@ func TestIdleScannerPollsRarelyAndWakesForAPayment(t *testing.T) {
 	assert.LessOrEqual(t, idleRequests, 16, "a few requests per idle poll, not per block")
 	status, err := db.store.ChainStatus(ctx)
 	require.NoError(t, err)
+	var checked bool
 	for _, cs := range status {
 		if cs.Network == n {
+			checked = true
 			assert.Equal(t, uint64(chains.RecentBlocks), cs.LagAllowance, "idle, it stays out of the blocks near the head, by design")
 			assert.GreaterOrEqual(t, cs.LagBlocks, uint64(chains.RecentBlocks))
 		}
 	}
+	assert.True(t, checked)
 
-	// A payment comes to wait, and its transfer arrives: the scanner wakes
-	// and signals it within a second or so, as a busy scanner would.
+	// A payment comes to wait, and its transfer arrives, while one long
+	// run idles: the scanner wakes within its wake check (not its idle
+	// interval) and signals it, heartbeating all along.
 	addr := randomAddress(t, n)
+	var beats atomic.Int64
+	rctx, rcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		time.Sleep(time.Second)
-		head, _ := d.Network(n)
-		db.watch(t, n, paywatch.USDT, addr, head.Head)
-		_, _ = d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "10"})
+		defer close(done)
+		_, _ = s.Run(rctx, workflows.ScanInput{Network: n}, func(workflows.ScanProgress) { beats.Add(1) })
 	}()
+	time.Sleep(2500 * time.Millisecond) // idling: its 2 s interval has come round once
+	idleBeats := beats.Load()
+	head, _ := d.Network(n)
+	db.watch(t, n, paywatch.USDT, addr, head.Head)
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "10"})
+	require.NoError(t, err)
 	start := time.Now()
 	var seenAt time.Duration
-	for time.Since(start) < 6*time.Second && seenAt == 0 {
-		_, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 200 * time.Millisecond}, nil)
-		require.NoError(t, err)
+	for time.Since(start) < 5*time.Second && seenAt == 0 {
 		for _, g := range sig.signals() {
-			if g.Name == workflows.SignalTransferSeen {
+			if g.Name == workflows.SignalTransferSeen && g.Arg.(paywatch.Transaction).TxHash == sent.TxHash {
 				seenAt = time.Since(start)
 			}
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
+	rcancel()
+	<-done
 	require.NotZero(t, seenAt, "the woken scanner signalled the transfer")
-	assert.Less(t, seenAt, 3*time.Second, "woken within the wake check, not the idle interval")
+	t.Logf("woken: transfer signalled %s after it was mined", seenAt)
+	assert.Less(t, seenAt, 1500*time.Millisecond, "woken within the wake check, not the idle interval")
+	assert.GreaterOrEqual(t, idleBeats, int64(10), "an idle scanner heartbeats at each wake check while it waits")
 
 	// Waiting, it polls at block pace: many more requests per second.
 	before := proxy.Requests()
@@ -97,10 +112,9 @@ func TestIdleScannerPollsRarelyAndWakesForAPayment(t *testing.T) {
 	assert.Greater(t, busy, idleRequests, "a network with a payment waiting is polled at its block pace")
 }
 
-// What makes a network wait at block pace: a payment in progress, or a
-// counted transfer awaiting its confirmations; an expired payment inside
-// its late window alone does not (it is scanned at the idle pace, and its
-// window's end reads the chain itself).
+// What makes a network wait at block pace: a payment in progress, one
+// expired inside its late window (late funds still count, judged by when
+// their signal arrives), or a counted transfer awaiting its confirmations.
 func TestWhatKeepsANetworkWaiting(t *testing.T) {
 	ctx := context.Background()
 	db := newScanDB(t)
@@ -118,7 +132,10 @@ func TestWhatKeepsANetworkWaiting(t *testing.T) {
 	assert.False(t, ok, "another network's payment")
 	_, err = db.pool.Exec(ctx, `UPDATE payments SET status = 'expired', expires_at = now() - interval '1 hour' WHERE id = $1`, id)
 	require.NoError(t, err)
-	assert.False(t, waiting(), "expired, in its late window: idle pace")
+	assert.True(t, waiting(), "expired, in its late window")
+	_, err = db.pool.Exec(ctx, `UPDATE payments SET expires_at = now() - interval '25 hours' WHERE id = $1`, id)
+	require.NoError(t, err)
+	assert.False(t, waiting(), "expired, its late window over")
 	_, err = db.pool.Exec(ctx, `INSERT INTO awaited_confirmations (payment_id, network, tx_hash, log_index, block_number, block_hash)
 		VALUES ($1, $2, '0xabc', 0, 5, '0xdef')`, id, string(n))
 	require.NoError(t, err)

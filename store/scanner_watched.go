@@ -54,22 +54,23 @@ func (s *Store) EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (u
 	return uint64(*earliest), true, nil
 }
 
-// Waiting reports whether a payment waits on network n at block pace: one
-// in progress (pending, confirming, partial), or a counted transfer still
-// awaiting its confirmations (awaited_confirmations), such as a late one
-// to an expired payment. An expired payment inside its late window is
-// still watched (WatchedAddresses), but only at the idle scanner's pace:
-// late funds need no block-pace latency, and the late window's end reads
-// the chain itself. It is the idle scanner's wake check: two index reads
+// Waiting reports whether a payment waits on network n: one the scanners
+// watch (in progress, or expired inside its late window, which may still
+// take late funds), or a counted transfer still awaiting its
+// confirmations. It is the idle scanner's wake check: index reads
 // (payments_waiting_idx, awaited_confirmations_due_idx), whatever the
-// number of finished payments.
+// number of finished payments. An expired payment keeps its network at
+// block pace through its late window because the workflow judges a late
+// transfer by when its signal arrives: one seen only at the idle pace
+// could miss the window's end.
 func (s *Store) Waiting(ctx context.Context, n paywatch.Network) (bool, error) {
 	var ok bool
 	err := s.pool.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM payments p
 			WHERE p.network = $1 AND p.address IS NOT NULL AND p.status IN ('pending', 'confirming', 'partial'))
+		OR EXISTS (SELECT 1 FROM payments p WHERE `+watchedCondition("$2")+` AND p.status = 'expired')
 		OR EXISTS (SELECT 1 FROM awaited_confirmations a WHERE a.network = $1 AND a.signalled_at IS NULL)`,
-		string(n)).Scan(&ok)
+		string(n), s.lateWindowStart()).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("payments waiting on %s: %w", n, err)
 	}
