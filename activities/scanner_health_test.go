@@ -54,6 +54,9 @@ func TestScannerRecordsFailingPollsForHealth(t *testing.T) {
 	require.NoError(t, err)
 	defer set.Close()
 	db := newScanDB(t)
+	// A payment waits, so the scanner follows the head (an idle one stays
+	// chains.RecentBlocks behind it and would show no progress here).
+	db.watch(t, n, paywatch.USDT, randomAddress(t, n), 1)
 	logs := &levelCount{}
 	s := activities.NewScanner(activities.ScannerDeps{
 		Store: db.store, Chains: set, Signaler: &signalLog{}, Logger: slog.New(logs),

@@ -132,6 +132,17 @@ func newScanEnv(t *testing.T, nets []paywatch.Network, opts envOptions) *scanEnv
 	require.NoError(t, e.pool.QueryRow(ctx, `INSERT INTO accounts (email, plan) VALUES ('scan@example.com', 'pro') RETURNING id`).Scan(&accountID))
 	require.NoError(t, e.pool.QueryRow(ctx, `INSERT INTO projects (slug, name, owner_id, webhook_url, webhook_secret) VALUES ('scan', 'Scan', $1, $2, 'whsec_scan') RETURNING id`,
 		accountID, hookSrv.URL+"/hooks").Scan(&e.projectID))
+	// A payment that waits on every network from the start, and never
+	// gets a transfer: these tests follow the scanners at block pace,
+	// where a network on which nothing waits would idle
+	// chains.RecentBlocks behind its head (activities' idle tests).
+	for _, n := range nets {
+		_, err := e.pool.Exec(ctx, `
+			INSERT INTO payments (id, project_id, address_mode, network, token, address, amount, decimals, external_ref, expires_at, start_block, workflow_started)
+			VALUES (gen_random_uuid(), $1, 'per_payment', $2, 'USDT', $3, 1, 6, 'keeper', now() + interval '1 day', 0, true)`,
+			e.projectID, string(n), newAddress(t, n))
+		require.NoError(t, err)
+	}
 
 	e.ts = temporaltest.NewServer(temporaltest.WithT(t))
 	e.c = e.ts.GetDefaultClient()
