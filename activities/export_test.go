@@ -62,3 +62,6 @@ func (s *Scanner) RecordBatch(ctx context.Context, n paywatch.Network, ts []payw
 
 // LatestCopies exposes latestCopies to the package's external tests.
 var LatestCopies = latestCopies
+
+// Backoff exposes backoff to the tests.
+var Backoff = backoff

@@ -2,6 +2,8 @@ package activities_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,4 +153,14 @@ func TestWhatKeepsANetworkWaiting(t *testing.T) {
 	_, err = db.pool.Exec(ctx, `UPDATE payments SET status = 'paid' WHERE id = $1`, id)
 	require.NoError(t, err)
 	assert.False(t, waiting(), "paid")
+}
+
+// After a rate limit whose Retry-After every endpoint sent, the scanner
+// waits at least that long; without one, its own backoff.
+func TestBackoffHonoursRetryAfter(t *testing.T) {
+	limited := fmt.Errorf("%w: no", chains.ErrRateLimited)
+	plain := activities.Backoff(limited, 1)
+	assert.Less(t, plain, 10*time.Second)
+	asked := fmt.Errorf("%w: %w", chains.ErrRateLimited, &chains.RetryAfterError{After: 90 * time.Second, Err: errors.New("429")})
+	assert.GreaterOrEqual(t, activities.Backoff(asked, 1), 90*time.Second)
 }

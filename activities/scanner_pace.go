@@ -101,7 +101,12 @@ func backoff(err error, fails int) time.Duration {
 		d *= 2
 	}
 	d = min(d, hi)
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	if after, ok := chains.RetryAfterOf(err); ok {
+		// Every endpoint asked to wait: no sooner than they asked.
+		d = max(d, after)
+	}
+	return d
 }
 
 // capped returns d, or less if the deadline (when set) comes sooner.

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains/evm"
@@ -76,6 +77,14 @@ type Client = chainapi.Client
 //	    Observe       func(RPCOutcome)          // told how each request to an endpoint ended (metrics); may be nil
 //	}
 type Config = chainapi.Config
+
+// RetryAfterError is an endpoint's refusal that says how long to wait
+// (chainapi.RetryAfterError).
+type RetryAfterError = chainapi.RetryAfterError
+
+// RetryAfterOf returns the wait an error of a client asks for: a
+// provider's Retry-After, when every endpoint rests after one.
+func RetryAfterOf(err error) (time.Duration, bool) { return chainapi.RetryAfterOf(err) }
 
 // RecentBlocks is how near the head an EVM block must be for ReadBatch to
 // check its logs against its header (evm.RecentBlocks): further down, a

@@ -352,3 +352,51 @@ func TestCheckFindsATronNodeWithoutHistory(t *testing.T) {
 	assert.False(t, bad[0].Features[0].OK)
 	assert.Contains(t, strings.Join(bad[0].Problems, "\n"), "fewer transaction infos than the block has transactions")
 }
+
+// A provider's Retry-After rests that endpoint: the others are called
+// meanwhile, and with none left the client answers ErrRateLimited with the
+// wait, without calling the resting one, until the wait is over.
+func TestRetryAfterRestsTheEndpoint(t *testing.T) {
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{paywatch.ERC20, paywatch.TRC20}})
+	ctx := ctxT(t)
+	for _, n := range []paywatch.Network{paywatch.ERC20, paywatch.TRC20} {
+		t.Run(string(n), func(t *testing.T) {
+			st, _ := d.Network(n)
+			good := st.RPCURL
+			if n == paywatch.TRC20 {
+				good = st.HTTPURL
+			}
+			var hits atomic.Int64
+			limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				w.Header().Set("Retry-After", "30")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = io.WriteString(w, `{"error":"too many requests"}`)
+			}))
+			defer limited.Close()
+			dialN := func(urls ...string) chains.Client {
+				c, err := chains.Dial(ctx, chains.Config{Network: n, URLs: urls, Contracts: st.Tokens})
+				require.NoError(t, err)
+				t.Cleanup(c.Close)
+				return c
+			}
+			both := dialN(limited.URL, good)
+			for range 3 {
+				_, err := both.Head(ctx)
+				require.NoError(t, err, "the other endpoint answers")
+			}
+			assert.Equal(t, int64(1), hits.Load(), "the resting endpoint was asked once, not on every call")
+
+			hits.Store(0)
+			only := dialN(limited.URL)
+			_, err := only.Head(ctx)
+			require.ErrorIs(t, err, chains.ErrRateLimited)
+			_, err = only.Head(ctx)
+			require.ErrorIs(t, err, chains.ErrRateLimited)
+			wait, ok := chains.RetryAfterOf(err)
+			require.True(t, ok, "the error carries the wait: %v", err)
+			assert.InDelta(t, 30*time.Second, wait, float64(2*time.Second))
+			assert.Equal(t, int64(1), hits.Load(), "nothing is sent before the wait is over")
+		})
+	}
+}

@@ -64,6 +64,9 @@ type Client struct {
 	rangeLimit atomic.Uint64
 	// goodChunks counts successes at a halved range, toward growing it.
 	goodChunks atomic.Uint64
+	// retry is each endpoint's transport, which keeps the Retry-After of
+	// its last 429 or 503 (read-only after Dial).
+	retry map[*ethclient.Client]*retryTransport
 	// noBatch is set once an endpoint refused a JSON-RPC batch whose calls
 	// then went through one at a time (batch).
 	noBatch atomic.Bool
@@ -101,13 +104,7 @@ func Dial(ctx context.Context, cfg chainapi.Config) (*Client, error) {
 		}
 		base = t
 	}
-	hc := &http.Client{
-		Transport: &countingTransport{base: base, calls: &c.calls},
-		Timeout:   httpTimeout,
-		// A JSON-RPC endpoint has no business redirecting, and a redirect
-		// would carry the endpoint's headers (its key) to wherever it points.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	c.retry = map[*ethclient.Client]*retryTransport{}
 	var clients []*ethclient.Client
 	var names []chainapi.Redactor
 	for i, raw := range cfg.URLs {
@@ -116,6 +113,14 @@ func Dial(ctx context.Context, cfg chainapi.Config) (*Client, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			closeAll(clients)
 			return nil, fmt.Errorf("evm: %s RPC URL %q: want http(s)://host[:port][/path]", cfg.Network, name.Name())
+		}
+		rt := &retryTransport{base: &countingTransport{base: base, calls: &c.calls}}
+		hc := &http.Client{
+			Transport: rt,
+			Timeout:   httpTimeout,
+			// A JSON-RPC endpoint has no business redirecting, and a redirect
+			// would carry the endpoint's headers (its key) to wherever it points.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 		opts := []rpc.ClientOption{rpc.WithHTTPClient(hc)}
 		if h := cfg.HeadersOf(i); len(h) > 0 {
@@ -126,7 +131,9 @@ func Dial(ctx context.Context, cfg chainapi.Config) (*Client, error) {
 			closeAll(clients)
 			return nil, fmt.Errorf("evm: %s RPC URL %s: %w", cfg.Network, name.Name(), name.Error(err))
 		}
-		clients = append(clients, ethclient.NewClient(rc))
+		ec := ethclient.NewClient(rc)
+		c.retry[ec] = rt
+		clients = append(clients, ec)
 		names = append(names, name)
 	}
 	c.eps = chainapi.NewEndpoints(clients, names, cfg.Observe)
@@ -352,7 +359,13 @@ func (c *Client) decode(l *types.Log) (chainapi.Transfer, bool) {
 // do runs call with failover over the endpoints, with errors normalised.
 func (c *Client) do(ctx context.Context, call func(*ethclient.Client) error) error {
 	return c.eps.Do(ctx, classify, func(ec *ethclient.Client) error {
-		return normalize(call(ec))
+		err := normalize(call(ec))
+		if err != nil {
+			if d := c.retry[ec].take(); d > 0 {
+				err = &chainapi.RetryAfterError{After: d, Err: err}
+			}
+		}
+		return err
 	})
 }
 
@@ -428,6 +441,31 @@ func classify(err error) chainapi.Failure {
 		return chainapi.Final
 	}
 	return chainapi.Failover
+}
+
+// retryTransport keeps the Retry-After of an endpoint's last 429 or 503,
+// which go-ethereum's errors do not carry, for the endpoint list to honour.
+type retryTransport struct {
+	base http.RoundTripper
+	last atomic.Int64 // a time.Duration; 0: none
+}
+
+func (t *retryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := t.base.RoundTrip(r)
+	if res != nil && (res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable) {
+		if d := chainapi.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now()); d > 0 {
+			t.last.Store(int64(d))
+		}
+	}
+	return res, err
+}
+
+// take returns the Retry-After last seen, once.
+func (t *retryTransport) take() time.Duration {
+	if t == nil {
+		return 0
+	}
+	return time.Duration(t.last.Swap(0))
 }
 
 // countingTransport counts HTTP requests, which are JSON-RPC calls.

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/paywatch/paywatch/chains/internal/chainapi"
 )
@@ -121,9 +122,12 @@ func (h *httpNode) call(ctx context.Context, method string, body, out any) error
 		if len(body) > 200 {
 			body = body[:200] + "…"
 		}
-		err := &httpStatusError{status: res.StatusCode, body: body}
+		var err error = &httpStatusError{status: res.StatusCode, body: body}
 		if rateLimited(res.StatusCode, body) {
-			return fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
+			err = fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
+		}
+		if d := chainapi.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now()); d > 0 {
+			err = &chainapi.RetryAfterError{After: d, Err: err}
 		}
 		return err
 	}

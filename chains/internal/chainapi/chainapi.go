@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/paywatch/paywatch"
 )
@@ -253,6 +254,9 @@ type Endpoints[T any] struct {
 	names   []Redactor
 	current atomic.Int32
 	observe func(RPCOutcome)
+	// restUntil is, per endpoint, when the Retry-After it last sent ends
+	// (unix nanoseconds; 0: none).
+	restUntil []atomic.Int64
 }
 
 // NewEndpoints returns a failover list over conns, named for error
@@ -260,7 +264,7 @@ type Endpoints[T any] struct {
 // credentials from the errors Do returns. observe (Config.Observe, may be
 // nil) is told the outcome of every call to an endpoint.
 func NewEndpoints[T any](conns []T, names []Redactor, observe func(RPCOutcome)) *Endpoints[T] {
-	return &Endpoints[T]{conns: conns, names: names, observe: observe}
+	return &Endpoints[T]{conns: conns, names: names, observe: observe, restUntil: make([]atomic.Int64, len(conns))}
 }
 
 // Name returns the redacted name of endpoint i.
@@ -294,9 +298,31 @@ func (e *Endpoints[T]) Do(ctx context.Context, classify func(error) Failure, cal
 	start := int(e.current.Load())
 	var errs []error
 	allLimited := true
+	now := time.Now().UnixNano()
+	resting, soonest := 0, int64(0)
+	for i := range n {
+		if until := e.restUntil[i].Load(); until > now {
+			resting++
+			if soonest == 0 || until < soonest {
+				soonest = until
+			}
+		}
+	}
+	if resting == n {
+		// Every endpoint asked to wait (Retry-After): honour it.
+		wait := time.Duration(soonest - now)
+		return fmt.Errorf("%w: every endpoint asked to wait: %w", ErrRateLimited,
+			&RetryAfterError{After: wait, Err: errors.New("resting after Retry-After")})
+	}
 	for i := range n {
 		idx := (start + i) % n
+		if e.restUntil[idx].Load() > now {
+			continue // another endpoint has headroom
+		}
 		err := e.names[idx].Error(call(e.conns[idx]))
+		if d, ok := RetryAfterOf(err); ok {
+			e.restUntil[idx].Store(time.Now().Add(d).UnixNano())
+		}
 		if err == nil {
 			e.record(RPCOK)
 			e.current.Store(int32(idx))
