@@ -295,7 +295,12 @@ func TestPayStatusFollowsThePayment(t *testing.T) {
 	// Detected 39 blocks deep (head 100): confirming, 39 of 40.
 	e.sendTransfer(id, paywatch.ARBITRUM, paywatch.USDT, txHash(1), "20", 62)
 	s := e.waitPayStatus(id, paywatch.StatusConfirming, 10*time.Second)
-	assert.Equal(t, jsonNumber("39"), s.Body["confirmations"])
+	// The depth shown is the scanner's head (its cursor), which the scanner
+	// that sendTransfer starts writes a moment after the status changes.
+	require.Eventually(t, func() bool {
+		s = e.payCall(request{method: "GET", path: "/api/pay/" + id, ip: nextIP()})
+		return s.Body["confirmations"] == jsonNumber("39")
+	}, 10*time.Second, 50*time.Millisecond, "39 confirmations shown")
 	assert.Equal(t, jsonNumber("40"), s.Body["required_confirmations"])
 	page := e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()}).Raw
 	assert.Contains(t, page, `data-state="confirming"`)
