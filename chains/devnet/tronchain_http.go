@@ -34,15 +34,8 @@ func (c *tronChain) httpHandler() http.Handler {
 		writeTronJSON(w, blockJSON(b))
 	})
 	mux.HandleFunc("/wallet/getblockbynum", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Num json.Number `json:"num"`
-		}
-		if !readTronRequest(w, r, &req) {
-			return
-		}
-		n, err := req.Num.Int64()
-		if err != nil {
-			tronHTTPError(w, "num: "+err.Error())
+		n, ok := readTronNum(w, r)
+		if !ok {
 			return
 		}
 		b, _ := c.GetBlockByNum2(r.Context(), &api.NumberMessage{Num: n})
@@ -74,15 +67,8 @@ func (c *tronChain) httpHandler() http.Handler {
 		writeTronJSON(w, out)
 	})
 	mux.HandleFunc("/wallet/gettransactioninfobyblocknum", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Num json.Number `json:"num"`
-		}
-		if !readTronRequest(w, r, &req) {
-			return
-		}
-		n, err := req.Num.Int64()
-		if err != nil {
-			tronHTTPError(w, "num: "+err.Error())
+		n, ok := readTronNum(w, r)
+		if !ok {
 			return
 		}
 		list, _ := c.GetTransactionInfoByBlockNum(r.Context(), &api.NumberMessage{Num: n})
@@ -197,6 +183,23 @@ func readTronRequest(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// readTronNum reads a {"num": N} request, answering java-tron's error and
+// reporting false when it can't.
+func readTronNum(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	var req struct {
+		Num json.Number `json:"num"`
+	}
+	if !readTronRequest(w, r, &req) {
+		return 0, false
+	}
+	n, err := req.Num.Int64()
+	if err != nil {
+		tronHTTPError(w, "num: "+err.Error())
+		return 0, false
+	}
+	return n, true
 }
 
 // tronHTTPError answers as java-tron answers a request it can't read.

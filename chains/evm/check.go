@@ -2,7 +2,6 @@ package evm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/big"
 	"time"
@@ -61,16 +60,10 @@ var decimalsSelector = crypto.Keccak256([]byte("decimals()"))[:4]
 func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 	out := chainapi.EndpointCheck{Network: c.network, Endpoint: c.eps.Name(0), Transport: "json-rpc"}
 	problem := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
-	limited := func(err error) {
-		if errors.Is(err, chainapi.ErrRateLimited) {
-			out.RateLimited++
-		}
-	}
 	start := time.Now()
 	ident, err := c.Identity(ctx)
 	out.Latency = time.Since(start)
 	if err != nil {
-		limited(err)
 		out.Err = err.Error()
 		problem("unreachable: %v", err)
 		return out
@@ -90,7 +83,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 		return ec.Client().CallContext(ctx, &head, "eth_getBlockByNumber", "latest", false)
 	})
 	if err != nil {
-		limited(err)
 		problem("newest block: %v", err)
 		return out
 	}
@@ -109,7 +101,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 		})
 		switch {
 		case err != nil:
-			limited(err)
 			tc.Err = err.Error()
 			problem("%s contract %s: %v", tok, a.Hex(), err)
 		case len(res) != 32 || new(big.Int).SetBytes(res).BitLen() > 8:
@@ -133,7 +124,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 			{Method: "eth_chainId", Result: &n2},
 		})
 	})
-	limited(err)
 	batch.OK = err == nil && n1 > 0 && n2 > 0
 	if batch.OK {
 		batch.Detail = "accepted"
@@ -152,7 +142,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 	}
 	logs := chainapi.FeatureCheck{Name: "eth_getLogs range"}
 	_, err = c.rawLogsOnce(ctx, out.Head+1-span, out.Head)
-	limited(err)
 	logs.OK = err == nil
 	if logs.OK {
 		logs.Detail = fmt.Sprintf("%d blocks accepted", span)
@@ -169,7 +158,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 		_, err := ec.FilterLogs(ctx, ethereum.FilterQuery{BlockHash: &hash, Addresses: c.addresses, Topics: [][]common.Hash{{TransferTopic}}})
 		return err
 	})
-	limited(err)
 	byHash.OK = err == nil
 	if byHash.OK {
 		byHash.Detail = "accepted"

@@ -3,7 +3,6 @@ package tron
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/big"
 	"time"
@@ -53,16 +52,10 @@ func (c *Client) Identity(ctx context.Context) (chainapi.Identity, error) {
 func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 	out := chainapi.EndpointCheck{Network: c.network, Endpoint: c.eps.Name(0), Transport: c.transports[0]}
 	problem := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
-	limited := func(err error) {
-		if errors.Is(err, chainapi.ErrRateLimited) {
-			out.RateLimited++
-		}
-	}
 	start := time.Now()
 	head, err := c.nowBlock(ctx)
 	out.Latency = time.Since(start)
 	if err != nil {
-		limited(err)
 		out.Err = err.Error()
 		problem("unreachable: %v", err)
 		return out
@@ -72,7 +65,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 		out.HeadAge = max(time.Since(time.UnixMilli(head.time)).Round(time.Second), 0) // a head a little ahead of this clock is not stale
 	}
 	if ident, err := c.Identity(ctx); err != nil {
-		limited(err)
 		problem("block 0: %v", err)
 	} else {
 		out.Identity = ident
@@ -90,7 +82,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 		})
 		switch {
 		case err != nil:
-			limited(err)
 			tc.Err = err.Error()
 			problem("%s contract %s: %v", ct.Token, ct.Address, err)
 		case len(res) != 32 || new(big.Int).SetBytes(res).BitLen() > 8:
@@ -118,7 +109,6 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 			bl.txs[hex.EncodeToString(id)] = true
 		}
 		_, err := c.blockInfos(ctx, bl)
-		limited(err)
 		f.OK = err == nil
 		f.Detail = fmt.Sprintf("block %d: %d transactions", b.num, len(b.txids))
 		if err != nil {

@@ -49,7 +49,9 @@ type EndpointCheck struct {
 	// JSON-RPC batches, the eth_getLogs range, logs by block hash; TRON:
 	// full transaction infos), each accepted or not.
 	Features []FeatureCheck
-	// RateLimited counts the rate-limit answers seen during the checks.
+	// RateLimited counts the rate-limit answers seen during the checks:
+	// chains.Check fills it from the client's Observe hook, which sees
+	// every endpoint answer, retries included.
 	RateLimited int
 	// Problems lists what stops paywatch from working with the endpoint;
 	// empty means none.
