@@ -282,8 +282,6 @@ type scan struct {
 	progress     workflows.ScanProgress
 	// confirmFails counts the confirmation passes that failed in a row.
 	confirmFails int
-	// cursorHead is the head last written to the cursor.
-	cursorHead uint64
 	// idle is set while nothing waits on the network (the last check):
 	// the scan then stays chains.RecentBlocks behind the head on EVM
 	// networks, where a batch costs no header reads.
@@ -430,7 +428,7 @@ func (s *Scanner) load(ctx context.Context, st *scan) error {
 		return err
 	}
 	if ok {
-		st.height, st.next, st.hash, st.head, st.cursorHead = cur.Height, cur.Height+1, cur.BlockHash, cur.Head, cur.Head
+		st.height, st.next, st.hash, st.head = cur.Height, cur.Height+1, cur.BlockHash, cur.Head
 		st.log.Debug("scan resumes", "height", cur.Height)
 	} else {
 		head, err := st.client.Head(ctx)
@@ -456,7 +454,7 @@ func (s *Scanner) load(ctx context.Context, st *scan) error {
 		if _, err := s.store.RecordScan(ctx, store.ScanBatch{Network: st.network, Height: start - 1, BlockHash: hash, Head: head, Generation: st.gen}, nil); err != nil {
 			return err
 		}
-		st.next, st.height, st.hash, st.head, st.cursorHead = start, start-1, hash, head, head
+		st.next, st.height, st.hash, st.head = start, start-1, hash, head
 		st.log.Info("scan starts", "from", start, "head", head)
 	}
 	st.loaded = true

@@ -37,16 +37,6 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 		allowance = chains.RecentBlocks
 	}
 	if st.next > limit {
-		if allowance > 0 && st.height > 0 && st.hash != "" && st.head > st.cursorHead {
-			// Idle, with nothing to read yet: the cursor still records the
-			// head just seen, so a start block that falls back on it, and
-			// /health's lag, stay current.
-			if _, err := s.store.RecordScan(ctx, store.ScanBatch{Network: st.network, Height: st.height, BlockHash: st.hash,
-				Head: st.head, Generation: st.gen, LagAllowance: allowance}, nil); err != nil {
-				return false, err
-			}
-			st.cursorHead = st.head
-		}
 		return true, nil
 	}
 	to := min(st.next+batch-1, limit)
@@ -83,7 +73,7 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 	if err != nil {
 		return false, err
 	}
-	st.next, st.height, st.hash, st.cursorHead = to+1, to, hashTo, st.head
+	st.next, st.height, st.hash = to+1, to, hashTo
 	st.progress.Height, st.progress.BlockHash = to, hashTo
 	st.progress.Transfers += n
 	return to == limit, nil

@@ -164,36 +164,3 @@ func TestBackoffHonoursRetryAfter(t *testing.T) {
 	asked := fmt.Errorf("%w: %w", chains.ErrRateLimited, &chains.RetryAfterError{After: 90 * time.Second, Err: errors.New("429")})
 	assert.GreaterOrEqual(t, activities.Backoff(asked, 1), 90*time.Second)
 }
-
-// An idle EVM scanner with no block old enough to read yet still records
-// the head it sees, so the cursor's head (a start block's fallback,
-// /health's head) stays current.
-func TestIdleScannerKeepsTheCursorsHeadCurrent(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n := paywatch.ARBITRUM
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}, BlockInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
-	defer d.Close()
-	st, _ := d.Network(n)
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
-	db := newScanDB(t)
-	s := activities.NewScanner(activities.ScannerDeps{
-		Store: db.store, Chains: set, Signaler: &signalLog{},
-		PollInterval:     map[paywatch.Network]time.Duration{n: 50 * time.Millisecond},
-		IdlePollInterval: map[paywatch.Network]time.Duration{n: 300 * time.Millisecond},
-	})
-	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 100 * time.Millisecond}, nil)
-	require.NoError(t, err)
-	first, ok, err := db.store.ChainCursor(ctx, n)
-	require.NoError(t, err)
-	require.True(t, ok)
-	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 2 * time.Second}, nil)
-	require.NoError(t, err)
-	later, _, err := db.store.ChainCursor(ctx, n)
-	require.NoError(t, err)
-	assert.Equal(t, first.Height, later.Height, "fewer than chains.RecentBlocks new blocks: nothing read yet")
-	assert.Greater(t, later.Head, first.Head+10, "but the head it saw is recorded")
-}
