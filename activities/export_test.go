@@ -44,9 +44,12 @@ func (s *Scanner) ScanRange(ctx context.Context, n paywatch.Network, from, to ui
 	return total, nil
 }
 
-// NextPoll exposes nextPoll to the tests.
-func (s *Scanner) NextPoll(n paywatch.Network, foundNew bool) time.Duration {
-	return s.nextPoll(n, foundNew)
+// TipPace exposes the caught-up scanner's poll timing to the tests.
+type TipPace struct{ p tipPace }
+
+// Next is tipPace.next.
+func (t *TipPace) Next(start, now time.Time, head uint64, interval time.Duration) time.Time {
+	return t.p.next(start, now, head, interval)
 }
 
 // FailureLevel exposes failureLevel to the tests.

@@ -282,6 +282,11 @@ type scan struct {
 	progress     workflows.ScanProgress
 	// confirmFails counts the confirmation passes that failed in a row.
 	confirmFails int
+	// pace times the polls of a caught-up scan.
+	pace tipPace
+	// confirmSoon, while in the future, has the scan look for newly due
+	// confirmations between polls (record, sleepConfirming).
+	confirmSoon time.Time
 	// idle is set while nothing waits on the network (the last check):
 	// the scan then stays chains.RecentBlocks behind the head on EVM
 	// networks, where a batch costs no header reads.
@@ -318,7 +323,7 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		if !deadline.IsZero() && !s.now().Before(deadline) {
 			return st.progress, nil
 		}
-		before := st.head
+		start := time.Now()
 		caughtUp, err := s.poll1(ctx, st)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -340,6 +345,7 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 			}
 			s.recordFailure(ctx, st, err)
 			failRecord = true
+			st.pace.reset()
 			heartbeat(st.progress)
 			if err := sleep(ctx, s.capped(wait, deadline), func() { heartbeat(st.progress) }); err != nil {
 				return st.progress, err
@@ -355,8 +361,9 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		}
 		heartbeat(st.progress)
 		if caughtUp {
-			wait := s.nextPoll(st.network, st.head > before)
+			wait := time.Until(st.pace.next(start, time.Now(), st.head, s.PollInterval(st.network)))
 			if st.idle = !s.waiting(ctx, st); st.idle {
+				st.pace.reset()
 				// Nothing waits: poll rarely, over a long range, and wake
 				// at once when a payment comes to wait on the network (a
 				// creation with an address here, a network selection).
@@ -368,7 +375,7 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 				continue
 			}
 			st.progress.Idle = false
-			if err := sleep(ctx, s.capped(wait, deadline), func() { heartbeat(st.progress) }); err != nil {
+			if err := s.sleepConfirming(ctx, st, s.capped(wait, deadline), func() { heartbeat(st.progress) }); err != nil {
 				return st.progress, err
 			}
 		}

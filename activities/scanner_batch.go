@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
@@ -19,8 +20,16 @@ var errInconsistent = errors.New("chain changed while the batch was read")
 
 // step scans the next batch: blocks [next, min(next+batch−1, head)].
 func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error) {
+	fresh := false // st.head was just read
+	if tr, ok := st.client.(chains.TipReader); ok && !st.idle && st.hash != "" && st.next > st.head {
+		var done bool
+		if caughtUp, done, err = s.tip(ctx, st, tr); done || err != nil {
+			return caughtUp, err
+		}
+		fresh = true
+	}
 	batch := s.BatchBlocks(st.network)
-	if st.next+batch > st.head { // near the head: ask for a newer one
+	if !fresh && st.next+batch > st.head { // near the head: ask for a newer one
 		head, err := st.client.Head(ctx)
 		if err != nil {
 			return false, err
@@ -69,14 +78,44 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 			return false, fmt.Errorf("block %d: %w", to, errInconsistent)
 		}
 	}
-	n, err := s.record(ctx, st.network, ts, store.ScanBatch{Network: st.network, Height: to, BlockHash: hashTo, Head: st.head, Generation: st.gen, LagAllowance: allowance})
-	if err != nil {
+	if err := s.record(ctx, st, ts, store.ScanBatch{Network: st.network, Height: to, BlockHash: hashTo, Head: st.head, Generation: st.gen, LagAllowance: allowance}); err != nil {
 		return false, err
 	}
 	st.next, st.height, st.hash = to+1, to, hashTo
 	st.progress.Height, st.progress.BlockHash = to, hashTo
-	st.progress.Transfers += n
 	return to == limit, nil
+}
+
+// tip reads the block after the cursor of a scan at the head, while
+// payments wait (chains.TipReader: about one request per block where a
+// batch costs three or four). The block counts if its parent is the
+// cursor's block; otherwise the chain reorganised, and the scan goes back
+// as for a batch. done is false when the node's head is past the block
+// (a burst, or a node that has the head but not yet the block): a batch
+// then reads on from the cursor, with the head just read.
+func (s *Scanner) tip(ctx context.Context, st *scan, tr chains.TipReader) (caughtUp, done bool, err error) {
+	t, err := tr.ReadTip(ctx, st.next)
+	if err != nil {
+		return false, true, err
+	}
+	st.head, st.progress.Head = t.Head, t.Head
+	if !t.Found {
+		return true, t.Head < st.next, nil
+	}
+	if !sameHash(t.ParentHash, st.hash) {
+		return false, true, s.reorg(ctx, st)
+	}
+	for _, tr := range t.Transfers {
+		if tr.BlockNumber != st.next || !sameHash(tr.BlockHash, t.Hash) {
+			return false, true, fmt.Errorf("block %d: a transfer of block %d %s: %w", st.next, tr.BlockNumber, tr.BlockHash, errInconsistent)
+		}
+	}
+	if err := s.record(ctx, st, t.Transfers, store.ScanBatch{Network: st.network, Height: st.next, BlockHash: t.Hash, Head: t.Head, Generation: st.gen}); err != nil {
+		return false, true, err
+	}
+	st.next, st.height, st.hash = st.next+1, st.next, t.Hash
+	st.progress.Height, st.progress.BlockHash = st.height, t.Hash
+	return st.height >= t.Head, true, nil
 }
 
 // ScanStats counts what ScanRange (or one batch of it) saw and did.
@@ -87,16 +126,29 @@ type ScanStats struct {
 	Matched int
 	// Signals counts the signals sent.
 	Signals int
+	// Deepest is the lowest block of the matched transfers; 0 without.
+	Deepest uint64
 }
 
-// record matches, records and signals one batch; it returns how many
-// transfers matched.
-func (s *Scanner) record(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (int, error) {
-	res, err := s.recordBatch(ctx, n, ts, b)
+// record matches, records and signals one batch. A transfer that already
+// has its network's confirmations at the batch's head (a batch that read a
+// burst of blocks: a node catching up, a provider's lag clearing) opens
+// the scan's confirmation window: its payment will await its confirmation
+// as soon as the workflow has saved it, and the scanner looks for that
+// between polls (sleepConfirming) rather than at its next poll.
+func (s *Scanner) record(ctx context.Context, st *scan, ts []chains.Transfer, b store.ScanBatch) error {
+	res, err := s.recordBatch(ctx, st.network, ts, b)
 	if res.Matched > 0 {
-		s.log.Debug("transfers recorded", "network", n, "matched", res.Matched, "signals", res.Signals, "height", b.Height)
+		s.log.Debug("transfers recorded", "network", st.network, "matched", res.Matched, "signals", res.Signals, "height", b.Height)
 	}
-	return res.Matched, err
+	if err != nil {
+		return err
+	}
+	st.progress.Transfers += res.Matched
+	if res.Deepest > 0 && res.Deepest+uint64(max(st.info.Confirmations, 1)) <= b.Head+1 {
+		st.confirmSoon = time.Now().Add(confirmWindow)
+	}
+	return nil
 }
 
 // recordBatch is the batch path: one query matches the batch's distinct
@@ -129,6 +181,9 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 				continue
 			}
 			out.Matched++
+			if out.Deepest == 0 || st.BlockNumber < out.Deepest {
+				out.Deepest = st.BlockNumber
+			}
 			b.Transfers = append(b.Transfers, st)
 			b.Claims = append(b.Claims, store.TransferClaim{Transfer: st, PaymentID: owner})
 		}

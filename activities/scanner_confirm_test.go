@@ -2,6 +2,8 @@ package activities_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -184,16 +186,64 @@ func TestScannerPushesConfirmationsWhileABatchIsHeldBack(t *testing.T) {
 	assert.GreaterOrEqual(t, confirmed[0].Confirmations, 15)
 }
 
-// A caught-up scanner polls again after most of the block interval when it
-// found a new block, then in eighths of it until the next one is there.
-func TestScannerPollsInStepsUntilTheNextBlock(t *testing.T) {
-	s := activities.NewScanner(activities.ScannerDeps{PollInterval: map[paywatch.Network]time.Duration{
-		paywatch.BEP20: time.Second, paywatch.ARBITRUM: 200 * time.Millisecond,
-	}})
-	assert.Equal(t, 875*time.Millisecond, s.NextPoll(paywatch.BEP20, true))
-	assert.Equal(t, 125*time.Millisecond, s.NextPoll(paywatch.BEP20, false))
-	assert.Equal(t, 10500*time.Millisecond, s.NextPoll(paywatch.ERC20, true), "12 s blocks by default")
-	assert.Equal(t, 1500*time.Millisecond, s.NextPoll(paywatch.ERC20, false))
-	assert.Equal(t, 150*time.Millisecond, s.NextPoll(paywatch.ARBITRUM, true))
-	assert.Equal(t, activities.MinPollInterval, s.NextPoll(paywatch.ARBITRUM, false), "never below the minimum")
+// A caught-up scanner's polls lock onto its network's blocks: about one
+// poll per block, each block seen within one step (an eighth of the
+// interval) of being made, on a regular chain, a jittery one, one slower
+// than its nominal block time and one faster (simulated: the chain makes
+// block k at k·period ± jitter, and a poll sees the blocks made before
+// it started plus half its duration). Latencies count once the pace has
+// measured the blocks' period (the first 100 blocks).
+func TestTipPollsLockOntoTheBlocks(t *testing.T) {
+	const interval = time.Second
+	step := interval / 8
+	cases := []struct {
+		name           string
+		period, jitter time.Duration
+		maxPolls       float64
+		maxLatency     time.Duration // of the newest block a poll found
+	}{
+		{"regular", interval, 0, 1.15, step + 40*time.Millisecond},
+		{"jitter ±10%", interval, interval / 10, 1.3, step + interval/5 + 40*time.Millisecond},
+		{"20% slower than nominal", interval * 6 / 5, 0, 1.3, step + 40*time.Millisecond},
+		{"20% faster than nominal", interval * 4 / 5, 0, 1.0, interval + 40*time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			const blocks = 2000
+			made := make([]time.Duration, blocks+2) // made[k]: when block k came
+			for k := range made {
+				made[k] = time.Duration(k)*c.period + time.Duration(rng.Int64N(int64(2*c.jitter)+1)) - c.jitter
+				if k > 0 && made[k] <= made[k-1] {
+					made[k] = made[k-1] + time.Millisecond
+				}
+			}
+			base := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+			var pace activities.TipPace
+			now, polls, seen := made[0], 0, uint64(0)
+			var latencies []time.Duration
+			for seen < blocks {
+				polls++
+				dur := time.Duration(10+rng.IntN(30)) * time.Millisecond
+				head := seen
+				for head+1 < uint64(len(made)) && made[head+1] <= now+dur/2 {
+					head++
+				}
+				if head > seen && seen >= 100 {
+					latencies = append(latencies, now+dur-made[head])
+				}
+				if head > seen {
+					seen = head
+				}
+				next := pace.Next(base.Add(now), base.Add(now+dur), head, interval)
+				now = next.Sub(base)
+			}
+			slices.Sort(latencies)
+			perBlock := float64(polls) / blocks
+			p50, worst := latencies[len(latencies)/2], latencies[len(latencies)-1]
+			t.Logf("%s: %.3f polls per block, latency p50 %s, max %s", c.name, perBlock, p50, worst)
+			assert.LessOrEqual(t, perBlock, c.maxPolls)
+			assert.LessOrEqual(t, worst, c.maxLatency)
+		})
+	}
 }

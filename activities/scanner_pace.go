@@ -67,24 +67,76 @@ func (s *Scanner) sleepIdle(ctx context.Context, st *scan, d time.Duration, beat
 	}
 }
 
-// pollSteps is how finely a caught-up scanner looks for the next block:
-// after a poll that found a new block it waits the poll interval less one
-// step, then polls every step until the next block is there. So it sees a
-// block at most one step after the chain made it, whatever the phase
-// between the chain's blocks and its polls, for about one extra head read
-// per block.
+// pollSteps is how finely a caught-up scanner looks for a block that has
+// not come yet: every interval/pollSteps until it is there.
 const pollSteps = 8
 
-// nextPoll returns how long a caught-up scanner of network n waits before
-// its next poll: most of the poll interval after a poll that found a new
-// block (foundNew), one step of it otherwise.
-func (s *Scanner) nextPoll(n paywatch.Network, foundNew bool) time.Duration {
-	interval := s.PollInterval(n)
+// phaseProbe: a poll that finds a new block at once schedules the next one
+// a 1/phaseProbe of a block sooner than the blocks' pace, so the polls
+// creep towards the moment blocks appear until one comes too soon and
+// looks again a step later. Between two such misses lie about
+// (step/2)/(period/phaseProbe) = phaseProbe/16 blocks: one miss per 8
+// blocks, 1.125 polls per block, for a block seen at most one step (on
+// average a quarter step) after the chain made it.
+const phaseProbe = 128
+
+// periodWindow is how many blocks the tip pace measures the blocks'
+// period over: long enough that the measurement's error (up to a step
+// over the whole window) stays well below a 1/phaseProbe of a block.
+const periodWindow = 64
+
+// tipPace locks a caught-up scanner's polls onto its network's blocks
+// (issue 26: one request per block at the tip, where polling every step
+// costs two): each poll that finds a new block anchors the next one a
+// block's time after its own start, less a 1/phaseProbe of it.
+//
+// The pace is the poll interval, or the blocks' measured period when they
+// come slower than that (a chain slower than its nominal block time would
+// make every other poll a miss); a chain faster than the interval is
+// polled at the interval, each poll reading what came since, so a block
+// waits at most one interval.
+type tipPace struct {
+	// anchor is the start of the last poll that found a new block, and
+	// head the head it saw.
+	anchor time.Time
+	head   uint64
+	// since and sinceHead start the window the period is measured over;
+	// period is the last measurement, 0 until there is one.
+	since     time.Time
+	sinceHead uint64
+	period    time.Duration
+}
+
+// next returns when the poll after one that started at start and saw head
+// should start; interval is the network's poll interval and now the time.
+func (p *tipPace) next(start, now time.Time, head uint64, interval time.Duration) time.Time {
 	step := max(interval/pollSteps, MinPollInterval)
-	if !foundNew {
-		return step
+	if !p.anchor.IsZero() && head <= p.head {
+		// Not there yet: look again a step later.
+		return maxTime(start.Add(step), now.Add(MinPollInterval))
 	}
-	return max(interval-step, MinPollInterval)
+	switch {
+	case p.since.IsZero() || head < p.sinceHead:
+		p.since, p.sinceHead = start, head
+	case head-p.sinceHead >= periodWindow:
+		p.period = start.Sub(p.since) / time.Duration(head-p.sinceHead)
+		p.since, p.sinceHead = start, head
+	}
+	p.anchor, p.head = start, head
+	pace := max(interval, p.period)
+	return maxTime(start.Add(pace-pace/phaseProbe), now.Add(MinPollInterval))
+}
+
+// reset forgets the anchor and the measurement window: the next poll that
+// finds a block anchors anew (after an idle spell or a failure, the old
+// anchor says nothing, and the time between says nothing of the blocks).
+func (p *tipPace) reset() { *p = tipPace{period: p.period} }
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // backoff returns how long to wait after the fails-th failure in a row:

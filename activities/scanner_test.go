@@ -46,6 +46,8 @@ type signalLog struct {
 	calls    int
 	// onNotFound runs (unlocked) after a call answered NotFound.
 	onNotFound func(workflowID string)
+	// onSeen runs (unlocked) after a transfer-seen signal was taken.
+	onSeen func(paywatch.Transaction)
 }
 
 func (l *signalLog) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
@@ -65,7 +67,11 @@ func (l *signalLog) SignalWorkflow(_ context.Context, id, _, name string, arg an
 		return serviceerror.NewNotFound("workflow execution already completed")
 	}
 	l.got = append(l.got, sentSignal{id, name, arg})
+	hook := l.onSeen
 	l.mu.Unlock()
+	if tx, ok := arg.(paywatch.Transaction); ok && hook != nil && name == workflows.SignalTransferSeen {
+		hook(tx)
+	}
 	return nil
 }
 

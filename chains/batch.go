@@ -71,3 +71,19 @@ func ReadBatch(ctx context.Context, c Client, q BatchQuery) (BatchRead, error) {
 	}
 	return b, nil
 }
+
+// TipRead is what a TipReader found at the tip of the chain.
+//
+//	type TipRead struct {
+//	    Head             uint64 // the node's newest block
+//	    Found            bool   // the node has the block asked for
+//	    Hash, ParentHash string // of the block found
+//	    Transfers        []Transfer
+//	}
+type TipRead = chainapi.TipRead
+
+// TipReader is implemented by clients that read the block after a
+// caught-up scanner's cursor, with the head, in about one request per
+// block (see chainapi.TipReader). The scanner uses it while payments wait
+// and it is at the head; the others read single-block batches.
+type TipReader = chainapi.TipReader

@@ -150,7 +150,7 @@ func headOfExtention(b *api.BlockExtention) (blockHead, bool) {
 		return blockHead{}, false
 	}
 	raw := b.GetBlockHeader().GetRawData()
-	h := blockHead{num: uint64(raw.GetNumber()), id: b.GetBlockid(), time: raw.GetTimestamp()}
+	h := blockHead{num: uint64(raw.GetNumber()), id: b.GetBlockid(), parent: raw.GetParentHash(), time: raw.GetTimestamp()}
 	for _, tx := range b.GetTransactions() {
 		h.txids = append(h.txids, tx.GetTxid())
 	}

@@ -183,8 +183,9 @@ type httpBlock struct {
 		RawData struct {
 			// Number is left out for block 0, as protobuf's JSON leaves
 			// out default values.
-			Number    uint64 `json:"number"`
-			Timestamp int64  `json:"timestamp"`
+			Number     uint64   `json:"number"`
+			Timestamp  int64    `json:"timestamp"`
+			ParentHash hexBytes `json:"parentHash"`
 		} `json:"raw_data"`
 	} `json:"block_header"`
 	Transactions []struct {
@@ -196,7 +197,7 @@ func (b httpBlock) head() (blockHead, bool) {
 	if len(b.BlockID) == 0 {
 		return blockHead{}, false
 	}
-	h := blockHead{num: b.BlockHeader.RawData.Number, id: b.BlockID, time: b.BlockHeader.RawData.Timestamp}
+	h := blockHead{num: b.BlockHeader.RawData.Number, id: b.BlockID, parent: b.BlockHeader.RawData.ParentHash, time: b.BlockHeader.RawData.Timestamp}
 	for _, tx := range b.Transactions {
 		h.txids = append(h.txids, tx.TxID)
 	}

@@ -35,13 +35,14 @@ type node interface {
 	close()
 }
 
-// blockHead is what the client reads of a block: its number, id and
-// transaction ids.
+// blockHead is what the client reads of a block: its number, id, parent's
+// id and transaction ids.
 type blockHead struct {
-	num   uint64
-	id    []byte
-	txids [][]byte
-	time  int64 // ms since the epoch
+	num    uint64
+	id     []byte
+	parent []byte
+	txids  [][]byte
+	time   int64 // ms since the epoch
 }
 
 // txInfo is what the client reads of a transaction info.

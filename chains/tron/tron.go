@@ -237,18 +237,9 @@ func (c *Client) batchTransfers(ctx context.Context, from, to uint64) ([]chainap
 		if len(b.txs) == 0 {
 			continue // nothing to log; idle devnet and testnet blocks are mostly empty
 		}
-		g.Go(func() error {
-			infos, err := c.blockInfos(gctx, b)
-			if err != nil {
-				return err
-			}
-			for _, info := range infos {
-				if id := hex.EncodeToString(info.id); !b.txs[id] {
-					return fmt.Errorf("tron: block %d changed while it was read (reorg); transaction %s is not in block %s", b.num, id, b.id)
-				}
-			}
-			perBlock[i] = c.decodeBlock(b, infos, "")
-			return nil
+		g.Go(func() (err error) {
+			perBlock[i], err = c.blockTransfers(gctx, b)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -29,7 +29,10 @@ import (
 //   - 1s-jitter50: the same, each interval drawn from 0.5–1.5 s;
 //   - mainnet-pace: each chain at its network's mainnet block time, which is
 //     also its scanner's poll interval, for the README's table of time to
-//     paid beside the physical limit.
+//     paid beside the physical limit;
+//   - 1s-burst: 1 s blocks, and each transfer followed at once by a burst of
+//     its network's confirmations (a node catching up, a provider's lag
+//     clearing), so the batch that reads the transfer also confirms it.
 //
 // Each run is one experiment, whatever b.N; it reports p50, p90 and max in
 // milliseconds, and logs the figures per network.
@@ -43,6 +46,7 @@ func BenchmarkConfirmationLatency(b *testing.B) {
 		latencyRun(b, latencyCase{interval: time.Second, jitter: 0.5, perNetwork: 8})
 	})
 	b.Run("mainnet-pace", func(b *testing.B) { latencyRun(b, latencyCase{intervals: mainnet, perNetwork: 6}) })
+	b.Run("1s-burst", func(b *testing.B) { latencyRun(b, latencyCase{interval: time.Second, perNetwork: 3, burst: true}) })
 }
 
 // latencyCase is one run of BenchmarkConfirmationLatency.
@@ -51,6 +55,8 @@ type latencyCase struct {
 	intervals  map[paywatch.Network]time.Duration
 	jitter     float64
 	perNetwork int
+	// burst mines each transfer's confirmations at once after it.
+	burst bool
 }
 
 // every is network n's block interval in this case.
@@ -169,6 +175,11 @@ func latencyRun(b *testing.B, c latencyCase) {
 			b.Fatalf("pay %s: %v", p.id, err)
 		}
 		p.block = res.BlockNumber
+		if c.burst {
+			if _, err := dn.Mine(ctx, p.network, info.Confirmations); err != nil {
+				b.Fatalf("burst on %s: %v", p.network, err)
+			}
+		}
 		time.Sleep(c.every(paywatch.TRC20) * 37 / 100)
 	}
 
@@ -230,7 +241,7 @@ func latencyRun(b *testing.B, c latencyCase) {
 			info.Network, every, info.Confirmations, (time.Duration(info.Confirmations)*every).Seconds(),
 			c50.Seconds(), t50.Seconds(), ms(l50), ms(l90), ms(lmax)))
 	}
-	b.Logf("%d payments, poll interval = block interval, jitter %.0f%%:\n%s", len(ps), c.jitter*100, strings.Join(lines, "\n"))
+	b.Logf("%d payments, poll interval = block interval, jitter %.0f%%, bursts %v:\n%s", len(ps), c.jitter*100, c.burst, strings.Join(lines, "\n"))
 }
 
 // percentiles returns the p50, p90 and largest of ds.

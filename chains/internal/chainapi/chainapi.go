@@ -169,6 +169,33 @@ type BatchReader interface {
 	ReadBatch(ctx context.Context, q BatchQuery) (BatchRead, error)
 }
 
+// TipRead is what a TipReader found at the tip of the chain.
+type TipRead struct {
+	// Head is the newest block the node knows of.
+	Head uint64
+	// Found is set when the node has the block asked for; the fields below
+	// describe it.
+	Found bool
+	// Hash and ParentHash are the block's hash and its parent's: a parent
+	// other than the caller's cursor block means a reorg.
+	Hash, ParentHash string
+	// Transfers are the block's transfers, all of the one block Hash names.
+	Transfers []Transfer
+}
+
+// TipReader is implemented by clients that read the block after a caught-up
+// scanner's cursor, the chain's head and whether the block links to the
+// cursor in one request for most blocks (one JSON-RPC batch on EVM, the
+// newest block on TRON plus its transaction infos when it has any), where
+// a scanner batch costs a head read, a block read and a cursor read.
+type TipReader interface {
+	// ReadTip reads block next with its transfers and the node's head.
+	// Found is false when the node has no block next (yet); the transfers
+	// of a found block are complete as ReadBatch vouches for a batch's, or
+	// the error is ErrIncompleteRead.
+	ReadTip(ctx context.Context, next uint64) (TipRead, error)
+}
+
 // Defaults of Config.MaxBlockRange and Config.Concurrency.
 const (
 	DefaultEVMBlockRange  = 1000
