@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -54,6 +55,9 @@ type ScannerStore interface {
 	RecordScanFailure(ctx context.Context, n paywatch.Network, msg string) error
 	// ClearScanFailure ends a network's failure record.
 	ClearScanFailure(ctx context.Context, n paywatch.Network) error
+	// AddRPCUsage adds requests to a network's count for the UTC day of
+	// at, with the daily budget in force, and returns the day's total.
+	AddRPCUsage(ctx context.Context, n paywatch.Network, at time.Time, requests, budget uint64) (uint64, error)
 }
 
 // Signaler signals workflows; client.Client implements it.
@@ -87,6 +91,10 @@ type ScannerDeps struct {
 	// otherwise DefaultEVMBatch or DefaultTronBatch: one eth_getLogs, or
 	// one GetBlockByLimitNext, per batch.
 	BatchBlocks map[paywatch.Network]uint64
+	// DailyBudget is PAYWATCH_<NETWORK>_DAILY_BUDGET: the requests a
+	// network's chain client may make in a UTC day, spread evenly over it
+	// (scanner_budget.go); a network without one has no limit.
+	DailyBudget map[paywatch.Network]uint64
 	// RPCTimeout bounds each poll's chain reads; 0 means DefaultRPCTimeout.
 	// Keep it below the scan activity's heartbeat timeout.
 	RPCTimeout time.Duration
@@ -169,7 +177,11 @@ type Scanner struct {
 	idle       map[paywatch.Network]time.Duration
 	wakeCheck  time.Duration
 	batch      map[paywatch.Network]uint64
+	budget     map[paywatch.Network]uint64
 	rpcTimeout time.Duration
+	// usage counts each network's RPC requests for the day's count.
+	usageMu sync.Mutex
+	usage   map[paywatch.Network]*netUsage
 }
 
 var _ workflows.ScannerActivities = (*Scanner)(nil)
@@ -186,6 +198,8 @@ func NewScanner(deps ScannerDeps) *Scanner {
 		idle:       deps.IdlePollInterval,
 		wakeCheck:  deps.WakeCheck,
 		batch:      deps.BatchBlocks,
+		budget:     deps.DailyBudget,
+		usage:      map[paywatch.Network]*netUsage{},
 		rpcTimeout: deps.RPCTimeout,
 	}
 	if s.now == nil {
@@ -284,6 +298,8 @@ type scan struct {
 	confirmFails int
 	// pace times the polls of a caught-up scan.
 	pace tipPace
+	// overBudget is set while the scan waits for its daily RPC budget.
+	overBudget bool
 	// confirmSoon, while in the future, has the scan look for newly due
 	// confirmations between polls (record, sleepConfirming).
 	confirmSoon time.Time
@@ -311,6 +327,12 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 	if in.RunFor > 0 {
 		deadline = s.now().Add(in.RunFor)
 	}
+	defer func() {
+		// The run's last requests count too (the next run is a new scan).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitingTimeout)
+		defer cancel()
+		s.syncUsage(ctx, st, true)
+	}()
 	var fails int
 	var lastErr string
 	// failRecord: the network may have a failure record, from this run or
@@ -322,6 +344,17 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		}
 		if !deadline.IsZero() && !s.now().Before(deadline) {
 			return st.progress, nil
+		}
+		if st.loaded {
+			s.syncUsage(ctx, st, false)
+			if w := s.budgetWait(st); w > 0 {
+				heartbeat(st.progress)
+				if err := sleep(ctx, s.capped(min(w, maxBudgetWait), deadline), func() { heartbeat(st.progress) }); err != nil {
+					return st.progress, err
+				}
+				st.pace.reset()
+				continue
+			}
 		}
 		start := time.Now()
 		caughtUp, err := s.poll1(ctx, st)
@@ -416,55 +449,4 @@ func (s *Scanner) advance(ctx context.Context, st *scan) (caughtUp bool, err err
 		st.progress.Idle = st.idle
 	}
 	return s.step(ctx, st)
-}
-
-// load takes the network's scan lease, then positions the scan at the
-// stored cursor, or, for a network never scanned, at the head or the
-// earliest watched payment's start block. The cursor is read after the
-// lease is taken, so no older scan moves it afterwards.
-func (s *Scanner) load(ctx context.Context, st *scan) error {
-	if st.gen == 0 {
-		gen, err := s.store.AcquireScanLease(ctx, st.network)
-		if err != nil {
-			return err
-		}
-		st.gen = gen
-	}
-	cur, ok, err := s.store.ChainCursor(ctx, st.network)
-	if err != nil {
-		return err
-	}
-	if ok {
-		st.height, st.next, st.hash, st.head = cur.Height, cur.Height+1, cur.BlockHash, cur.Head
-		st.log.Debug("scan resumes", "height", cur.Height)
-	} else {
-		head, err := st.client.Head(ctx)
-		if err != nil {
-			return err
-		}
-		start := head
-		if earliest, ok, err := s.store.EarliestWatchedBlock(ctx, st.network); err != nil {
-			return err
-		} else if ok && earliest < start {
-			// No watched payment is older than its longest window plus the
-			// late window: look back no further than that.
-			lookback := uint64(maxLookback / st.info.BlockTime)
-			start = max(earliest, head-min(head, lookback))
-		}
-		start = max(start, 1) // genesis holds no token transfers
-		hash, err := st.client.BlockHash(ctx, start-1)
-		if err != nil {
-			return err
-		}
-		// Store the starting point at once: payments created from now on
-		// take it as their start block, and a restart resumes here.
-		if _, err := s.store.RecordScan(ctx, store.ScanBatch{Network: st.network, Height: start - 1, BlockHash: hash, Head: head, Generation: st.gen}, nil); err != nil {
-			return err
-		}
-		st.next, st.height, st.hash, st.head = start, start-1, hash, head
-		st.log.Info("scan starts", "from", start, "head", head)
-	}
-	st.loaded = true
-	st.progress.Height, st.progress.BlockHash, st.progress.Head = st.height, st.hash, st.head
-	return nil
 }

@@ -86,6 +86,57 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 	return to == limit, nil
 }
 
+// load takes the network's scan lease, then positions the scan at the
+// stored cursor, or, for a network never scanned, at the head or the
+// earliest watched payment's start block. The cursor is read after the
+// lease is taken, so no older scan moves it afterwards.
+func (s *Scanner) load(ctx context.Context, st *scan) error {
+	if st.gen == 0 {
+		gen, err := s.store.AcquireScanLease(ctx, st.network)
+		if err != nil {
+			return err
+		}
+		st.gen = gen
+	}
+	cur, ok, err := s.store.ChainCursor(ctx, st.network)
+	if err != nil {
+		return err
+	}
+	if ok {
+		st.height, st.next, st.hash, st.head = cur.Height, cur.Height+1, cur.BlockHash, cur.Head
+		st.log.Debug("scan resumes", "height", cur.Height)
+	} else {
+		head, err := st.client.Head(ctx)
+		if err != nil {
+			return err
+		}
+		start := head
+		if earliest, ok, err := s.store.EarliestWatchedBlock(ctx, st.network); err != nil {
+			return err
+		} else if ok && earliest < start {
+			// No watched payment is older than its longest window plus the
+			// late window: look back no further than that.
+			lookback := uint64(maxLookback / st.info.BlockTime)
+			start = max(earliest, head-min(head, lookback))
+		}
+		start = max(start, 1) // genesis holds no token transfers
+		hash, err := st.client.BlockHash(ctx, start-1)
+		if err != nil {
+			return err
+		}
+		// Store the starting point at once: payments created from now on
+		// take it as their start block, and a restart resumes here.
+		if _, err := s.store.RecordScan(ctx, store.ScanBatch{Network: st.network, Height: start - 1, BlockHash: hash, Head: head, Generation: st.gen}, nil); err != nil {
+			return err
+		}
+		st.next, st.height, st.hash, st.head = start, start-1, hash, head
+		st.log.Info("scan starts", "from", start, "head", head)
+	}
+	st.loaded = true
+	st.progress.Height, st.progress.BlockHash, st.progress.Head = st.height, st.hash, st.head
+	return nil
+}
+
 // tip reads the block after the cursor of a scan at the head, while
 // payments wait (chains.TipReader: about one request per block where a
 // batch costs three or four). The block counts if its parent is the

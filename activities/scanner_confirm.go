@@ -33,7 +33,8 @@ const (
 // transfer a burst of blocks brought with its confirmations is then
 // confirmed as soon as its payment awaits it, not a poll later (issue 26,
 // item 5: 1.7 s behind the confirming block). The window stays open its
-// whole length, for every payment the burst paid.
+// whole length, for every payment the burst paid, unless a pass fails or
+// leaves rows due: those wait for the next poll.
 func (s *Scanner) sleepConfirming(ctx context.Context, st *scan, d time.Duration, beat func()) error {
 	end := time.Now().Add(d)
 	for time.Now().Before(st.confirmSoon) {
@@ -44,7 +45,12 @@ func (s *Scanner) sleepConfirming(ctx context.Context, st *scan, d time.Duration
 		if err := sleep(ctx, min(left, confirmStep), beat); err != nil {
 			return err
 		}
-		s.confirmDue(ctx, st)
+		if !s.confirmDue(ctx, st) {
+			// A pass that failed, or left rows due (a block the node
+			// does not have): the next poll tries again, not every step.
+			st.confirmSoon = time.Time{}
+		}
+		beat()
 	}
 	return sleep(ctx, time.Until(end), beat)
 }
@@ -52,10 +58,11 @@ func (s *Scanner) sleepConfirming(ctx context.Context, st *scan, d time.Duration
 // confirmDue runs the confirmation pass of a poll (confirm) on its own
 // budget. A failure is logged, not returned: the batch the poll read is
 // recorded either way, and the rows stay due for the next poll.
-func (s *Scanner) confirmDue(ctx context.Context, st *scan) {
+// It reports whether the pass signalled every row that was due.
+func (s *Scanner) confirmDue(ctx context.Context, st *scan) (clean bool) {
 	ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
-	err := s.confirm(ctx, st)
+	skipped, err := s.confirm(ctx, st)
 	switch {
 	case err == nil:
 		st.confirmFails = 0
@@ -67,6 +74,7 @@ func (s *Scanner) confirmDue(ctx context.Context, st *scan) {
 				"head", st.head, "failures", st.confirmFails, "error", err)
 		}
 	}
+	return err == nil && skipped == 0
 }
 
 // confirm signals the payments whose awaited transfers have the network's
@@ -84,14 +92,14 @@ func (s *Scanner) confirmDue(ctx context.Context, st *scan) {
 // The payment workflow counts the signal only for the transfer in the block
 // it names, so a row read just before the workflow saw the transfer mined
 // again cannot confirm the new block early.
-func (s *Scanner) confirm(ctx context.Context, st *scan) error {
+func (s *Scanner) confirm(ctx context.Context, st *scan) (skipped int, err error) {
 	required := uint64(max(st.info.Confirmations, 1))
 	if st.head < required {
-		return nil
+		return 0, nil
 	}
 	due, err := s.store.DueConfirmations(ctx, st.network, st.head-required+1, dueConfirmationsPerPoll)
 	if err != nil || len(due) == 0 {
-		return err
+		return 0, err
 	}
 	hashes := map[uint64]string{}
 	var (
@@ -100,9 +108,10 @@ func (s *Scanner) confirm(ctx context.Context, st *scan) error {
 	)
 	// One signal per payment, with all its transfers due at this head.
 	byPayment := map[string]int{}
-	for _, a := range due {
+	for i, a := range due {
 		h, ok := hashes[a.BlockNumber]
 		if !ok && len(hashes) == dueBlocksPerPoll {
+			skipped += len(due) - i
 			break // the rows are in block order: the rest wait for the next poll
 		}
 		if !ok {
@@ -111,11 +120,12 @@ func (s *Scanner) confirm(ctx context.Context, st *scan) error {
 				h, err = "", nil
 			}
 			if err != nil {
-				return err
+				return 0, err
 			}
 			hashes[a.BlockNumber] = h
 		}
 		if h == "" {
+			skipped++
 			continue
 		}
 		c := workflows.TransferConfirmed{
@@ -136,8 +146,8 @@ func (s *Scanner) confirm(ctx context.Context, st *scan) error {
 	// A row exists because its workflow saved the payment's state, so a
 	// NotFound means the workflow has ended: its row is done with too.
 	if _, err := s.deliver(ctx, signals); err != nil {
-		return err
+		return 0, err
 	}
 	st.progress.Confirmations += len(sent)
-	return s.store.MarkConfirmationsSignalled(ctx, sent)
+	return skipped, s.store.MarkConfirmationsSignalled(ctx, sent)
 }

@@ -247,3 +247,25 @@ func TestTipPollsLockOntoTheBlocks(t *testing.T) {
 		})
 	}
 }
+
+// The pace re-anchors when the head goes back (a failover to an endpoint
+// a few blocks behind), rather than counting every poll as a miss until
+// that endpoint passes the old head; and a measured period across a halt
+// is capped at twice the interval.
+func TestTipPaceAfterAHeadGoesBackAndAHalt(t *testing.T) {
+	const interval = time.Second
+	base := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	var pace activities.TipPace
+	at := func(d time.Duration) time.Time { return base.Add(d) }
+	next := pace.Next(at(0), at(10*time.Millisecond), 100, interval)
+	assert.Equal(t, at(interval-interval/128), next)
+	next = pace.Next(at(time.Second), at(time.Second+10*time.Millisecond), 97, interval)
+	assert.Equal(t, at(2*time.Second-interval/128), next, "a lower head anchors anew: a block's time later, not a step")
+
+	// 64 blocks over ten minutes (a halt): the pace is at most 2 s.
+	pace = activities.TipPace{}
+	pace.Next(at(0), at(0), 1, interval)
+	pace.Next(at(10*time.Minute), at(10*time.Minute), 65, interval)
+	next = pace.Next(at(10*time.Minute+time.Second), at(10*time.Minute+time.Second), 66, interval)
+	assert.Equal(t, at(10*time.Minute+time.Second+2*time.Second-2*time.Second/128), next)
+}

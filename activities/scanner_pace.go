@@ -111,7 +111,11 @@ type tipPace struct {
 // should start; interval is the network's poll interval and now the time.
 func (p *tipPace) next(start, now time.Time, head uint64, interval time.Duration) time.Time {
 	step := max(interval/pollSteps, MinPollInterval)
-	if !p.anchor.IsZero() && head <= p.head {
+	if head < p.head {
+		// Another endpoint, behind the last: anchor anew on it.
+		p.reset()
+	}
+	if !p.anchor.IsZero() && head == p.head {
 		// Not there yet: look again a step later.
 		return maxTime(start.Add(step), now.Add(MinPollInterval))
 	}
@@ -119,7 +123,9 @@ func (p *tipPace) next(start, now time.Time, head uint64, interval time.Duration
 	case p.since.IsZero() || head < p.sinceHead:
 		p.since, p.sinceHead = start, head
 	case head-p.sinceHead >= periodWindow:
-		p.period = start.Sub(p.since) / time.Duration(head-p.sinceHead)
+		// A window across a halt or a stalled provider says little of the
+		// blocks' pace: at most twice the interval.
+		p.period = min(start.Sub(p.since)/time.Duration(head-p.sinceHead), 2*interval)
 		p.since, p.sinceHead = start, head
 	}
 	p.anchor, p.head = start, head

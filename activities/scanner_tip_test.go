@@ -57,7 +57,7 @@ func TestScannerAtTheTipReadsABlockPerRequest(t *testing.T) {
 	t.Logf("at the tip: %d requests over %d blocks, %.2f per block", requests, blocks, perBlock)
 	assert.False(t, p.Idle)
 	assert.GreaterOrEqual(t, blocks, uint64(20))
-	assert.LessOrEqual(t, perBlock, 1.6, "about one request per block (it was over 3)")
+	assert.LessOrEqual(t, perBlock, 2.0, "about one request per block (it was over 3); loose for a loaded machine")
 
 	// A transfer at the tip is signalled; a reorg replacing its block is
 	// seen at the next block, whose parent is not the recorded block.
@@ -142,7 +142,11 @@ func TestABurstsConfirmationIsSignalledBeforeTheNextPoll(t *testing.T) {
 	start := time.Now()
 	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 5 * time.Second}, nil)
 	require.NoError(t, err)
-	<-saved
+	select {
+	case <-saved:
+	case <-ctx.Done():
+		t.Fatal("the transfer was never signalled")
+	}
 	var confirmed []workflows.TransferConfirmed
 	for _, g := range sig.signals() {
 		if g.Name == workflows.SignalTransfersConfirmed {

@@ -36,6 +36,11 @@ type ChainStatus struct {
 	FailedPolls int `json:"failed_polls,omitempty"`
 	// FailingSince is when the first of those polls failed.
 	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// RPCRequestsToday is the requests made to the network's RPC
+	// endpoints this UTC day, as its scanners recorded them (every 30 s);
+	// RPCDailyBudget is PAYWATCH_<NETWORK>_DAILY_BUDGET, absent without one.
+	RPCRequestsToday uint64 `json:"rpc_requests_today,omitempty"`
+	RPCDailyBudget   uint64 `json:"rpc_daily_budget,omitempty"`
 }
 
 // HealthResponse is the body of GET /health (operations.md §3, §5).
@@ -148,6 +153,9 @@ func (s *Server) health(c echo.Context) error {
 		if p := s.judgeChain(&resp.Chains[i]); p != "" {
 			resp.Problems = append(resp.Problems, p)
 		}
+		if p := s.judgeBudget(resp.Chains[i]); p != "" {
+			resp.Problems = append(resp.Problems, p)
+		}
 	}
 	resp.Status = HealthOK
 	if len(resp.Problems) > 0 {
@@ -179,4 +187,22 @@ func (s *Server) judgeChain(ch *ChainStatus) string {
 		ch.Status = ChainOK
 		return ""
 	}
+}
+
+// judgeBudget returns the problem of a network whose daily RPC budget is
+// being spent faster than the day allows (its scanner waits for it, so
+// payments on it are seen late), or "". The scanner's own rule
+// (activities.BudgetWait) allows the day's share so far plus half an
+// hour's; this says so once the recorded count is past it.
+func (s *Server) judgeBudget(ch ChainStatus) string {
+	if ch.RPCDailyBudget == 0 {
+		return ""
+	}
+	now := s.clock().UTC()
+	share := min(1, now.Sub(now.Truncate(24*time.Hour)).Hours()/24+1.0/48)
+	if float64(ch.RPCRequestsToday) <= share*float64(ch.RPCDailyBudget) {
+		return ""
+	}
+	return fmt.Sprintf("%s RPC budget: %d of %d requests used by %s UTC, faster than the day allows; the scanner slows down to stay within it",
+		ch.Network, ch.RPCRequestsToday, ch.RPCDailyBudget, now.Format("15:04"))
 }

@@ -121,3 +121,42 @@ func TestHealthJudgesEveryScanner(t *testing.T) {
 		})
 	}
 }
+
+// A network whose daily RPC budget is being spent faster than the day
+// allows (more than the day's share so far plus half an hour's) makes
+// /health degraded, naming it: its scanner slows down to stay within the
+// budget, so payments on it are seen late. The day's count and budget are
+// in the answer whenever there is a budget.
+func TestHealthNamesANetworkOverItsBudget(t *testing.T) {
+	noon := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		used     uint64
+		problems []string
+	}{
+		{name: "on the even pace", used: 43_200},
+		{name: "within half an hour's slack", used: 45_000},
+		{name: "faster than the day allows", used: 50_000, problems: []string{
+			"BEP20 RPC budget: 50000 of 86400 requests used by 12:00 UTC, faster than the day allows; the scanner slows down to stay within it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := api.New(api.Deps{
+				Version: "test", Now: func() time.Time { return noon },
+				Chains: func(context.Context) ([]api.ChainStatus, error) {
+					return []api.ChainStatus{
+						{Network: "BEP20", Head: 10, Scanned: 10, RPCRequestsToday: tc.used, RPCDailyBudget: 86_400},
+						{Network: "ERC20", Head: 10, Scanned: 10, RPCRequestsToday: 900_000},
+					}, nil
+				},
+			})
+			_, h, raw := getHealthOf(t, s)
+			assert.Equal(t, tc.problems, h.Problems)
+			assert.Equal(t, map[bool]string{true: "degraded", false: "ok"}[tc.problems != nil], h.Status)
+			chains := raw["chains"].([]any)
+			bep := chains[0].(map[string]any)
+			assert.EqualValues(t, 86_400, bep["rpc_daily_budget"])
+			assert.EqualValues(t, tc.used, bep["rpc_requests_today"])
+			assert.NotContains(t, chains[1].(map[string]any), "rpc_daily_budget", "no budget, no limit")
+		})
+	}
+}

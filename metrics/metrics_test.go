@@ -66,6 +66,18 @@ paywatch_scanner_scanned{network="TRC20"} 0
 	_, err = pool.Exec(ctx, `UPDATE chain_cursors SET height = 125 WHERE network = 'ERC20'`)
 	require.NoError(t, err)
 	assert.Equal(t, float64(5), gauge(t, m, "paywatch_scanner_lag_blocks", "ERC20"))
+
+	// Today's RPC requests, as the scanners add them, and the budget.
+	_, err = st.AddRPCUsage(ctx, paywatch.ERC20, time.Now(), 700, 10_000)
+	require.NoError(t, err)
+	total, err := st.AddRPCUsage(ctx, paywatch.ERC20, time.Now(), 50, 10_000)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(750), total)
+	_, err = st.AddRPCUsage(ctx, paywatch.ERC20, time.Now().Add(-24*time.Hour), 99_999, 10_000)
+	require.NoError(t, err)
+	assert.Equal(t, float64(750), gauge(t, m, "paywatch_rpc_requests_today", "ERC20"), "today's only")
+	assert.Equal(t, float64(10_000), gauge(t, m, "paywatch_rpc_daily_budget", "ERC20"))
+	assert.Equal(t, float64(0), gauge(t, m, "paywatch_rpc_requests_today", "TRC20"))
 }
 
 // gauge scrapes m and returns the value of name for network n.

@@ -22,7 +22,8 @@ type ScannerStatus interface {
 // paywatch_scanner_head, paywatch_scanner_scanned,
 // paywatch_scanner_lag_blocks,
 // paywatch_scanner_updated_timestamp_seconds and
-// paywatch_scanner_failed_polls, by network. Reading them at
+// paywatch_scanner_failed_polls, paywatch_rpc_requests_today and
+// paywatch_rpc_daily_budget, by network. Reading them at
 // scrape time keeps them right whichever worker process runs a network's
 // scanner.
 func (m *Metrics) WatchScanners(st ScannerStatus) error {
@@ -40,6 +41,10 @@ var (
 		"When the scanner last recorded progress on the network (Unix time); absent before its first batch. A scanner that stopped leaves lag unchanged but this old.", []string{"network"}, nil)
 	failedPollsDesc = prometheus.NewDesc("paywatch_scanner_failed_polls",
 		"Polls of the network's scanner that failed in a row, up to now; 0 while its polls work. /health calls the scanner failing from 3 (api.FailingPolls).", []string{"network"}, nil)
+	requestsTodayDesc = prometheus.NewDesc("paywatch_rpc_requests_today",
+		"RPC requests made to the network's endpoints this UTC day, as its scanners recorded them (every 30 s).", []string{"network"}, nil)
+	budgetDesc = prometheus.NewDesc("paywatch_rpc_daily_budget",
+		"PAYWATCH_<NETWORK>_DAILY_BUDGET: the RPC requests the network may use per UTC day; absent without one.", []string{"network"}, nil)
 )
 
 // scannerCollector reads chain_cursors and scanner_failures at scrape time.
@@ -54,6 +59,8 @@ func (c *scannerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lagDesc
 	ch <- updatedDesc
 	ch <- failedPollsDesc
+	ch <- requestsTodayDesc
+	ch <- budgetDesc
 }
 
 // Collect reads every offered network's progress. When the read fails
@@ -73,6 +80,10 @@ func (c *scannerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(scannedDesc, prometheus.GaugeValue, float64(r.Scanned), n)
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(r.LagBlocks), n)
 		ch <- prometheus.MustNewConstMetric(failedPollsDesc, prometheus.GaugeValue, float64(r.FailedPolls), n)
+		ch <- prometheus.MustNewConstMetric(requestsTodayDesc, prometheus.GaugeValue, float64(r.RPCRequestsToday), n)
+		if r.RPCDailyBudget > 0 {
+			ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(r.RPCDailyBudget), n)
+		}
 		if !r.UpdatedAt.IsZero() {
 			ch <- prometheus.MustNewConstMetric(updatedDesc, prometheus.GaugeValue, float64(r.UpdatedAt.UnixNano())/1e9, n)
 		}

@@ -114,6 +114,10 @@ type ChainStatus struct {
 	// work. It may name RPC hosts: it is for the operator's logs, not for
 	// an unauthenticated answer.
 	LastError string
+	// RPCRequestsToday is the requests the network's chain client made
+	// this UTC day as its scanners recorded them (AddRPCUsage, every 30 s),
+	// and RPCDailyBudget the daily budget they run under; 0: none.
+	RPCRequestsToday, RPCDailyBudget uint64
 }
 
 // ChainStatus returns the scan progress of the offered networks (see
@@ -159,6 +163,9 @@ func (s *Store) ChainStatus(ctx context.Context) ([]ChainStatus, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("chain status: %w", err)
+	}
+	if err := s.addRPCUsage(ctx, byNetwork); err != nil {
+		return nil, err
 	}
 	out := []ChainStatus{}
 	for _, info := range paywatch.Networks() {

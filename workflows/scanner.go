@@ -96,6 +96,9 @@ type ScanProgress struct {
 	// Idle is set while nothing waits on the network and the scanner polls
 	// at its idle interval.
 	Idle bool `json:",omitempty"`
+	// OverBudget is set while the scanner waits for its network's daily
+	// RPC budget (PAYWATCH_<NETWORK>_DAILY_BUDGET).
+	OverBudget bool `json:",omitempty"`
 }
 
 // ScannerActivities is what the scanner workflow needs from its activity;

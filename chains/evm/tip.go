@@ -31,6 +31,8 @@ var _ chainapi.TipReader = (*Client)(nil)
 //
 // Without the block (null header) Found is false and the logs' answer,
 // which may be an error for a range above the head, is not looked at.
+// With the block but an error for its logs, Found is false too, with a
+// head of at least next: the caller reads the block with a batch.
 func (c *Client) ReadTip(ctx context.Context, next uint64) (chainapi.TipRead, error) {
 	var (
 		h    *rpcHeader
@@ -50,13 +52,10 @@ func (c *Client) ReadTip(ctx context.Context, next uint64) (chainapi.TipRead, er
 		if err := c.batch(ctx, ec, elems); err != nil {
 			return err
 		}
-		for _, i := range []int{0, 2} { // the logs' error matters only with the block
+		for _, i := range []int{0, 2} { // the logs' error is looked at below
 			if e := elems[i].Error; e != nil && !errors.Is(e, rpc.ErrNoResult) {
 				return e
 			}
-		}
-		if h != nil && elems[1].Error != nil && !errors.Is(elems[1].Error, rpc.ErrNoResult) {
-			return elems[1].Error
 		}
 		return nil
 	})
@@ -65,6 +64,15 @@ func (c *Client) ReadTip(ctx context.Context, next uint64) (chainapi.TipRead, er
 	}
 	out := chainapi.TipRead{Head: uint64(head)}
 	if h == nil {
+		return out, nil
+	}
+	if e := elems[1].Error; e != nil && !errors.Is(e, rpc.ErrNoResult) {
+		// The header is there but eth_getLogs refused the block (a
+		// backend whose log index is behind: "block range extends beyond
+		// current head block"): not found here, with a head at least
+		// next, so the caller reads it with a batch, whose errors fail
+		// over and back off as usual.
+		out.Head = max(out.Head, next)
 		return out, nil
 	}
 	if uint64(h.Number) != next {

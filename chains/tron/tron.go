@@ -296,11 +296,22 @@ func (c *Client) blockInfos(ctx context.Context, b block) ([]txInfo, error) {
 	var infos []txInfo
 	err := c.do(ctx, func(ctx context.Context, n node) (err error) {
 		infos, err = n.blockInfos(ctx, b.num)
-		if err == nil && len(infos) < len(b.txs) {
-			// Inside the attempt, so that another endpoint is asked.
-			err = fmt.Errorf("%w: %d of %d", errMissingInfos, len(infos), len(b.txs))
+		if err != nil {
+			return err
 		}
-		return err
+		// Every transaction's info, counted by id (a repeated info must
+		// not stand in for a missing one); inside the attempt, so that
+		// another endpoint is asked.
+		seen := make(map[string]bool, len(infos))
+		for _, info := range infos {
+			if id := hex.EncodeToString(info.id); b.txs[id] {
+				seen[id] = true
+			}
+		}
+		if len(seen) < len(b.txs) {
+			return fmt.Errorf("%w: %d of %d", errMissingInfos, len(seen), len(b.txs))
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tron: transaction infos of block %d: %w", b.num, err)

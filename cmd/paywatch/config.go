@@ -55,6 +55,7 @@ const (
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
 //	PAYWATCH_<NETWORK>_POLL_INTERVAL  how often the network's scanner polls while payments wait on it (default: the network's block time)
 //	PAYWATCH_<NETWORK>_IDLE_POLL_INTERVAL  how often it polls while nothing waits (default 60s on EVM networks, 100 blocks' time on TRC20)
+//	PAYWATCH_<NETWORK>_DAILY_BUDGET   RPC requests the network may use per UTC day, spread evenly over it (default: no limit)
 //	PAYWATCH_ALLOW_OTHER_CHAINS       start even when an endpoint serves another chain than its network's mainnet (a testnet staging setup; default false)
 //	PAYWATCH_DEVNET                   run devnet chains for networks without an RPC URL (dev: true; never in serve)
 //	PAYWATCH_DEVNET_BLOCK_INTERVAL    devnet block time (default 1s)
@@ -123,6 +124,9 @@ type Config struct {
 	// and _IDLE_POLL_INTERVAL: the scanners' poll intervals while payments
 	// wait on a network and while nothing does (activities.ScannerDeps).
 	PollIntervals, IdlePollIntervals map[paywatch.Network]time.Duration
+	// DailyBudgets is PAYWATCH_<NETWORK>_DAILY_BUDGET: the RPC requests a
+	// network may use per UTC day (activities.ScannerDeps.DailyBudget).
+	DailyBudgets map[paywatch.Network]uint64
 	// AllowOtherChains is PAYWATCH_ALLOW_OTHER_CHAINS: the start-up guard
 	// warns instead of refusing an endpoint of another chain.
 	AllowOtherChains bool
@@ -284,6 +288,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.RPCHeaders = map[paywatch.Network][]http.Header{}
 	c.PollIntervals = map[paywatch.Network]time.Duration{}
 	c.IdlePollIntervals = map[paywatch.Network]time.Duration{}
+	c.DailyBudgets = map[paywatch.Network]uint64{}
 	c.Contracts = map[paywatch.Network]map[paywatch.Token]string{}
 	for _, n := range paywatch.Networks() {
 		if v := getenv("PAYWATCH_" + string(n.Network) + "_RPC_URL"); strings.TrimSpace(v) != "" {
@@ -298,6 +303,9 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 		}
 		if v := strings.TrimSpace(getenv("PAYWATCH_" + string(n.Network) + "_IDLE_POLL_INTERVAL")); v != "" {
 			c.IdlePollIntervals[n.Network] = duration("PAYWATCH_"+string(n.Network)+"_IDLE_POLL_INTERVAL", 0)
+		}
+		if b := count("PAYWATCH_"+string(n.Network)+"_DAILY_BUDGET", 0, 1); b > 0 {
+			c.DailyBudgets[n.Network] = uint64(b)
 		}
 		headers, err := rpcHeaders(string(n.Network), len(c.RPCURLs[n.Network]), getenv)
 		if err != nil {
@@ -409,71 +417,6 @@ func (c Config) RunsAPI() bool { return c.Mode != ModeWorker }
 
 // RunsWorker reports whether this process runs the Temporal worker and scanners.
 func (c Config) RunsWorker() bool { return c.Mode != ModeAPI }
-
-// rpcHeaders reads PAYWATCH_<NETWORK>_RPC_HEADERS and its per-endpoint
-// PAYWATCH_<NETWORK>_RPC_HEADERS_<N> (N from 1 to urls) into one header
-// set per endpoint, or nil when none is set. The format is
-// OTEL_EXPORTER_OTLP_HEADERS's: Name=value pairs separated by commas, each
-// value percent-decoded. Errors name the variable and never echo a value:
-// the values are credentials.
-func rpcHeaders(network string, urls int, getenv func(string) string) ([]http.Header, error) {
-	base := "PAYWATCH_" + network + "_RPC_HEADERS"
-	common, err := parseHeaders(base, getenv(base))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]http.Header, urls)
-	set := len(common) > 0
-	for i := range out {
-		h := common.Clone()
-		key := fmt.Sprintf("%s_%d", base, i+1)
-		own, err := parseHeaders(key, getenv(key))
-		if err != nil {
-			return nil, err
-		}
-		for k, vs := range own {
-			if h == nil {
-				h = http.Header{}
-			}
-			h[k] = vs
-			set = true
-		}
-		out[i] = h
-	}
-	for n := urls + 1; n <= urls+16; n++ {
-		if v := getenv(fmt.Sprintf("%s_%d", base, n)); strings.TrimSpace(v) != "" {
-			return nil, fmt.Errorf("%s_%d is set, but PAYWATCH_%s_RPC_URL has %d endpoints", base, n, network, urls)
-		}
-	}
-	if !set {
-		return nil, nil
-	}
-	return out, nil
-}
-
-// parseHeaders reads one Name=value,Name=value list.
-func parseHeaders(key, v string) (http.Header, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	h := http.Header{}
-	for i, pair := range strings.Split(v, ",") {
-		if strings.TrimSpace(pair) == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(pair, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || !validHeaderName(name) {
-			return nil, fmt.Errorf("%s: entry %d is not Name=value (a header name, then =, then its value)", key, i+1)
-		}
-		dec, err := url.PathUnescape(strings.TrimSpace(value))
-		if err != nil || !validHeaderValue(dec) {
-			return nil, fmt.Errorf("%s: the value of %s is not valid (percent-encode commas and special characters)", key, name)
-		}
-		h.Add(name, dec)
-	}
-	return h, nil
-}
 
 // validHeaderName reports whether s is a header name that both HTTP and
 // gRPC metadata take: letters, digits, '-', '_' and '.'.

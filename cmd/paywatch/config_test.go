@@ -324,3 +324,17 @@ func TestPollIntervals(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `PAYWATCH_TRC20_POLL_INTERVAL: "soon" is not a duration`)
 }
+
+// PAYWATCH_<NETWORK>_DAILY_BUDGET sets a network's daily RPC budget
+// (underscores group digits); anything but a positive whole number is
+// refused by name.
+func TestDailyBudgets(t *testing.T) {
+	cfg, err := LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_TRC20_DAILY_BUDGET": "90_000"}))
+	require.NoError(t, err)
+	assert.Equal(t, map[paywatch.Network]uint64{paywatch.TRC20: 90_000}, cfg.DailyBudgets)
+	for _, bad := range []string{"lots", "0", "-5", "1.5"} {
+		_, err = LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_BEP20_DAILY_BUDGET": bad}))
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "PAYWATCH_BEP20_DAILY_BUDGET: ")
+	}
+}

@@ -317,6 +317,7 @@ func (m *Main) scannerDeps() activities.ScannerDeps {
 		Logger:           m.logger,
 		PollInterval:     poll,
 		IdlePollInterval: m.Config.IdlePollIntervals,
+		DailyBudget:      m.Config.DailyBudgets,
 	}
 }
 
@@ -329,7 +330,8 @@ func (m *Main) chainStatus(ctx context.Context) ([]api.ChainStatus, error) {
 	out := make([]api.ChainStatus, 0, len(rows))
 	for _, r := range rows {
 		ch := api.ChainStatus{Network: string(r.Network), Head: r.Head, Scanned: r.Scanned, LagBlocks: r.LagBlocks,
-			LagAllowance: r.LagAllowance, FailedPolls: r.FailedPolls}
+			LagAllowance: r.LagAllowance, FailedPolls: r.FailedPolls,
+			RPCRequestsToday: r.RPCRequestsToday, RPCDailyBudget: r.RPCDailyBudget}
 		if !r.FailingSince.IsZero() {
 			ch.FailingSince = &r.FailingSince
 		}

@@ -1,0 +1,101 @@
+package activities_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/chains"
+	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/chains/devnet/faultproxy"
+	"github.com/paywatch/paywatch/workflows"
+)
+
+// A daily budget is spent evenly over the UTC day: at any moment the day's
+// share so far plus half an hour's share; past it, the scanner waits until
+// the share has caught up, and never past the day's end.
+func TestBudgetWait(t *testing.T) {
+	noon := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	const perDay = 86_400 // one a second
+	assert.Zero(t, activities.BudgetWait(0, 1_000_000, noon), "no budget")
+	assert.Zero(t, activities.BudgetWait(perDay, 43_200, noon), "on the even pace")
+	assert.Zero(t, activities.BudgetWait(perDay, 43_200+1_800, noon), "half an hour ahead")
+	assert.Equal(t, 5_000*time.Second, activities.BudgetWait(perDay, 43_200+1_800+5_000, noon), "5,000 past the pace and its slack: 5,000 s")
+	assert.Equal(t, 12*time.Hour, activities.BudgetWait(perDay, 200_000, noon), "spent: until the day ends")
+	assert.Zero(t, activities.BudgetWait(perDay, 1_800, time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)), "a new day")
+	late := time.Date(2026, 11, 27, 23, 59, 0, 0, time.UTC)
+	assert.Zero(t, activities.BudgetWait(perDay, perDay-1, late), "the last request of the day")
+	assert.Equal(t, time.Minute, activities.BudgetWait(perDay, perDay, late), "never more than the budget: until the day ends")
+}
+
+// A scanner with a daily budget stays within its share of the day: here
+// at 00:30 UTC a budget of 480 requests a day allows 20 (10 for the half
+// hour gone, 10 of slack), where a busy network at 20 blocks a second
+// costs that every second. Its requests are counted in PostgreSQL, where
+// /health and the metrics read them.
+func TestScannerStaysWithinItsDailyBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.POLYGON
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}, BlockInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer d.Close()
+	st, _ := d.Network(n)
+	proxy := faultproxy.Start(faultproxy.Config{Upstream: st.RPCURL})
+	defer proxy.Close()
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{proxy.URL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	defer set.Close()
+	db := newScanDB(t)
+	db.watch(t, n, paywatch.USDT, randomAddress(t, n), st.Head)
+	// The scanner's clock reads 00:30 UTC today, and runs.
+	realStart := time.Now()
+	start := realStart.UTC().Truncate(24 * time.Hour).Add(30 * time.Minute)
+	clock := func() time.Time { return start.Add(time.Since(realStart)) }
+	s := activities.NewScanner(activities.ScannerDeps{
+		Store: db.store, Chains: set, Signaler: &signalLog{}, Clock: clock,
+		PollInterval: map[paywatch.Network]time.Duration{n: 50 * time.Millisecond},
+		DailyBudget:  map[paywatch.Network]uint64{n: 480},
+	})
+	assert.Equal(t, uint64(480), s.DailyBudget(n))
+	assert.Zero(t, activities.NewScanner(activities.ScannerDeps{}).DailyBudget(n), "no budget unless set")
+
+	p, err := s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 4 * time.Second}, nil)
+	require.NoError(t, err)
+	requests := proxy.Requests()
+	t.Logf("%d requests in 4 s under a budget that allows 20 by now", requests)
+	assert.True(t, p.OverBudget, "it waits for its budget")
+	assert.LessOrEqual(t, requests, 20+4, "the share so far, plus the poll that crossed it")
+	assert.GreaterOrEqual(t, requests, 15, "it spends what the share allows")
+	status, err := db.store.ChainStatus(ctx)
+	require.NoError(t, err)
+	var found bool
+	for _, cs := range status {
+		if cs.Network == n {
+			found = true
+			assert.Equal(t, uint64(requests), cs.RPCRequestsToday, "every request counted, the last ones when the run ended")
+			assert.Equal(t, uint64(480), cs.RPCDailyBudget)
+		}
+	}
+	assert.True(t, found)
+
+	// A new run (another replica, say) goes on from the day's count: it
+	// is over budget from its first poll.
+	before := proxy.Requests()
+	p, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: time.Second}, nil)
+	require.NoError(t, err)
+	assert.True(t, p.OverBudget)
+	assert.LessOrEqual(t, proxy.Requests()-before, 4, "one poll at most")
+	status, err = db.store.ChainStatus(ctx)
+	require.NoError(t, err)
+	for _, cs := range status {
+		if cs.Network == n {
+			assert.Equal(t, uint64(proxy.Requests()), cs.RPCRequestsToday, "each request counted once over both runs")
+		}
+	}
+}
