@@ -174,8 +174,14 @@ func TestEVMScannerAgainstAnvil(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, head, p.Height, "scanned to anvil's head")
 	got := sig.signals()
-	require.Len(t, got, 1)
+	// The transfer came with its 12 confirmations in one burst: seen, then
+	// confirmed in the block the batch read.
+	require.Len(t, got, 2)
 	assert.Equal(t, workflows.PaymentWorkflowID(id), got[0].WorkflowID)
+	assert.Equal(t, workflows.SignalTransfersConfirmed, got[1].Name)
+	assert.Equal(t, workflows.TransfersConfirmed{Transfers: []workflows.TransferConfirmed{{
+		TxHash: r.TxHash.Hex(), LogIndex: 0, BlockNumber: block, BlockHash: r.BlockHash.Hex(), Confirmations: 12, Canonical: true,
+	}}}, got[1].Arg)
 	seen := got[0].Arg.(paywatch.Transaction)
 	assert.Equal(t, r.TxHash.Hex(), seen.TxHash)
 	assert.Equal(t, block, seen.BlockNumber)

@@ -179,14 +179,20 @@ type ScanStats struct {
 	Signals int
 	// Deepest is the lowest block of the matched transfers; 0 without.
 	Deepest uint64
+	// claimed are the transfers recorded and signalled, with the payment
+	// each counts for.
+	claimed []store.ClaimedTransfer
 }
 
 // record matches, records and signals one batch. A transfer that already
 // has its network's confirmations at the batch's head (a batch that read a
-// burst of blocks: a node catching up, a provider's lag clearing) opens
-// the scan's confirmation window: its payment will await its confirmation
-// as soon as the workflow has saved it, and the scanner looks for that
-// between polls (sleepConfirming) rather than at its next poll.
+// burst of blocks: a node catching up, a provider's lag clearing) is
+// signalled confirmed right after it was signalled seen, in its block as
+// the batch read it (confirmBurst); and it opens the scan's confirmation
+// window, in case that signal was lost: the payment awaits the
+// confirmation as soon as its workflow has saved the transfer, and the
+// scanner looks for that between polls (sleepConfirming) rather than at
+// its next poll.
 func (s *Scanner) record(ctx context.Context, st *scan, ts []chains.Transfer, b store.ScanBatch) error {
 	res, err := s.recordBatch(ctx, st.network, ts, b)
 	if res.Matched > 0 {
@@ -198,8 +204,42 @@ func (s *Scanner) record(ctx context.Context, st *scan, ts []chains.Transfer, b 
 	st.progress.Transfers += res.Matched
 	if res.Deepest > 0 && res.Deepest+uint64(max(st.info.Confirmations, 1)) <= b.Head+1 {
 		st.confirmSoon = time.Now().Add(confirmWindow)
+		s.confirmBurst(ctx, st, res.claimed, b.Head)
 	}
 	return nil
+}
+
+// confirmBurst signals each payment the transfers of claimed that have
+// the network's confirmations at head: read by the batch just recorded,
+// each in a block whose hash the batch checked, so canonical as the
+// confirmation pass would find it. The seen signals went first and were
+// delivered, so the workflow knows the transfers when this one comes. A
+// failed delivery is left to the awaited confirmations (the window).
+func (s *Scanner) confirmBurst(ctx context.Context, st *scan, claimed []store.ClaimedTransfer, head uint64) {
+	required := uint64(max(st.info.Confirmations, 1))
+	var signals []signal
+	byPayment := map[string]int{}
+	for _, c := range claimed {
+		t := c.Transfer
+		if t.BlockNumber+required > head+1 {
+			continue
+		}
+		i, ok := byPayment[c.PaymentID]
+		if !ok {
+			i = len(signals)
+			byPayment[c.PaymentID] = i
+			signals = append(signals, signal{c.PaymentID, workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{}})
+		}
+		arg := signals[i].arg.(workflows.TransfersConfirmed)
+		arg.Transfers = append(arg.Transfers, workflows.TransferConfirmed{
+			TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash,
+			Confirmations: int(head - t.BlockNumber + 1), Canonical: true,
+		})
+		signals[i].arg = arg
+	}
+	if _, err := s.deliver(ctx, signals); err != nil {
+		st.log.Debug("signalling a burst's confirmations failed; the confirmation pass sends them", "error", err)
+	}
 }
 
 // recordBatch is the batch path: one query matches the batch's distinct
@@ -245,7 +285,11 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 			signals = append(signals, signal{c.PaymentID, workflows.SignalTransferSeen, transferSeen(n, c.Transfer)})
 		}
 		out.Signals = len(signals)
-		return s.send(ctx, signals)
+		if err := s.send(ctx, signals); err != nil {
+			return err
+		}
+		out.claimed = append(out.claimed[:0], claimed...)
+		return nil
 	})
 	return out, err
 }

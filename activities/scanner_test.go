@@ -48,13 +48,19 @@ type signalLog struct {
 	onNotFound func(workflowID string)
 	// onSeen runs (unlocked) after a transfer-seen signal was taken.
 	onSeen func(paywatch.Transaction)
+	// failConfirms makes the next transfers-confirmed signals fail.
+	failConfirms int
 }
 
 func (l *signalLog) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
 	l.mu.Lock()
 	l.calls++
-	if l.failures > 0 {
-		l.failures--
+	if l.failures > 0 || (l.failConfirms > 0 && name == workflows.SignalTransfersConfirmed) {
+		if name == workflows.SignalTransfersConfirmed && l.failConfirms > 0 {
+			l.failConfirms--
+		} else {
+			l.failures--
+		}
 		l.mu.Unlock()
 		return errors.New("temporal unavailable")
 	}

@@ -101,12 +101,22 @@ func mustHead(t testing.TB, d *devnet.Devnet, n paywatch.Network) uint64 {
 }
 
 // A burst of blocks that brings a transfer together with its last
-// confirmations (a node catching up, a provider's lag clearing): the
-// payment awaits the confirmation only once its workflow has saved the
-// transfer the batch signalled, after the poll. The scanner looks for it
+// confirmations (a node catching up, a provider's lag clearing): the batch
+// that reads the transfer signals it seen, then confirmed, in the block it
+// read, without waiting for the payment to await the confirmation. If that
+// signal is lost, the payment awaits the confirmation once its workflow
+// has saved the transfer, after the poll, and the scanner looks for that
 // between polls and signals it then, not at its next poll: here the poll
 // interval is a minute, and the confirmation comes within seconds.
 func TestABurstsConfirmationIsSignalledBeforeTheNextPoll(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(map[bool]string{false: "with the transfer", true: "the first signal lost"}[lost], func(t *testing.T) {
+			burst(t, lost)
+		})
+	}
+}
+
+func burst(t *testing.T, lost bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.ARBITRUM // 40 confirmations
@@ -118,6 +128,9 @@ func TestABurstsConfirmationIsSignalledBeforeTheNextPoll(t *testing.T) {
 	// The workflow, as the signal reaches it: it saves the transfer it
 	// counts a little later, which makes it await its confirmation.
 	sig := &signalLog{}
+	if lost {
+		sig.failConfirms = 1
+	}
 	saved := make(chan struct{})
 	var once sync.Once
 	sig.onSeen = func(tx paywatch.Transaction) {
@@ -147,14 +160,23 @@ func TestABurstsConfirmationIsSignalledBeforeTheNextPoll(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the transfer was never signalled")
 	}
+	var names []string
 	var confirmed []workflows.TransferConfirmed
 	for _, g := range sig.signals() {
+		names = append(names, g.Name)
 		if g.Name == workflows.SignalTransfersConfirmed {
 			confirmed = append(confirmed, g.Arg.(workflows.TransfersConfirmed).Transfers...)
 		}
 	}
-	require.Len(t, confirmed, 1, "confirmed within the run, a minute before the next poll (run took %s)", time.Since(start))
+	require.NotEmpty(t, confirmed, "confirmed within the run, a minute before the next poll (run took %s)", time.Since(start))
+	assert.Equal(t, workflows.SignalTransferSeen, names[0], "seen first")
 	assert.Equal(t, sent.TxHash, confirmed[0].TxHash)
+	assert.Equal(t, sent.BlockNumber, confirmed[0].BlockNumber)
 	assert.True(t, confirmed[0].Canonical)
 	assert.GreaterOrEqual(t, confirmed[0].Confirmations, 40)
+	if lost {
+		require.Len(t, confirmed, 1, "the awaited confirmation, once")
+	} else {
+		assert.Equal(t, workflows.SignalTransfersConfirmed, names[1], "confirmed right after it was seen")
+	}
 }
