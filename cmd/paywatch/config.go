@@ -52,6 +52,7 @@ const (
 //	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network, in failover order (JSON-RPC URLs; TRC20: host:port or grpc://, grpcs://, http(s):// FullNode HTTP API)
 //	PAYWATCH_<NETWORK>_RPC_HEADERS    headers sent to every endpoint of the network, as Name=value pairs separated by commas (values percent-encoded where needed), e.g. TRON-PRO-API-KEY=...
 //	PAYWATCH_<NETWORK>_RPC_HEADERS_<N>  headers for the N-th endpoint only (1-based), on top of the network's
+//	PAYWATCH_<NETWORK>_QUORUM         how many of the network's endpoints must agree on every answer (default 1: one endpoint at a time, with failover; at most the number of RPC URLs)
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
 //	PAYWATCH_<NETWORK>_POLL_INTERVAL  how often the network's scanner polls while payments wait on it (default: the network's block time)
 //	PAYWATCH_<NETWORK>_IDLE_POLL_INTERVAL  how often it polls while nothing waits (default 60s on EVM networks, 100 blocks' time on TRC20)
@@ -117,6 +118,9 @@ type Config struct {
 	// RPCHeaders maps a network to one header set per RPC URL (nil for
 	// none): PAYWATCH_<NETWORK>_RPC_HEADERS with _<N> on top.
 	RPCHeaders map[paywatch.Network][]http.Header
+	// Quorums is PAYWATCH_<NETWORK>_QUORUM per network where it is set
+	// (chains.Config.Quorum): how many endpoints must agree on an answer.
+	Quorums map[paywatch.Network]int
 	// Contracts overrides token contracts per network and token.
 	Contracts map[paywatch.Network]map[paywatch.Token]string
 	// PollIntervals and IdlePollIntervals are PAYWATCH_<NETWORK>_POLL_INTERVAL
@@ -282,6 +286,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 
 	c.RPCURLs = map[paywatch.Network][]string{}
 	c.RPCHeaders = map[paywatch.Network][]http.Header{}
+	c.Quorums = map[paywatch.Network]int{}
 	c.PollIntervals = map[paywatch.Network]time.Duration{}
 	c.IdlePollIntervals = map[paywatch.Network]time.Duration{}
 	c.Contracts = map[paywatch.Network]map[paywatch.Token]string{}
@@ -304,6 +309,11 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 			errs = append(errs, err)
 		}
 		c.RPCHeaders[n.Network] = headers
+		if q, err := rpcQuorum(string(n.Network), len(c.RPCURLs[n.Network]), getenv); err != nil {
+			errs = append(errs, err)
+		} else if q > 0 {
+			c.Quorums[n.Network] = q
+		}
 		for _, t := range n.Tokens {
 			if v := strings.TrimSpace(getenv("PAYWATCH_" + string(n.Network) + "_" + string(t) + "_CONTRACT")); v != "" {
 				if c.Contracts[n.Network] == nil {
@@ -409,90 +419,3 @@ func (c Config) RunsAPI() bool { return c.Mode != ModeWorker }
 
 // RunsWorker reports whether this process runs the Temporal worker and scanners.
 func (c Config) RunsWorker() bool { return c.Mode != ModeAPI }
-
-// rpcHeaders reads PAYWATCH_<NETWORK>_RPC_HEADERS and its per-endpoint
-// PAYWATCH_<NETWORK>_RPC_HEADERS_<N> (N from 1 to urls) into one header
-// set per endpoint, or nil when none is set. The format is
-// OTEL_EXPORTER_OTLP_HEADERS's: Name=value pairs separated by commas, each
-// value percent-decoded. Errors name the variable and never echo a value:
-// the values are credentials.
-func rpcHeaders(network string, urls int, getenv func(string) string) ([]http.Header, error) {
-	base := "PAYWATCH_" + network + "_RPC_HEADERS"
-	common, err := parseHeaders(base, getenv(base))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]http.Header, urls)
-	set := len(common) > 0
-	for i := range out {
-		h := common.Clone()
-		key := fmt.Sprintf("%s_%d", base, i+1)
-		own, err := parseHeaders(key, getenv(key))
-		if err != nil {
-			return nil, err
-		}
-		for k, vs := range own {
-			if h == nil {
-				h = http.Header{}
-			}
-			h[k] = vs
-			set = true
-		}
-		out[i] = h
-	}
-	for n := urls + 1; n <= urls+16; n++ {
-		if v := getenv(fmt.Sprintf("%s_%d", base, n)); strings.TrimSpace(v) != "" {
-			return nil, fmt.Errorf("%s_%d is set, but PAYWATCH_%s_RPC_URL has %d endpoints", base, n, network, urls)
-		}
-	}
-	if !set {
-		return nil, nil
-	}
-	return out, nil
-}
-
-// parseHeaders reads one Name=value,Name=value list.
-func parseHeaders(key, v string) (http.Header, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	h := http.Header{}
-	for i, pair := range strings.Split(v, ",") {
-		if strings.TrimSpace(pair) == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(pair, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || !validHeaderName(name) {
-			return nil, fmt.Errorf("%s: entry %d is not Name=value (a header name, then =, then its value)", key, i+1)
-		}
-		dec, err := url.PathUnescape(strings.TrimSpace(value))
-		if err != nil || !validHeaderValue(dec) {
-			return nil, fmt.Errorf("%s: the value of %s is not valid (percent-encode commas and special characters)", key, name)
-		}
-		h.Add(name, dec)
-	}
-	return h, nil
-}
-
-// validHeaderName reports whether s is a header name that both HTTP and
-// gRPC metadata take: letters, digits, '-', '_' and '.'.
-func validHeaderName(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// validHeaderValue reports whether s is a non-empty header value of
-// printable ASCII, as gRPC metadata requires.
-func validHeaderValue(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r > 0x7e {
-			return false
-		}
-	}
-	return s != ""
-}
