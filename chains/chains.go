@@ -75,6 +75,7 @@ type Client = chainapi.Client
 //	    MaxBlockRange uint64                    // per eth_getLogs / per Tron batch; default 1000 EVM, 100 Tron (its maximum)
 //	    Concurrency   int                       // Tron per-block calls in flight; default 4
 //	    Observe       func(RPCOutcome)          // told how each request to an endpoint ended (metrics); may be nil
+//	    Quorum        int                       // ≥ 2: that many endpoints must agree on every answer (quorum.go); 0, 1: failover
 //	}
 type Config = chainapi.Config
 
@@ -147,6 +148,12 @@ func Dial(ctx context.Context, cfg Config) (Client, error) {
 	info, ok := paywatch.LookupNetwork(cfg.Network)
 	if !ok {
 		return nil, fmt.Errorf("chains: unknown network %q", cfg.Network)
+	}
+	if cfg.Quorum < 0 || (cfg.Quorum > 1 && cfg.Quorum > len(cfg.URLs)) {
+		return nil, fmt.Errorf("chains: %s quorum %d: want 1 to %d (the number of RPC URLs)", cfg.Network, cfg.Quorum, len(cfg.URLs))
+	}
+	if cfg.Quorum > 1 {
+		return dialQuorum(ctx, cfg)
 	}
 	switch info.Family {
 	case paywatch.FamilyEVM:

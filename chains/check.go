@@ -44,6 +44,7 @@ func one(cfg Config, i int) Config {
 	c := cfg
 	c.URLs = cfg.URLs[i : i+1]
 	c.Headers = nil
+	c.Quorum = 0
 	if h := cfg.HeadersOf(i); h != nil {
 		c.Headers = []Header{h}
 	}

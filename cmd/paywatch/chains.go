@@ -130,9 +130,11 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 }
 
 // providerConfig is the chains.Config of network n's configured
-// endpoints: its RPC URLs, their headers, and its token contracts.
+// endpoints: its RPC URLs, their headers, its token contracts and its
+// quorum.
 func providerConfig(cfg Config, n paywatch.Network) chains.Config {
-	return chains.Config{Network: n, URLs: cfg.RPCURLs[n], Headers: cfg.RPCHeaders[n], Contracts: contractsOf(n, cfg.Contracts[n])}
+	return chains.Config{Network: n, URLs: cfg.RPCURLs[n], Headers: cfg.RPCHeaders[n], Contracts: contractsOf(n, cfg.Contracts[n]),
+		Quorum: cfg.Quorums[n]}
 }
 
 // identityTimeout bounds the start-up identity check of one endpoint.

@@ -52,6 +52,7 @@ const (
 //	PAYWATCH_<NETWORK>_RPC_URL        comma-separated RPC endpoints of a network, in failover order (JSON-RPC URLs; TRC20: host:port or grpc://, grpcs://, http(s):// FullNode HTTP API)
 //	PAYWATCH_<NETWORK>_RPC_HEADERS    headers sent to every endpoint of the network, as Name=value pairs separated by commas (values percent-encoded where needed), e.g. TRON-PRO-API-KEY=...
 //	PAYWATCH_<NETWORK>_RPC_HEADERS_<N>  headers for the N-th endpoint only (1-based), on top of the network's
+//	PAYWATCH_<NETWORK>_QUORUM         how many of the network's endpoints must agree on every answer (default 1: one endpoint at a time, with failover; at most the number of RPC URLs)
 //	PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
 //	PAYWATCH_<NETWORK>_POLL_INTERVAL  how often the network's scanner polls while payments wait on it (default: the network's block time)
 //	PAYWATCH_<NETWORK>_IDLE_POLL_INTERVAL  how often it polls while nothing waits (default 60s on EVM networks, 100 blocks' time on TRC20)
@@ -118,6 +119,9 @@ type Config struct {
 	// RPCHeaders maps a network to one header set per RPC URL (nil for
 	// none): PAYWATCH_<NETWORK>_RPC_HEADERS with _<N> on top.
 	RPCHeaders map[paywatch.Network][]http.Header
+	// Quorums is PAYWATCH_<NETWORK>_QUORUM per network where it is set
+	// (chains.Config.Quorum): how many endpoints must agree on an answer.
+	Quorums map[paywatch.Network]int
 	// Contracts overrides token contracts per network and token.
 	Contracts map[paywatch.Network]map[paywatch.Token]string
 	// PollIntervals and IdlePollIntervals are PAYWATCH_<NETWORK>_POLL_INTERVAL
@@ -286,6 +290,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 
 	c.RPCURLs = map[paywatch.Network][]string{}
 	c.RPCHeaders = map[paywatch.Network][]http.Header{}
+	c.Quorums = map[paywatch.Network]int{}
 	c.PollIntervals = map[paywatch.Network]time.Duration{}
 	c.IdlePollIntervals = map[paywatch.Network]time.Duration{}
 	c.DailyBudgets = map[paywatch.Network]uint64{}
@@ -312,6 +317,11 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 			errs = append(errs, err)
 		}
 		c.RPCHeaders[n.Network] = headers
+		if q, err := rpcQuorum(string(n.Network), len(c.RPCURLs[n.Network]), getenv); err != nil {
+			errs = append(errs, err)
+		} else if q > 0 {
+			c.Quorums[n.Network] = q
+		}
 		for _, t := range n.Tokens {
 			if v := strings.TrimSpace(getenv("PAYWATCH_" + string(n.Network) + "_" + string(t) + "_CONTRACT")); v != "" {
 				if c.Contracts[n.Network] == nil {
@@ -417,25 +427,3 @@ func (c Config) RunsAPI() bool { return c.Mode != ModeWorker }
 
 // RunsWorker reports whether this process runs the Temporal worker and scanners.
 func (c Config) RunsWorker() bool { return c.Mode != ModeAPI }
-
-// validHeaderName reports whether s is a header name that both HTTP and
-// gRPC metadata take: letters, digits, '-', '_' and '.'.
-func validHeaderName(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// validHeaderValue reports whether s is a non-empty header value of
-// printable ASCII, as gRPC metadata requires.
-func validHeaderValue(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r > 0x7e {
-			return false
-		}
-	}
-	return s != ""
-}

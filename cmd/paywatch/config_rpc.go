@@ -4,8 +4,27 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
+
+// rpcQuorum reads PAYWATCH_<NETWORK>_QUORUM: a whole number from 1 to the
+// network's number of RPC URLs (urls); 0 when it is not set.
+func rpcQuorum(network string, urls int, getenv func(string) string) (int, error) {
+	key := "PAYWATCH_" + network + "_QUORUM"
+	v := strings.TrimSpace(getenv(key))
+	if v == "" {
+		return 0, nil
+	}
+	q, err := strconv.Atoi(v)
+	switch {
+	case err != nil || q < 1:
+		return 0, fmt.Errorf("%s: %q is not a whole number of at least 1", key, v)
+	case q > 1 && q > urls:
+		return 0, fmt.Errorf("%s is %d, but PAYWATCH_%s_RPC_URL has %d endpoints: a quorum needs at least as many", key, q, network, urls)
+	}
+	return q, nil
+}
 
 // rpcHeaders reads PAYWATCH_<NETWORK>_RPC_HEADERS and its per-endpoint
 // PAYWATCH_<NETWORK>_RPC_HEADERS_<N> (N from 1 to urls) into one header
@@ -70,4 +89,26 @@ func parseHeaders(key, v string) (http.Header, error) {
 		h.Add(name, dec)
 	}
 	return h, nil
+}
+
+// validHeaderName reports whether s is a header name that both HTTP and
+// gRPC metadata take: letters, digits, '-', '_' and '.'.
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validHeaderValue reports whether s is a non-empty header value of
+// printable ASCII, as gRPC metadata requires.
+func validHeaderValue(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r > 0x7e {
+			return false
+		}
+	}
+	return s != ""
 }

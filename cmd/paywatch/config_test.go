@@ -338,3 +338,34 @@ func TestDailyBudgets(t *testing.T) {
 		assert.Contains(t, err.Error(), "PAYWATCH_BEP20_DAILY_BUDGET: ")
 	}
 }
+
+// PAYWATCH_<NETWORK>_QUORUM asks that many of the network's endpoints to
+// agree (chains.Config.Quorum); it must be a whole number from 1 to the
+// number of its RPC URLs, and a bad one is refused by name.
+func TestQuorum(t *testing.T) {
+	cfg, err := LoadConfig(ModeServe, envOf(map[string]string{
+		"PAYWATCH_ERC20_RPC_URL": "https://a.example,https://b.example,https://c.example",
+		"PAYWATCH_ERC20_QUORUM":  " 2 ",
+		"PAYWATCH_BEP20_RPC_URL": "https://a.example",
+		"PAYWATCH_BEP20_QUORUM":  "1",
+		"PAYWATCH_TRC20_RPC_URL": "grpc.example:50051",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, map[paywatch.Network]int{paywatch.ERC20: 2, paywatch.BEP20: 1}, cfg.Quorums)
+	assert.Equal(t, 2, providerConfig(cfg, paywatch.ERC20).Quorum)
+	assert.Zero(t, providerConfig(cfg, paywatch.TRC20).Quorum, "not set: one endpoint at a time")
+
+	for env, msg := range map[string]string{
+		"PAYWATCH_ERC20_QUORUM=3":   "PAYWATCH_ERC20_QUORUM is 3, but PAYWATCH_ERC20_RPC_URL has 2 endpoints",
+		"PAYWATCH_ERC20_QUORUM=0":   `PAYWATCH_ERC20_QUORUM: "0" is not a whole number of at least 1`,
+		"PAYWATCH_ERC20_QUORUM=-1":  `PAYWATCH_ERC20_QUORUM: "-1" is not a whole number of at least 1`,
+		"PAYWATCH_ERC20_QUORUM=two": `PAYWATCH_ERC20_QUORUM: "two" is not a whole number of at least 1`,
+		"PAYWATCH_ERC20_QUORUM=1.5": `PAYWATCH_ERC20_QUORUM: "1.5" is not a whole number of at least 1`,
+		"PAYWATCH_POLYGON_QUORUM=2": "PAYWATCH_POLYGON_QUORUM is 2, but PAYWATCH_POLYGON_RPC_URL has 0 endpoints",
+	} {
+		k, v, _ := strings.Cut(env, "=")
+		_, err := LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_ERC20_RPC_URL": "https://a.example,https://b.example", k: v}))
+		require.Error(t, err, env)
+		assert.Contains(t, err.Error(), msg, env)
+	}
+}

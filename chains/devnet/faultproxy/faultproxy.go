@@ -24,6 +24,13 @@
 //     (or a misconfigured one) would.
 //   - HeadAge: blocks' timestamps are moved that far into the past, as a
 //     node that stopped syncing serves an old head.
+//   - HeadLag: the node is that many blocks behind: eth_blockNumber
+//     answers the head less HeadLag, the newer blocks and the receipts of
+//     their transactions are null, and eth_getLogs leaves out their logs,
+//     as from a provider that syncs late.
+//   - Rewrite: a function over every answered call's method, params and
+//     result may replace the result, as a lying (or compromised) endpoint
+//     would: another amount or recipient in a log, another block hash.
 //
 // It is a test helper: it reads the node over plain HTTP on loopback and
 // is not meant for anything else.
@@ -62,7 +69,18 @@ type Config struct {
 	HeadAge time.Duration
 	// ChainID, when above 0, is what eth_chainId answers.
 	ChainID uint64
+	// HeadLag is how many blocks the proxied node seems behind; SetHeadLag
+	// changes it while the proxy runs.
+	HeadLag uint64
+	// Rewrite, when set, is called with the method, the params and the
+	// result of every call the node answered without an error (after the
+	// other damage); a non-nil return replaces the result. SetRewrite
+	// changes it while the proxy runs.
+	Rewrite Rewrite
 }
+
+// Rewrite replaces the result of a JSON-RPC call; nil keeps it.
+type Rewrite func(method string, params []json.RawMessage, result json.RawMessage) json.RawMessage
 
 // Proxy is a running fault-injecting JSON-RPC proxy.
 type Proxy struct {
@@ -77,6 +95,8 @@ type Proxy struct {
 	age      time.Duration
 	chainID  uint64
 	lag      atomic.Uint64
+	headLag  atomic.Uint64
+	rewrite  atomic.Pointer[Rewrite]
 	byHashOK atomic.Bool
 	srv      *httptest.Server
 	hc       *http.Client
@@ -85,6 +105,7 @@ type Proxy struct {
 	requests int
 	methods  map[string]int
 	hidden   int
+	changed  int
 }
 
 // Start starts a proxy in front of cfg.Upstream on a loopback port.
@@ -92,6 +113,8 @@ func Start(cfg Config) *Proxy {
 	p := &Proxy{upstream: cfg.Upstream, saturate: cfg.SaturateBlooms, noBatch: cfg.RefuseBatches,
 		noByHash: cfg.RefuseByHash, limitN: cfg.RateLimitEvery, age: cfg.HeadAge, chainID: cfg.ChainID, methods: map[string]int{}, hc: &http.Client{}}
 	p.lag.Store(cfg.LogLag)
+	p.headLag.Store(cfg.HeadLag)
+	p.SetRewrite(cfg.Rewrite)
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
 	return p
@@ -103,6 +126,25 @@ func (p *Proxy) Close() { p.srv.Close() }
 // SetLogLag changes how many of the newest blocks eth_getLogs hides; 0
 // makes the log index catch up.
 func (p *Proxy) SetLogLag(n uint64) { p.lag.Store(n) }
+
+// SetHeadLag changes how many blocks the node seems behind; 0 catches up.
+func (p *Proxy) SetHeadLag(n uint64) { p.headLag.Store(n) }
+
+// SetRewrite changes the Rewrite; nil stops rewriting.
+func (p *Proxy) SetRewrite(f Rewrite) {
+	if f == nil {
+		p.rewrite.Store(nil)
+		return
+	}
+	p.rewrite.Store(&f)
+}
+
+// Rewritten returns how many results the Rewrite replaced.
+func (p *Proxy) Rewritten() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
 
 // HideRangesOnly makes the lag apply to eth_getLogs over block ranges
 // only: asked by its hash, a lagging block's logs come back in full, as
@@ -206,26 +248,46 @@ func (p *Proxy) handle(raw json.RawMessage) (json.RawMessage, error) {
 	if p.chainID > 0 && req.Method == "eth_chainId" {
 		return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": fmt.Sprintf("0x%x", p.chainID)})
 	}
+	var known uint64 // with a head lag, the newest block the node has
+	if lag := p.headLag.Load(); lag > 0 {
+		ans, fwd, k, err := p.lagHead(req, raw, lag)
+		if err != nil || ans != nil {
+			return ans, err
+		}
+		raw, known = fwd, k
+	}
 	resp, err := p.forward(raw)
 	if err != nil {
 		return nil, err
 	}
 	switch req.Method {
 	case "eth_getLogs":
-		if lag := p.lag.Load(); lag > 0 && len(req.Params) == 1 {
-			return p.lagLogs(req, resp, lag)
+		if lag := max(p.lag.Load(), p.headLag.Load()); lag > 0 && len(req.Params) == 1 {
+			if resp, err = p.lagLogs(req, resp, lag); err != nil {
+				return nil, err
+			}
 		}
-	case "eth_getBlockByNumber", "eth_getBlockByHash":
+	case "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getTransactionReceipt":
+		if known > 0 {
+			if resp, err = above(resp, known); err != nil {
+				return nil, err
+			}
+		}
+		if req.Method == "eth_getTransactionReceipt" {
+			break
+		}
 		if p.age > 0 {
 			if resp, err = age(resp, p.age); err != nil {
 				return nil, err
 			}
 		}
 		if p.saturate {
-			return saturate(resp)
+			if resp, err = saturate(resp); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return resp, nil
+	return p.rewritten(req, resp)
 }
 
 // forward sends one JSON-RPC message to the node and returns its answer.

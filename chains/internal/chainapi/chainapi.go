@@ -82,6 +82,12 @@ type Config struct {
 	// (each endpoint a failover tries counts once), for the service's
 	// metrics. It must be cheap and safe for concurrent use.
 	Observe func(RPCOutcome)
+	// Quorum, when 2 or more, is how many endpoints must give the same
+	// answer before the client takes it (package chains' quorum client):
+	// the endpoints are no longer a failover list but read side by side,
+	// and a head is the slowest of Quorum endpoints'. 0 and 1 read one
+	// endpoint at a time, with failover. At most len(URLs).
+	Quorum int
 }
 
 // RPCOutcome is how one request to one endpoint ended, as far as the

@@ -1,0 +1,462 @@
+package chains
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains/internal/chainapi"
+)
+
+// A quorum client (Config.Quorum ≥ 2) reads a network from several
+// providers that each may be wrong, and takes an answer only when Quorum
+// of them gave it, field for field: the same block hashes, the same
+// transfers (transaction, log index, block number and hash, token and
+// contract, sender, recipient, amount). A head is the Quorum-th highest
+// of the endpoints' heads, the slowest of the agreeing ones, so a
+// transfer's confirmations are counted as the slower provider sees them.
+//
+// Each endpoint is a client of its own, without failover. A read asks
+// Quorum endpoints side by side; an endpoint that fails, or answers
+// otherwise than the others, is replaced by one not asked yet (when the
+// configuration has more endpoints than the quorum), and endpoints that
+// failed or dissented in the last minute are asked last. Endpoints that
+// disagree with no Quorum of them agreeing give ErrIncompleteRead, which
+// the scanner treats like a batch read in part: nothing is recorded, the
+// cursor stays, and the next poll reads again. An endpoint that has not
+// reached a block yet makes the block wait for it: ReadBatch gives
+// ErrBlockNotFound, ReadTip Found = false with the lower head, and
+// TransactionTransfers found = false.
+//
+// It costs about Quorum times the requests of one endpoint.
+
+// restAfterFailure is how long an endpoint that failed or dissented is
+// asked after the others.
+const restAfterFailure = time.Minute
+
+// quorumClient is the Client of a Config with Quorum ≥ 2.
+type quorumClient struct {
+	network paywatch.Network
+	q       int
+	eps     []Client
+	names   []string
+	// failedAt is, per endpoint, when it last failed or dissented (unix
+	// nanoseconds; 0: never).
+	failedAt []atomic.Int64
+}
+
+var (
+	_ Client             = (*quorumClient)(nil)
+	_ BatchReader        = (*quorumClient)(nil)
+	_ TipReader          = (*quorumClient)(nil)
+	_ CallCounter        = (*quorumClient)(nil)
+	_ AddressRangeReader = (*quorumClient)(nil)
+	_ chainapi.Checker   = (*quorumClient)(nil)
+)
+
+// dialQuorum dials one single-endpoint client per URL of cfg and returns
+// the quorum client over them.
+func dialQuorum(ctx context.Context, cfg Config) (Client, error) {
+	qc := &quorumClient{network: cfg.Network, q: cfg.Quorum, failedAt: make([]atomic.Int64, len(cfg.URLs))}
+	for i := range cfg.URLs {
+		c, err := Dial(ctx, one(cfg, i))
+		if err != nil {
+			qc.Close()
+			return nil, err
+		}
+		qc.eps = append(qc.eps, c)
+		qc.names = append(qc.names, chainapi.NewRedactor(cfg.URLs[i], cfg.HeadersOf(i)).Name())
+	}
+	for _, c := range qc.eps {
+		_, tip := c.(TipReader)
+		_, rr := c.(AddressRangeReader)
+		_, ck := c.(chainapi.Checker)
+		if !tip || !rr || !ck {
+			qc.Close()
+			return nil, fmt.Errorf("chains: %s: a quorum needs clients that read the tip and address ranges", cfg.Network)
+		}
+	}
+	return qc, nil
+}
+
+// Network returns the network the client reads.
+func (qc *quorumClient) Network() paywatch.Network { return qc.network }
+
+// Calls returns the requests of every endpoint.
+func (qc *quorumClient) Calls() uint64 {
+	var n uint64
+	for _, c := range qc.eps {
+		n += Calls(c)
+	}
+	return n
+}
+
+// Close closes every endpoint's client.
+func (qc *quorumClient) Close() {
+	for _, c := range qc.eps {
+		c.Close()
+	}
+}
+
+// answer is one endpoint's answer.
+type answer[T any] struct {
+	ep int
+	v  T
+}
+
+// order returns the endpoints in the order to ask them: configuration
+// order, those that failed or dissented lately last (the longest ago
+// first).
+func (qc *quorumClient) order() []int {
+	now := time.Now().UnixNano()
+	out := make([]int, len(qc.eps))
+	for i := range out {
+		out[i] = i
+	}
+	resting := func(i int) int64 {
+		if at := qc.failedAt[i].Load(); at > now-int64(restAfterFailure) {
+			return at
+		}
+		return 0
+	}
+	slices.SortStableFunc(out, func(a, b int) int {
+		ra, rb := resting(a), resting(b)
+		switch {
+		case ra == rb:
+			return 0
+		case ra < rb:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// gather asks endpoints for read, Quorum of them side by side, then as
+// many more as more says its answers still lack, until more says none or
+// every endpoint was asked. It returns the answers and the endpoints'
+// errors, each naming its endpoint.
+func gather[T any](ctx context.Context, qc *quorumClient, more func([]answer[T]) int, read func(context.Context, Client) (T, error)) ([]answer[T], []error) {
+	order := qc.order()
+	var answers []answer[T]
+	var errs []error
+	next := 0
+	for n := qc.q; n > 0 && next < len(order) && ctx.Err() == nil; n = more(answers) {
+		round := order[next:min(next+n, len(order))]
+		next += len(round)
+		vals := make([]T, len(round))
+		es := make([]error, len(round))
+		var wg sync.WaitGroup
+		for i, ep := range round {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				vals[i], es[i] = read(ctx, qc.eps[ep])
+			}()
+		}
+		wg.Wait()
+		for i, ep := range round {
+			if es[i] != nil {
+				qc.failedAt[ep].Store(time.Now().UnixNano())
+				errs = append(errs, fmt.Errorf("%s: %w", qc.names[ep], es[i]))
+				continue
+			}
+			answers = append(answers, answer[T]{ep: ep, v: vals[i]})
+		}
+	}
+	return answers, errs
+}
+
+// count is gather's more for reads that need Quorum answers of any value.
+func count[T any](qc *quorumClient) func([]answer[T]) int {
+	return func(as []answer[T]) int { return qc.q - len(as) }
+}
+
+// agreeing is gather's more for reads that need Quorum equal answers.
+func agreeing[T any](qc *quorumClient, key func(T) string) func([]answer[T]) int {
+	return func(as []answer[T]) int { return qc.q - len(largest(as, key)) }
+}
+
+// largest returns the largest group of answers with equal keys (the
+// first-answered group of a tie).
+func largest[T any](as []answer[T], key func(T) string) []answer[T] {
+	groups := map[string][]answer[T]{}
+	var best []answer[T]
+	for _, a := range as {
+		k := key(a.v)
+		groups[k] = append(groups[k], a)
+		if len(groups[k]) > len(best) {
+			best = groups[k]
+		}
+	}
+	return best
+}
+
+// decide returns the Quorum (or more) equal answers among as, and marks
+// the endpoints that answered otherwise as dissenters. Without them it
+// returns ErrIncompleteRead naming what two endpoints disagreed on, or,
+// when too few endpoints answered, short's error.
+func decide[T any](qc *quorumClient, what string, as []answer[T], errs []error, key func(T) string, diff func(a, b T) string) ([]answer[T], error) {
+	group := largest(as, key)
+	if len(group) >= qc.q {
+		k := key(group[0].v)
+		for _, a := range as {
+			if key(a.v) != k {
+				qc.failedAt[a.ep].Store(time.Now().UnixNano())
+			}
+		}
+		return group, nil
+	}
+	for i := 1; i < len(as); i++ {
+		if a := as[i]; key(a.v) != key(as[0].v) {
+			return nil, qc.disagree(what, as[0].ep, a.ep, diff(as[0].v, a.v))
+		}
+	}
+	return nil, qc.short(what, len(as), errs)
+}
+
+// disagree is the error of two endpoints' different answers.
+func (qc *quorumClient) disagree(what string, a, b int, diff string) error {
+	return fmt.Errorf("chains: %s %s: endpoints %s and %s disagree (quorum %d): %s: %w",
+		qc.network, what, qc.names[a], qc.names[b], qc.q, diff, ErrIncompleteRead)
+}
+
+// short is the error of a read that fewer than Quorum endpoints answered:
+// the endpoints' errors, joined, so that errors.Is finds what they wrapped
+// (ErrBlockNotFound from an endpoint behind the others, ErrIncompleteRead,
+// ErrRateLimited), under ErrUnavailable unless every endpoint asked was
+// rate limited.
+func (qc *quorumClient) short(what string, answered int, errs []error) error {
+	msg := fmt.Sprintf("chains: %s %s: %d of the %d endpoints asked answered, quorum %d", qc.network, what, answered, answered+len(errs), qc.q)
+	if len(errs) == 0 {
+		return fmt.Errorf("%s: %w", msg, ErrUnavailable)
+	}
+	limited := answered == 0
+	for _, err := range errs {
+		limited = limited && errors.Is(err, ErrRateLimited)
+	}
+	if limited {
+		return fmt.Errorf("%s: %w", msg, errors.Join(errs...))
+	}
+	return fmt.Errorf("%s: %w: %w", msg, ErrUnavailable, errors.Join(errs...))
+}
+
+// qth returns the Quorum-th highest of heads (len(heads) ≥ Quorum).
+func (qc *quorumClient) qth(heads []uint64) uint64 {
+	s := slices.Clone(heads)
+	slices.Sort(s)
+	return s[len(s)-qc.q]
+}
+
+// Head returns the Quorum-th highest head of the endpoints asked: the
+// slowest of Quorum endpoints.
+func (qc *quorumClient) Head(ctx context.Context) (uint64, error) {
+	as, errs := gather(ctx, qc, count[uint64](qc), func(ctx context.Context, c Client) (uint64, error) { return c.Head(ctx) })
+	if len(as) < qc.q {
+		return 0, qc.short("head", len(as), errs)
+	}
+	heads := make([]uint64, len(as))
+	for i, a := range as {
+		heads[i] = a.v
+	}
+	return qc.qth(heads), nil
+}
+
+// BlockHash returns the hash of block n that Quorum endpoints gave.
+func (qc *quorumClient) BlockHash(ctx context.Context, n uint64) (string, error) {
+	key := strings.ToLower
+	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (string, error) { return c.BlockHash(ctx, n) })
+	group, err := decide(qc, fmt.Sprintf("block %d", n), as, errs, key, func(a, b string) string { return fmt.Sprintf("hash %s ≠ %s", a, b) })
+	if err != nil {
+		return "", err
+	}
+	return group[0].v, nil
+}
+
+// Transfers returns the transfers of blocks [from, to] that Quorum
+// endpoints gave.
+func (qc *quorumClient) Transfers(ctx context.Context, from, to uint64) ([]Transfer, error) {
+	return qc.transfers(ctx, fmt.Sprintf("transfers of blocks %d-%d", from, to), func(ctx context.Context, c Client) ([]Transfer, error) {
+		return c.Transfers(ctx, from, to)
+	})
+}
+
+// AddressTransfers returns the transfers to addr in blocks [from, head],
+// head being the quorum's (Head), that Quorum endpoints gave.
+func (qc *quorumClient) AddressTransfers(ctx context.Context, addr string, from uint64) ([]Transfer, error) {
+	head, err := qc.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if from > head {
+		return nil, nil
+	}
+	return qc.AddressTransfersIn(ctx, addr, from, head)
+}
+
+// AddressTransfersIn returns the transfers to addr in blocks [from, to]
+// that Quorum endpoints gave.
+func (qc *quorumClient) AddressTransfersIn(ctx context.Context, addr string, from, to uint64) ([]Transfer, error) {
+	return qc.transfers(ctx, fmt.Sprintf("transfers to %s in blocks %d-%d", addr, from, to), func(ctx context.Context, c Client) ([]Transfer, error) {
+		return c.(AddressRangeReader).AddressTransfersIn(ctx, addr, from, to)
+	})
+}
+
+// transfers reads a list of transfers from Quorum endpoints that agree.
+func (qc *quorumClient) transfers(ctx context.Context, what string, read func(context.Context, Client) ([]Transfer, error)) ([]Transfer, error) {
+	as, errs := gather(ctx, qc, agreeing(qc, transfersKey), read)
+	group, err := decide(qc, what, as, errs, transfersKey, transfersDiff)
+	if err != nil {
+		return nil, err
+	}
+	return group[0].v, nil
+}
+
+// txRead is one endpoint's TransactionTransfers answer.
+type txRead struct {
+	ts    []Transfer
+	found bool
+}
+
+// TransactionTransfers returns the transfers of a transaction that Quorum
+// endpoints gave. When some endpoints have the transaction and the others
+// not yet (and those that have it agree), it is not found: it waits for the
+// slower ones.
+func (qc *quorumClient) TransactionTransfers(ctx context.Context, txHash string) ([]Transfer, bool, error) {
+	key := func(r txRead) string {
+		if !r.found {
+			return "-"
+		}
+		return "+" + transfersKey(r.ts)
+	}
+	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (txRead, error) {
+		ts, found, err := c.TransactionTransfers(ctx, txHash)
+		return txRead{ts, found}, err
+	})
+	if lagging(qc, as, key) {
+		return nil, false, nil
+	}
+	group, err := decide(qc, "transaction "+txHash, as, errs, key, func(a, b txRead) string {
+		if a.found != b.found {
+			return fmt.Sprintf("found %t ≠ %t", a.found, b.found)
+		}
+		return transfersDiff(a.ts, b.ts)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return group[0].v.ts, group[0].v.found, nil
+}
+
+// lagging reports whether Quorum endpoints answered without Quorum of
+// them agreeing only because some lack what the others found ("-" keys),
+// the others agreeing among themselves: what was found waits for the
+// slower endpoints.
+func lagging[T any](qc *quorumClient, as []answer[T], key func(T) string) bool {
+	if len(as) < qc.q || len(largest(as, key)) >= qc.q {
+		return false
+	}
+	found, missing := "", false
+	for _, a := range as {
+		switch k := key(a.v); {
+		case k == "-":
+			missing = true
+		case found == "":
+			found = k
+		case k != found:
+			return false
+		}
+	}
+	return missing
+}
+
+// ReadBatch reads a scanner batch (chains.ReadBatch) from Quorum
+// endpoints that agree on its hashes and transfers. An endpoint without
+// the batch's blocks yet makes it ErrBlockNotFound.
+func (qc *quorumClient) ReadBatch(ctx context.Context, q BatchQuery) (BatchRead, error) {
+	key := func(b BatchRead) string {
+		return strings.ToLower(b.Hash) + "|" + strings.ToLower(b.CursorHash) + "|" + transfersKey(b.Transfers)
+	}
+	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (BatchRead, error) {
+		return ReadBatch(ctx, c, q)
+	})
+	group, err := decide(qc, fmt.Sprintf("batch %d-%d", q.From, q.To), as, errs, key, func(a, b BatchRead) string {
+		switch {
+		case !strings.EqualFold(a.Hash, b.Hash):
+			return fmt.Sprintf("hash of block %d %s ≠ %s", q.To, a.Hash, b.Hash)
+		case !strings.EqualFold(a.CursorHash, b.CursorHash):
+			return fmt.Sprintf("hash of block %d %s ≠ %s", q.Cursor, a.CursorHash, b.CursorHash)
+		}
+		return transfersDiff(a.Transfers, b.Transfers)
+	})
+	if err != nil {
+		return BatchRead{}, err
+	}
+	return group[0].v, nil
+}
+
+// ReadTip reads block next at the tip from Quorum endpoints that agree on
+// it, with the Quorum-th highest of their heads. When some endpoints have
+// the block and the others not yet, it is not found, with the head of the
+// slower ones: the block waits for them.
+func (qc *quorumClient) ReadTip(ctx context.Context, next uint64) (TipRead, error) {
+	key := func(t TipRead) string {
+		if !t.Found {
+			return "-"
+		}
+		return strings.ToLower(t.Hash) + "|" + strings.ToLower(t.ParentHash) + "|" + transfersKey(t.Transfers)
+	}
+	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (TipRead, error) {
+		return c.(TipReader).ReadTip(ctx, next)
+	})
+	heads := func(as []answer[TipRead]) uint64 {
+		hs := make([]uint64, len(as))
+		for i, a := range as {
+			hs[i] = a.v.Head
+		}
+		return qc.qth(hs)
+	}
+	if lagging(qc, as, key) {
+		return TipRead{Head: heads(as)}, nil
+	}
+	group, err := decide(qc, fmt.Sprintf("block %d at the tip", next), as, errs, key, func(a, b TipRead) string {
+		switch {
+		case !strings.EqualFold(a.Hash, b.Hash):
+			return fmt.Sprintf("hash %s ≠ %s", a.Hash, b.Hash)
+		case !strings.EqualFold(a.ParentHash, b.ParentHash):
+			return fmt.Sprintf("parent hash %s ≠ %s", a.ParentHash, b.ParentHash)
+		}
+		return transfersDiff(a.Transfers, b.Transfers)
+	})
+	if err != nil {
+		return TipRead{}, err
+	}
+	out := group[0].v
+	out.Head = heads(group)
+	return out, nil
+}
+
+// Identity asks the first endpoint that answers which chain it serves
+// (paywatch check and the start-up guard check each endpoint alone).
+func (qc *quorumClient) Identity(ctx context.Context) (Identity, error) {
+	var errs []error
+	for _, i := range qc.order() {
+		id, err := qc.eps[i].(chainapi.Checker).Identity(ctx)
+		if err == nil {
+			return id, nil
+		}
+		errs = append(errs, err)
+	}
+	return Identity{}, errors.Join(errs...)
+}
+
+// Check checks the first endpoint (chains.Check checks each alone).
+func (qc *quorumClient) Check(ctx context.Context) EndpointCheck {
+	return qc.eps[0].(chainapi.Checker).Check(ctx)
+}
