@@ -10,9 +10,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
-	"github.com/paywatch/paywatch/chains"
-	"github.com/paywatch/paywatch/chains/devnet"
-	"github.com/paywatch/paywatch/chains/devnet/faultproxy"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -42,15 +39,9 @@ func TestScannerStaysWithinItsDailyBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.POLYGON
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}, BlockInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
-	defer d.Close()
+	d, proxy, set := countedChain(ctx, t, n, 50*time.Millisecond)
+	var err error
 	st, _ := d.Network(n)
-	proxy := faultproxy.Start(faultproxy.Config{Upstream: st.RPCURL})
-	defer proxy.Close()
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{proxy.URL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
 	db := newScanDB(t)
 	db.watch(t, n, paywatch.USDT, randomAddress(t, n), st.Head)
 	// The scanner's clock reads 00:30 UTC today, and runs.

@@ -15,7 +15,6 @@ import (
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/chains/devnet"
-	"github.com/paywatch/paywatch/chains/devnet/faultproxy"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -27,15 +26,8 @@ func TestIdleScannerPollsRarelyAndWakesForAPayment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.POLYGON
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}, BlockInterval: 25 * time.Millisecond})
-	require.NoError(t, err)
-	defer d.Close()
-	st, _ := d.Network(n)
-	proxy := faultproxy.Start(faultproxy.Config{Upstream: st.RPCURL})
-	defer proxy.Close()
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{proxy.URL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
+	d, proxy, set := countedChain(ctx, t, n, 25*time.Millisecond)
+	var err error
 	db := newScanDB(t)
 	sig := &signalLog{}
 	s := activities.NewScanner(activities.ScannerDeps{

@@ -28,15 +28,9 @@ func TestScannerAtTheTipReadsABlockPerRequest(t *testing.T) {
 	defer cancel()
 	n := paywatch.ARBITRUM
 	const interval = 250 * time.Millisecond
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}, BlockInterval: interval})
-	require.NoError(t, err)
-	defer d.Close()
+	d, proxy, set := countedChain(ctx, t, n, interval)
+	var err error
 	st, _ := d.Network(n)
-	proxy := faultproxy.Start(faultproxy.Config{Upstream: st.RPCURL})
-	defer proxy.Close()
-	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{proxy.URL}, Contracts: st.Tokens})
-	require.NoError(t, err)
-	defer set.Close()
 	db := newScanDB(t)
 	sig := &signalLog{}
 	s := activities.NewScanner(activities.ScannerDeps{
@@ -91,6 +85,23 @@ func TestScannerAtTheTipReadsABlockPerRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.True(t, rec.Removed)
+}
+
+// countedChain starts a devnet chain of network n making a block every
+// interval, behind a faultproxy that counts the requests, and the chain
+// client set that reads it through the proxy.
+func countedChain(ctx context.Context, t testing.TB, n paywatch.Network, interval time.Duration) (*devnet.Devnet, *faultproxy.Proxy, *chains.Set) {
+	t.Helper()
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}, BlockInterval: interval})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	st, _ := d.Network(n)
+	proxy := faultproxy.Start(faultproxy.Config{Upstream: st.RPCURL})
+	t.Cleanup(proxy.Close)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{proxy.URL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	t.Cleanup(set.Close)
+	return d, proxy, set
 }
 
 func mustHead(t testing.TB, d *devnet.Devnet, n paywatch.Network) uint64 {

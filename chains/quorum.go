@@ -163,7 +163,9 @@ func gather[T any](ctx context.Context, qc *quorumClient, more func([]answer[T])
 		wg.Wait()
 		for i, ep := range round {
 			if es[i] != nil {
-				qc.failedAt[ep].Store(time.Now().UnixNano())
+				if ctx.Err() == nil { // a cancelled read says nothing of the endpoint
+					qc.failedAt[ep].Store(time.Now().UnixNano())
+				}
 				errs = append(errs, fmt.Errorf("%s: %w", qc.names[ep], es[i]))
 				continue
 			}
@@ -229,17 +231,27 @@ func (qc *quorumClient) disagree(what string, a, b int, diff string) error {
 
 // short is the error of a read that fewer than Quorum endpoints answered:
 // the endpoints' errors, joined, so that errors.Is finds what they wrapped
-// (ErrBlockNotFound from an endpoint behind the others, ErrIncompleteRead,
-// ErrRateLimited), under ErrUnavailable unless every endpoint asked was
-// rate limited.
+// (ErrBlockNotFound when every endpoint that failed lacks the block: one
+// behind the others; ErrIncompleteRead, ErrRateLimited), under
+// ErrUnavailable unless every endpoint asked was rate limited.
 func (qc *quorumClient) short(what string, answered int, errs []error) error {
 	msg := fmt.Sprintf("chains: %s %s: %d of the %d endpoints asked answered, quorum %d", qc.network, what, answered, answered+len(errs), qc.q)
 	if len(errs) == 0 {
 		return fmt.Errorf("%s: %w", msg, ErrUnavailable)
 	}
-	limited := answered == 0
+	limited, missing := answered == 0, true
 	for _, err := range errs {
 		limited = limited && errors.Is(err, ErrRateLimited)
+		missing = missing && errors.Is(err, ErrBlockNotFound)
+	}
+	if !missing {
+		// One endpoint's "no such block" beside another's failure is a
+		// failure (backoff, /health), not a block to wait for.
+		for i, err := range errs {
+			if errors.Is(err, ErrBlockNotFound) {
+				errs[i] = errors.New(err.Error())
+			}
+		}
 	}
 	if limited {
 		return fmt.Errorf("%s: %w", msg, errors.Join(errs...))

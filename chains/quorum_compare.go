@@ -24,9 +24,11 @@ func transferFields(t Transfer) [][2]string {
 		{"block hash", strings.ToLower(t.BlockHash)},
 		{"network", string(t.Network)},
 		{"token", string(t.Token)},
-		{"contract", strings.ToLower(t.Contract)},
-		{"from", strings.ToLower(t.From)},
-		{"to", strings.ToLower(t.To)},
+		// Addresses as the clients normalise them, compared exactly: TRON's
+		// base58 is case-sensitive.
+		{"contract", t.Contract},
+		{"from", t.From},
+		{"to", t.To},
 		{"amount", amount},
 	}
 }

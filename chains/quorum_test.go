@@ -257,6 +257,30 @@ func TestQuorumWaitsForTheSlowerEndpoint(t *testing.T) {
 	assert.True(t, found)
 }
 
+// A block one endpoint lacks while another is down is not a block to wait
+// for: the quorum cannot be had, and the read fails as unavailable (the
+// scanner backs off and /health names it) rather than reporting the block
+// missing, which the scanner would take for being caught up.
+func TestQuorumShortOfAnEndpointFailsRatherThanWaits(t *testing.T) {
+	n := paywatch.POLYGON
+	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{n}})
+	ctx := ctxT(t)
+	fast := proxy(t, d, n, faultproxy.Config{})
+	slow := proxy(t, d, n, faultproxy.Config{HeadLag: 2})
+	down := proxy(t, d, n, faultproxy.Config{})
+	down.Close()
+	q := dialURLs(t, d, n, 2, fast.URL, slow.URL, down.URL)
+	b, err := d.Mine(ctx, n, 3)
+	require.NoError(t, err)
+	_, err = q.BlockHash(ctx, b)
+	require.ErrorIs(t, err, chains.ErrUnavailable)
+	assert.NotErrorIs(t, err, chains.ErrBlockNotFound)
+
+	// Without the endpoint that is down, the slower one is only behind.
+	_, err = dialURLs(t, d, n, 2, fast.URL, slow.URL).BlockHash(ctx, b)
+	require.ErrorIs(t, err, chains.ErrBlockNotFound)
+}
+
 // What a quorum costs: HTTP requests per block at the tip (ReadTip), per
 // scanner batch and per head, with a quorum of 1 and of 2, counted by the
 // proxies in front of the endpoints.

@@ -317,7 +317,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 			errs = append(errs, err)
 		}
 		c.RPCHeaders[n.Network] = headers
-		if q, err := rpcQuorum(string(n.Network), len(c.RPCURLs[n.Network]), getenv); err != nil {
+		if q, err := rpcQuorum(string(n.Network), c.RPCURLs[n.Network], getenv); err != nil {
 			errs = append(errs, err)
 		} else if q > 0 {
 			c.Quorums[n.Network] = q

@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // rpcQuorum reads PAYWATCH_<NETWORK>_QUORUM: a whole number from 1 to the
-// network's number of RPC URLs (urls); 0 when it is not set.
-func rpcQuorum(network string, urls int, getenv func(string) string) (int, error) {
+// network's number of distinct RPC URLs; 0 when it is not set. The same URL
+// twice would make a quorum of one node agreeing with itself.
+func rpcQuorum(network string, list []string, getenv func(string) string) (int, error) {
+	urls := len(slices.Compact(slices.Sorted(slices.Values(list))))
 	key := "PAYWATCH_" + network + "_QUORUM"
 	v := strings.TrimSpace(getenv(key))
 	if v == "" {
@@ -21,7 +24,7 @@ func rpcQuorum(network string, urls int, getenv func(string) string) (int, error
 	case err != nil || q < 1:
 		return 0, fmt.Errorf("%s: %q is not a whole number of at least 1", key, v)
 	case q > 1 && q > urls:
-		return 0, fmt.Errorf("%s is %d, but PAYWATCH_%s_RPC_URL has %d endpoints: a quorum needs at least as many", key, q, network, urls)
+		return 0, fmt.Errorf("%s is %d, but PAYWATCH_%s_RPC_URL has %d distinct endpoints: a quorum needs at least as many", key, q, network, urls)
 	}
 	return q, nil
 }

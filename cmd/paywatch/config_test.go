@@ -356,16 +356,20 @@ func TestQuorum(t *testing.T) {
 	assert.Zero(t, providerConfig(cfg, paywatch.TRC20).Quorum, "not set: one endpoint at a time")
 
 	for env, msg := range map[string]string{
-		"PAYWATCH_ERC20_QUORUM=3":   "PAYWATCH_ERC20_QUORUM is 3, but PAYWATCH_ERC20_RPC_URL has 2 endpoints",
+		"PAYWATCH_ERC20_QUORUM=3":   "PAYWATCH_ERC20_QUORUM is 3, but PAYWATCH_ERC20_RPC_URL has 2 distinct endpoints",
 		"PAYWATCH_ERC20_QUORUM=0":   `PAYWATCH_ERC20_QUORUM: "0" is not a whole number of at least 1`,
 		"PAYWATCH_ERC20_QUORUM=-1":  `PAYWATCH_ERC20_QUORUM: "-1" is not a whole number of at least 1`,
 		"PAYWATCH_ERC20_QUORUM=two": `PAYWATCH_ERC20_QUORUM: "two" is not a whole number of at least 1`,
 		"PAYWATCH_ERC20_QUORUM=1.5": `PAYWATCH_ERC20_QUORUM: "1.5" is not a whole number of at least 1`,
-		"PAYWATCH_POLYGON_QUORUM=2": "PAYWATCH_POLYGON_QUORUM is 2, but PAYWATCH_POLYGON_RPC_URL has 0 endpoints",
+		"PAYWATCH_POLYGON_QUORUM=2": "PAYWATCH_POLYGON_QUORUM is 2, but PAYWATCH_POLYGON_RPC_URL has 0 distinct endpoints",
 	} {
 		k, v, _ := strings.Cut(env, "=")
 		_, err := LoadConfig(ModeServe, envOf(map[string]string{"PAYWATCH_ERC20_RPC_URL": "https://a.example,https://b.example", k: v}))
 		require.Error(t, err, env)
 		assert.Contains(t, err.Error(), msg, env)
 	}
+	_, err = LoadConfig(ModeServe, envOf(map[string]string{
+		"PAYWATCH_ERC20_RPC_URL": "https://a.example,https://a.example", "PAYWATCH_ERC20_QUORUM": "2"}))
+	require.Error(t, err, "one node twice is no quorum")
+	assert.Contains(t, err.Error(), "has 1 distinct endpoints")
 }
