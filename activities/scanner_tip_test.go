@@ -68,7 +68,9 @@ func TestScannerAtTheTipReadsABlockPerRequest(t *testing.T) {
 	}
 	require.NotNil(t, seen, "the transfer was signalled")
 	assert.Equal(t, sent.TxHash, seen.TxHash)
-	_, dropped, err := d.Reorg(ctx, n, int(mustHead(t, d, n)-sent.BlockNumber+1))
+	// Two blocks deeper than needed: the chain mines on (every 250 ms)
+	// between the head read and the reorg.
+	_, dropped, err := d.Reorg(ctx, n, int(mustHead(t, d, n)-sent.BlockNumber+3))
 	require.NoError(t, err)
 	require.Contains(t, dropped, sent.TxHash)
 	p, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: time.Second}, nil)

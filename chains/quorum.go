@@ -32,7 +32,8 @@ import (
 // cursor stays, and the next poll reads again. An endpoint that has not
 // reached a block yet makes the block wait for it: ReadBatch gives
 // ErrBlockNotFound, ReadTip Found = false with the lower head, and
-// TransactionTransfers found = false.
+// TransactionTransfers found = false; for Config.QuorumLag at most, after
+// which it counts as failing (quorum_lag.go).
 //
 // It costs about Quorum times the requests of one endpoint.
 
@@ -49,6 +50,11 @@ type quorumClient struct {
 	// failedAt is, per endpoint, when it last failed or dissented (unix
 	// nanoseconds; 0: never).
 	failedAt []atomic.Int64
+	// heads is, per endpoint, the last head it gave plus 1 (0: none yet);
+	// progress is when each head was first shown by k endpoints, seen when
+	// first given by any (quorum_lag.go).
+	heads          []atomic.Uint64
+	progress, seen *progress
 }
 
 var (
@@ -63,7 +69,12 @@ var (
 // dialQuorum dials one single-endpoint client per URL of cfg and returns
 // the quorum client over them.
 func dialQuorum(ctx context.Context, cfg Config) (Client, error) {
-	qc := &quorumClient{network: cfg.Network, q: cfg.Quorum, failedAt: make([]atomic.Int64, len(cfg.URLs))}
+	lag := cfg.QuorumLag
+	if lag <= 0 {
+		lag = defaultQuorumLag
+	}
+	qc := &quorumClient{network: cfg.Network, q: cfg.Quorum, failedAt: make([]atomic.Int64, len(cfg.URLs)),
+		heads: make([]atomic.Uint64, len(cfg.URLs)), progress: &progress{limit: lag}, seen: &progress{limit: lag}}
 	for i := range cfg.URLs {
 		c, err := Dial(ctx, one(cfg, i))
 		if err != nil {
@@ -142,7 +153,7 @@ func (qc *quorumClient) order() []int {
 // many more as more says its answers still lack, until more says none or
 // every endpoint was asked. It returns the answers and the endpoints'
 // errors, each naming its endpoint.
-func gather[T any](ctx context.Context, qc *quorumClient, more func([]answer[T]) int, read func(context.Context, Client) (T, error)) ([]answer[T], []error) {
+func gather[T any](ctx context.Context, qc *quorumClient, more func([]answer[T]) int, read func(ctx context.Context, ep int) (T, error)) ([]answer[T], []error) {
 	order := qc.order()
 	var answers []answer[T]
 	var errs []error
@@ -157,7 +168,7 @@ func gather[T any](ctx context.Context, qc *quorumClient, more func([]answer[T])
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				vals[i], es[i] = read(ctx, qc.eps[ep])
+				vals[i], es[i] = read(ctx, ep)
 			}()
 		}
 		wg.Wait()
@@ -173,11 +184,6 @@ func gather[T any](ctx context.Context, qc *quorumClient, more func([]answer[T])
 		}
 	}
 	return answers, errs
-}
-
-// count is gather's more for reads that need Quorum answers of any value.
-func count[T any](qc *quorumClient) func([]answer[T]) int {
-	return func(as []answer[T]) int { return qc.q - len(as) }
 }
 
 // agreeing is gather's more for reads that need Quorum equal answers.
@@ -267,15 +273,42 @@ func (qc *quorumClient) qth(heads []uint64) uint64 {
 }
 
 // Head returns the Quorum-th highest head of the endpoints asked: the
-// slowest of Quorum endpoints.
+// slowest of Quorum endpoints, leaving out those behind for longer than
+// the lag limit (quorum_lag.go).
 func (qc *quorumClient) Head(ctx context.Context) (uint64, error) {
-	as, errs := gather(ctx, qc, count[uint64](qc), func(ctx context.Context, c Client) (uint64, error) { return c.Head(ctx) })
-	if len(as) < qc.q {
-		return 0, qc.short("head", len(as), errs)
+	// One more endpoint for each answer that is lagging or suspect.
+	more := func(as []answer[uint64]) int {
+		n := qc.q
+		for _, a := range as {
+			if qc.lagErr(a.ep) == nil {
+				n--
+			}
+			if qc.suspect(a.ep) {
+				n++
+			}
+		}
+		return n
 	}
-	heads := make([]uint64, len(as))
-	for i, a := range as {
-		heads[i] = a.v
+	as, errs := gather(ctx, qc, more,
+		func(ctx context.Context, ep int) (uint64, error) {
+			h, err := qc.eps[ep].Head(ctx)
+			if err == nil {
+				qc.noteHead(ep, h)
+			}
+			return h, err
+		})
+	// Each answer judged once.
+	var heads []uint64
+	for _, a := range as {
+		if err := qc.lagErr(a.ep); err != nil {
+			qc.failedAt[a.ep].Store(time.Now().UnixNano())
+			errs = append(errs, fmt.Errorf("%s: %w", qc.names[a.ep], err))
+			continue
+		}
+		heads = append(heads, a.v)
+	}
+	if len(heads) < qc.q {
+		return 0, qc.short("head", len(heads), errs)
 	}
 	return qc.qth(heads), nil
 }
@@ -283,175 +316,15 @@ func (qc *quorumClient) Head(ctx context.Context) (uint64, error) {
 // BlockHash returns the hash of block n that Quorum endpoints gave.
 func (qc *quorumClient) BlockHash(ctx context.Context, n uint64) (string, error) {
 	key := strings.ToLower
-	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (string, error) { return c.BlockHash(ctx, n) })
+	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, ep int) (string, error) {
+		h, err := qc.eps[ep].BlockHash(ctx, n)
+		return h, qc.missing(n, false, err)
+	})
 	group, err := decide(qc, fmt.Sprintf("block %d", n), as, errs, key, func(a, b string) string { return fmt.Sprintf("hash %s ≠ %s", a, b) })
 	if err != nil {
 		return "", err
 	}
 	return group[0].v, nil
-}
-
-// Transfers returns the transfers of blocks [from, to] that Quorum
-// endpoints gave.
-func (qc *quorumClient) Transfers(ctx context.Context, from, to uint64) ([]Transfer, error) {
-	return qc.transfers(ctx, fmt.Sprintf("transfers of blocks %d-%d", from, to), func(ctx context.Context, c Client) ([]Transfer, error) {
-		return c.Transfers(ctx, from, to)
-	})
-}
-
-// AddressTransfers returns the transfers to addr in blocks [from, head],
-// head being the quorum's (Head), that Quorum endpoints gave.
-func (qc *quorumClient) AddressTransfers(ctx context.Context, addr string, from uint64) ([]Transfer, error) {
-	head, err := qc.Head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if from > head {
-		return nil, nil
-	}
-	return qc.AddressTransfersIn(ctx, addr, from, head)
-}
-
-// AddressTransfersIn returns the transfers to addr in blocks [from, to]
-// that Quorum endpoints gave.
-func (qc *quorumClient) AddressTransfersIn(ctx context.Context, addr string, from, to uint64) ([]Transfer, error) {
-	return qc.transfers(ctx, fmt.Sprintf("transfers to %s in blocks %d-%d", addr, from, to), func(ctx context.Context, c Client) ([]Transfer, error) {
-		return c.(AddressRangeReader).AddressTransfersIn(ctx, addr, from, to)
-	})
-}
-
-// transfers reads a list of transfers from Quorum endpoints that agree.
-func (qc *quorumClient) transfers(ctx context.Context, what string, read func(context.Context, Client) ([]Transfer, error)) ([]Transfer, error) {
-	as, errs := gather(ctx, qc, agreeing(qc, transfersKey), read)
-	group, err := decide(qc, what, as, errs, transfersKey, transfersDiff)
-	if err != nil {
-		return nil, err
-	}
-	return group[0].v, nil
-}
-
-// txRead is one endpoint's TransactionTransfers answer.
-type txRead struct {
-	ts    []Transfer
-	found bool
-}
-
-// TransactionTransfers returns the transfers of a transaction that Quorum
-// endpoints gave. When some endpoints have the transaction and the others
-// not yet (and those that have it agree), it is not found: it waits for the
-// slower ones.
-func (qc *quorumClient) TransactionTransfers(ctx context.Context, txHash string) ([]Transfer, bool, error) {
-	key := func(r txRead) string {
-		if !r.found {
-			return "-"
-		}
-		return "+" + transfersKey(r.ts)
-	}
-	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (txRead, error) {
-		ts, found, err := c.TransactionTransfers(ctx, txHash)
-		return txRead{ts, found}, err
-	})
-	if lagging(qc, as, key) {
-		return nil, false, nil
-	}
-	group, err := decide(qc, "transaction "+txHash, as, errs, key, func(a, b txRead) string {
-		if a.found != b.found {
-			return fmt.Sprintf("found %t ≠ %t", a.found, b.found)
-		}
-		return transfersDiff(a.ts, b.ts)
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	return group[0].v.ts, group[0].v.found, nil
-}
-
-// lagging reports whether Quorum endpoints answered without Quorum of
-// them agreeing only because some lack what the others found ("-" keys),
-// the others agreeing among themselves: what was found waits for the
-// slower endpoints.
-func lagging[T any](qc *quorumClient, as []answer[T], key func(T) string) bool {
-	if len(as) < qc.q || len(largest(as, key)) >= qc.q {
-		return false
-	}
-	found, missing := "", false
-	for _, a := range as {
-		switch k := key(a.v); {
-		case k == "-":
-			missing = true
-		case found == "":
-			found = k
-		case k != found:
-			return false
-		}
-	}
-	return missing
-}
-
-// ReadBatch reads a scanner batch (chains.ReadBatch) from Quorum
-// endpoints that agree on its hashes and transfers. An endpoint without
-// the batch's blocks yet makes it ErrBlockNotFound.
-func (qc *quorumClient) ReadBatch(ctx context.Context, q BatchQuery) (BatchRead, error) {
-	key := func(b BatchRead) string {
-		return strings.ToLower(b.Hash) + "|" + strings.ToLower(b.CursorHash) + "|" + transfersKey(b.Transfers)
-	}
-	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (BatchRead, error) {
-		return ReadBatch(ctx, c, q)
-	})
-	group, err := decide(qc, fmt.Sprintf("batch %d-%d", q.From, q.To), as, errs, key, func(a, b BatchRead) string {
-		switch {
-		case !strings.EqualFold(a.Hash, b.Hash):
-			return fmt.Sprintf("hash of block %d %s ≠ %s", q.To, a.Hash, b.Hash)
-		case !strings.EqualFold(a.CursorHash, b.CursorHash):
-			return fmt.Sprintf("hash of block %d %s ≠ %s", q.Cursor, a.CursorHash, b.CursorHash)
-		}
-		return transfersDiff(a.Transfers, b.Transfers)
-	})
-	if err != nil {
-		return BatchRead{}, err
-	}
-	return group[0].v, nil
-}
-
-// ReadTip reads block next at the tip from Quorum endpoints that agree on
-// it, with the Quorum-th highest of their heads. When some endpoints have
-// the block and the others not yet, it is not found, with the head of the
-// slower ones: the block waits for them.
-func (qc *quorumClient) ReadTip(ctx context.Context, next uint64) (TipRead, error) {
-	key := func(t TipRead) string {
-		if !t.Found {
-			return "-"
-		}
-		return strings.ToLower(t.Hash) + "|" + strings.ToLower(t.ParentHash) + "|" + transfersKey(t.Transfers)
-	}
-	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, c Client) (TipRead, error) {
-		return c.(TipReader).ReadTip(ctx, next)
-	})
-	heads := func(as []answer[TipRead]) uint64 {
-		hs := make([]uint64, len(as))
-		for i, a := range as {
-			hs[i] = a.v.Head
-		}
-		return qc.qth(hs)
-	}
-	if lagging(qc, as, key) {
-		return TipRead{Head: heads(as)}, nil
-	}
-	group, err := decide(qc, fmt.Sprintf("block %d at the tip", next), as, errs, key, func(a, b TipRead) string {
-		switch {
-		case !strings.EqualFold(a.Hash, b.Hash):
-			return fmt.Sprintf("hash %s ≠ %s", a.Hash, b.Hash)
-		case !strings.EqualFold(a.ParentHash, b.ParentHash):
-			return fmt.Sprintf("parent hash %s ≠ %s", a.ParentHash, b.ParentHash)
-		}
-		return transfersDiff(a.Transfers, b.Transfers)
-	})
-	if err != nil {
-		return TipRead{}, err
-	}
-	out := group[0].v
-	out.Head = heads(group)
-	return out, nil
 }
 
 // Identity asks the first endpoint that answers which chain it serves

@@ -32,6 +32,10 @@
 //     result may replace the result, as a lying (or compromised) endpoint
 //     would: another amount or recipient in a log, another block hash.
 //
+// A FullNode HTTP API call of TRON (POST /wallet/...) is forwarded to an
+// upstream that serves that API, with RateLimitEvery and Rewrite only
+// (tron.go).
+//
 // It is a test helper: it reads the node over plain HTTP on loopback and
 // is not meant for anything else.
 package faultproxy
@@ -52,7 +56,8 @@ import (
 
 // Config configures Start.
 type Config struct {
-	// Upstream is the node's JSON-RPC URL (devnet.NetworkStatus.RPCURL).
+	// Upstream is the node's JSON-RPC URL (devnet.NetworkStatus.RPCURL),
+	// or TRON's FullNode HTTP API (devnet.NetworkStatus.HTTPURL).
 	Upstream string
 	// LogLag is how many of the newest blocks eth_getLogs does not know
 	// yet; 0 hides nothing. SetLogLag changes it while the proxy runs.
@@ -198,6 +203,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"rate limit exceeded"}}`)
+		return
+	}
+	if isTron(r) {
+		p.serveTron(w, r, body)
 		return
 	}
 	body = bytes.TrimSpace(body)

@@ -88,6 +88,10 @@ type Config struct {
 	// and a head is the slowest of Quorum endpoints'. 0 and 1 read one
 	// endpoint at a time, with failover. At most len(URLs).
 	Quorum int
+	// QuorumLag is how long, in a quorum, one endpoint may lack a block
+	// that another endpoint has shown before it counts as failing rather
+	// than as behind (default 2 minutes).
+	QuorumLag time.Duration
 }
 
 // RPCOutcome is how one request to one endpoint ended, as far as the
