@@ -55,6 +55,8 @@ type TransferMark struct {
 // ProjectTransfer is a recorded token transfer to one of a project's
 // addresses, with how it stands.
 type ProjectTransfer struct {
+	ProjectID   int64
+	ProjectName string
 	Network     paywatch.Network
 	TxHash      string
 	LogIndex    uint32
@@ -128,7 +130,12 @@ func liveSQL(a, late string) string {
 
 // transfersSQL selects a project's transfers ($1), with $2 the start of
 // the late window, classified: the rows of the s subquery.
-func transfersSQL() string {
+func transfersSQL() string { return classifiedSQL("t.project_id = $1", "$2") }
+
+// classifiedSQL selects the recorded transfers t of a project that match
+// where (removed ones never), classified, with late the parameter of the
+// late window's start: the rows of the s subquery.
+func classifiedSQL(where, late string) string {
 	held := `cp.id IS NOT NULL AND cp.transactions @> jsonb_build_array(jsonb_build_object('tx_hash', t.tx_hash, 'log_index', t.log_index))`
 	return `
 	SELECT s.* FROM (
@@ -138,10 +145,10 @@ func transfersSQL() string {
 	       CASE
 	         WHEN ` + held + ` THEN 'matched'
 	         WHEN cc.height IS NULL OR cc.height < t.block_number + ` + confirmationsSQL("t.network") + ` - 1 THEN 'pending'
-	         WHEN cp.id IS NOT NULL AND ` + liveSQL("cp", "$2") + ` THEN 'pending'
+	         WHEN cp.id IS NOT NULL AND ` + liveSQL("cp", late) + ` THEN 'pending'
 	         WHEN cp.id IS NULL AND EXISTS (
 	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address AND lp.token = t.token
-	             AND COALESCE(lp.start_block, 0) <= t.block_number AND ` + liveSQL("lp", "$2") + `
+	             AND COALESCE(lp.start_block, 0) <= t.block_number AND ` + liveSQL("lp", late) + `
 	             AND ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.TxIDOnly }) + `) THEN 'pending'
 	         WHEN t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `) THEN 'below_minimum'
 	         ELSE 'unmatched'
@@ -156,7 +163,7 @@ func transfersSQL() string {
 	         WHEN COALESCE(cp.status, rel.status) = 'expired' THEN 'after_expired'
 	         ELSE 'not_taken'
 	       END AS reason,
-	       t.created_at, t.handled_at, t.handled_by, t.handled_note
+	       t.created_at, t.handled_at, t.handled_by, t.handled_note, t.project_id, pr.name AS project_name
 	FROM chain_transfers t
 	JOIN projects pr ON pr.id = t.project_id
 	LEFT JOIN chain_cursors cc ON cc.network = t.network
@@ -166,7 +173,7 @@ func transfersSQL() string {
 	  SELECT p.id, p.token, p.status FROM payments p
 	  WHERE p.network = t.network AND p.address = t.to_address AND p.created_at <= t.created_at
 	  ORDER BY p.created_at DESC, p.id DESC LIMIT 1) rel ON true
-	WHERE t.project_id = $1 AND NOT t.removed
+	WHERE ` + where + ` AND NOT t.removed
 	) s`
 }
 
@@ -341,7 +348,7 @@ func scanTransfers(rows pgx.Rows) ([]ProjectTransfer, error) {
 			handledBy, handNote *string
 		)
 		if err := rows.Scan(&network, &t.TxHash, &logIndex, &block, &token, &t.From, &t.To, &amount, &decimals, &confs,
-			&state, &paymentID, &related, &reason, &t.SeenAt, &handledAt, &handledBy, &handNote); err != nil {
+			&state, &paymentID, &related, &reason, &t.SeenAt, &handledAt, &handledBy, &handNote, &t.ProjectID, &t.ProjectName); err != nil {
 			return nil, fmt.Errorf("read transfers: %w", err)
 		}
 		d := 0

@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/telegram/telegramtest"
 )
 
 // TestUnmatchedFundsOnDevnet is issue 27 as a merchant meets it, on
@@ -21,18 +24,32 @@ import (
 // The late window's end is a 24-hour wait, tested in the store
 // (TestTransfersClassified).
 func TestUnmatchedFundsOnDevnet(t *testing.T) {
+	const token = "123456:test-token"
+	bot := telegramtest.New(t, token)
 	cfg := devConfig(t, t.TempDir())
 	cfg.DevnetBlockInterval = 100 * time.Millisecond
+	cfg.TelegramBotToken, cfg.TelegramAPIURL = token, bot.URL()
 	m, out := startMain(t, cfg, nil)
+	sink := &webhookSink{}
+	receiver := httptest.NewServer(sink)
+	t.Cleanup(receiver.Close)
 	c := apiClient{t: t, base: "http://" + m.APIAddr()}
 	master := map[string]string{"x-master-key": m.Config.MasterKey}
 	const n = "BEP20" // 15 confirmations: 1.5 s at 100 ms blocks
 
 	code, body := c.do("POST", "/v1/accounts", master, map[string]any{"email": "ops@unmatched.test", "plan": "pro"})
 	require.Equal(t, http.StatusCreated, code, body)
-	code, body = c.do("POST", "/v1/projects", master, map[string]any{"name": "Shop", "slug": "shop", "owner_email": "ops@unmatched.test"})
+	code, body = c.do("POST", "/v1/projects", master, map[string]any{
+		"name": "Shop", "slug": "shop", "owner_email": "ops@unmatched.test", "webhook_url": receiver.URL + "/hooks",
+	})
 	require.Equal(t, http.StatusCreated, code, body)
 	merchant := map[string]string{"x-api-key": body["api_key"].(string)}
+	sink.mu.Lock()
+	sink.secret = body["webhook_secret"].(string)
+	sink.mu.Unlock()
+	code, body = c.do("PATCH", "/v1/projects/shop", master, map[string]any{"unmatched_webhooks": true, "telegram_chat_id": "4242"})
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, true, body["project"].(map[string]any)["unmatched_webhooks"])
 	static := "0x7777777777777777777777777777777777777771"
 	code, body = c.do("PUT", "/v1/projects/shop/wallet", master, map[string]any{
 		"xpubs": map[string]any{"evm": accountXPub(t, 60)}, "addresses": map[string]any{n: []string{static}},
@@ -83,6 +100,55 @@ func TestUnmatchedFundsOnDevnet(t *testing.T) {
 	assert.Equal(t, strings.ToLower(paidAddr), strings.ToLower(tr["to"].(string)))
 	assert.Nil(t, tr["handled"])
 	tr = transfer(dust, "below_minimum")
+
+	// The merchant hears of it: a signed transfer.unmatched webhook, a
+	// chat message, and the event in the event log.
+	var hook map[string]any
+	require.Eventually(t, func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		for _, ev := range sink.events {
+			if ev["event"] == "transfer.unmatched" && ev["tx_hash"] == again {
+				hook = ev
+			}
+		}
+		return hook != nil
+	}, time.Minute, 200*time.Millisecond, "no transfer.unmatched webhook\n%s", out.String())
+	assert.Equal(t, "after_paid", hook["reason"])
+	assert.Equal(t, "10.00", hook["amount"])
+	assert.Equal(t, paid, hook["related_payment_id"])
+	var text string
+	require.Eventually(t, func() bool {
+		for _, m := range bot.Sent() {
+			if strings.Contains(m.Text, "Unmatched funds") && strings.Contains(m.Text, again[:6]) {
+				text = m.Text
+			}
+		}
+		return text != ""
+	}, time.Minute, 200*time.Millisecond, "no chat message")
+	t.Logf("the chat message:\n%s", text)
+	assert.Contains(t, text, "10.00 USDT on BEP20")
+	assert.Contains(t, text, "after the payment was paid")
+	code, body = c.do("GET", "/v1/events", merchant, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	var logged map[string]any
+	for _, ev := range body["events"].([]any) {
+		if e := ev.(map[string]any); e["event"] == "transfer.unmatched" && e["payload"].(map[string]any)["tx_hash"] == again {
+			logged = e
+		}
+	}
+	require.NotNil(t, logged, "the event log lists it")
+	assert.Nil(t, logged["payment_id"])
+	assert.Equal(t, hook["event_id"], logged["event_id"])
+	sink.mu.Lock()
+	for _, ev := range sink.events {
+		assert.NotEqual(t, dust, ev["tx_hash"], "dust is never told")
+		if ev["event"] == "transfer.unmatched" {
+			assert.NotEqual(t, first, ev["tx_hash"], "what a payment holds is never told")
+		}
+	}
+	assert.Zero(t, sink.bad)
+	sink.mu.Unlock()
 
 	cancelled, cancelledAddr := create("bob")
 	code, body = c.do("PATCH", "/v1/payments/"+cancelled, merchant, map[string]any{"status": "cancelled"})
