@@ -144,8 +144,14 @@ func (s *Server) listTransfers(c echo.Context) error {
 // transferKey parses the path's network and the log_index (query or body);
 // an unknown network or a bad index is "Transfer not found".
 func transferKey(c echo.Context, logIndex string) (paywatch.Network, *uint32, error) {
+	return parseTransferKey(c.Param("network"), logIndex)
+}
+
+// parseTransferKey parses a transfer's network and log index (empty for
+// the transaction's first); either malformed is "Transfer not found".
+func parseTransferKey(network, logIndex string) (paywatch.Network, *uint32, error) {
 	notFound := paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
-	n, err := paywatch.ParseNetwork(c.Param("network"))
+	n, err := paywatch.ParseNetwork(network)
 	if err != nil {
 		return "", nil, notFound
 	}

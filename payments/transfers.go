@@ -45,3 +45,10 @@ func (s *Service) MarkTransferHandled(ctx context.Context, projectID int64, n pa
 	}
 	return s.store.MarkTransferHandled(ctx, projectID, n, h, logIndex, by, note)
 }
+
+// CountUnmatched returns how many of a project's transfers are unmatched
+// and not yet marked handled: the count the dashboard shows beside its
+// Unmatched funds page.
+func (s *Service) CountUnmatched(ctx context.Context, projectID int64) (int, error) {
+	return s.store.CountUnmatched(ctx, projectID)
+}
