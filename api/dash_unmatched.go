@@ -17,6 +17,7 @@ import (
 var reasonTexts = map[string]string{
 	store.ReasonNoPayment:      "No payment had used this address",
 	store.ReasonOtherToken:     "Sent in another token than the payment's",
+	store.ReasonOtherNetwork:   "Sent on another network than the payment's",
 	store.ReasonAfterPaid:      "Arrived after the payment was paid",
 	store.ReasonAfterCancelled: "Arrived after the payment was cancelled",
 	store.ReasonAfterExpired:   "Arrived after the payment expired and its late window closed",

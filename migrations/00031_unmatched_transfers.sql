@@ -13,7 +13,8 @@ ALTER TABLE chain_transfers
 
 -- The transfers recorded before the upgrade get their project once, here,
 -- and so are classified like every later one.
-UPDATE chain_transfers t SET project_id = w.project_id
+-- A deleted wallet's addresses stay its project's (deleted_from).
+UPDATE chain_transfers t SET project_id = COALESCE(w.project_id, w.deleted_from)
 FROM address_owners o JOIN wallets w ON w.id = o.wallet_id
 WHERE o.family = CASE t.network WHEN 'TRC20' THEN 'tron' ELSE 'evm' END
   AND o.address = t.to_address;

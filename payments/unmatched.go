@@ -46,6 +46,7 @@ type UnmatchedPayload struct {
 var reasonWords = map[string]string{
 	store.ReasonNoPayment:      "no payment was open on this address",
 	store.ReasonOtherToken:     "the payment on this address was for the other token",
+	store.ReasonOtherNetwork:   "the payment on this address was on another network",
 	store.ReasonAfterPaid:      "it arrived after the payment was paid",
 	store.ReasonAfterCancelled: "it arrived after the payment was cancelled",
 	store.ReasonAfterExpired:   "it arrived after the payment expired and its late window closed",

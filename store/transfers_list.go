@@ -39,6 +39,7 @@ const (
 const (
 	ReasonNoPayment      = "no_payment"      // no payment had used the address
 	ReasonOtherToken     = "other_token"     // the payment was for the other token
+	ReasonOtherNetwork   = "other_network"   // the address's payment was on another network of its family
 	ReasonAfterPaid      = "after_paid"      // the payment was paid or overpaid already
 	ReasonAfterCancelled = "after_cancelled" // the payment was cancelled
 	ReasonAfterExpired   = "after_expired"   // expired, its late window (if its mode has one) closed
@@ -109,6 +110,22 @@ func confirmationsSQL(network string) string {
 	return b.String()
 }
 
+// familySQL is the networks sharing network's addresses (its address
+// family), as a text[].
+func familySQL(network string) string {
+	var b strings.Builder
+	b.WriteString("CASE " + network)
+	for _, n := range paywatch.Networks() {
+		var members []string
+		for _, m := range paywatch.NetworksOf(n.Family) {
+			members = append(members, "'"+string(m)+"'")
+		}
+		fmt.Fprintf(&b, " WHEN '%s' THEN ARRAY[%s]::text[]", n.Network, strings.Join(members, ", "))
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
 // decimalsSQL is a CASE over the pairs: each token's decimals.
 func decimalsSQL(network, token string) string {
 	var b strings.Builder
@@ -157,6 +174,7 @@ func classifiedSQL(where, late string) string {
 	       COALESCE(cp.id, rel.id)::text AS related_id,
 	       CASE
 	         WHEN COALESCE(cp.id, rel.id) IS NULL THEN 'no_payment'
+	         WHEN cp.id IS NULL AND rel.network <> t.network THEN 'other_network'
 	         WHEN COALESCE(cp.token, rel.token) <> t.token THEN 'other_token'
 	         WHEN COALESCE(cp.status, rel.status) IN ('paid', 'overpaid') THEN 'after_paid'
 	         WHEN COALESCE(cp.status, rel.status) = 'cancelled' THEN 'after_cancelled'
@@ -170,9 +188,15 @@ func classifiedSQL(where, late string) string {
 	LEFT JOIN transfer_claims c ON c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index
 	LEFT JOIN payments cp ON cp.id = c.payment_id
 	LEFT JOIN LATERAL (
-	  SELECT p.id, p.token, p.status FROM payments p
-	  WHERE p.network = t.network AND p.address = t.to_address AND p.created_at <= t.created_at
-	  ORDER BY p.created_at DESC, p.id DESC LIMIT 1) rel ON true
+	  -- The payment the address served last before the transfer's block
+	  -- (start_block: the head when the address was assigned), on the
+	  -- transfer's network first, then on another of its family: an EVM
+	  -- address is the same on all four, and paying on the wrong one is a
+	  -- common mistake.
+	  SELECT p.id, p.token, p.status, p.network FROM payments p
+	  WHERE p.address = t.to_address AND p.network = ANY(` + familySQL("t.network") + `)
+	    AND (p.network <> t.network OR COALESCE(p.start_block, 0) <= t.block_number)
+	  ORDER BY p.network = t.network DESC, p.created_at DESC, p.id DESC LIMIT 1) rel ON true
 	WHERE ` + where + ` AND NOT t.removed
 	) s`
 }
@@ -292,6 +316,12 @@ func (s *Store) MarkTransferHandled(ctx context.Context, projectID int64, n payw
 		if logIndex != nil {
 			args = append(args, int64(*logIndex))
 			cond += " AND s.log_index = $5"
+		}
+		// The transaction's rows first, locked: marks of one transfer take
+		// turns, and the verdict below is read under the lock.
+		lock := `SELECT 1 FROM chain_transfers WHERE project_id = $1 AND network = $2 AND tx_hash = $3`
+		if _, err := tx.Exec(ctx, lock+` FOR UPDATE`, projectID, string(n), txHash); err != nil {
+			return err
 		}
 		var state TransferState
 		var key struct {

@@ -180,3 +180,40 @@ func TestTransfersClassified(t *testing.T) {
 	assert.Nil(t, f.state(counted.TxHash).Handled, "a refused mark changes nothing")
 	_ = open
 }
+
+// A transfer on another EVM network than the payment's, to the payment's
+// address (the same on all four), is unmatched as "other_network"; the
+// payment an address served is the last one assigned before the
+// transfer's block, not the last one created before a lagging scanner
+// recorded it; and a deleted wallet's addresses stay the project's.
+func TestTransfersOtherNetworkAndDeletedWallet(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.BEP20, paywatch.POLYGON}))
+	ctx := context.Background()
+	prj := project(t, s, "evm", mode(paywatch.ModePerPayment), hdWallet())
+	np := newPayment(prj, "alice", "10")
+	np.Network, np.Token, np.Amount = paywatch.BEP20, paywatch.USDT, amount("10", paywatch.BEP20, paywatch.USDT)
+	p, _, err := s.CreatePayment(ctx, np)
+	require.NoError(t, err)
+	hash := "0x" + hashOf('9')
+	wrong := paywatch.Transfer{TxHash: hash, BlockNumber: 5, BlockHash: "0xb", Token: paywatch.USDT, From: evmAddrs[0], To: p.Address,
+		Amount: amount("10", paywatch.POLYGON, paywatch.USDT).Units()}
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: paywatch.POLYGON, Height: 500, BlockHash: "0xh", Head: 500, Transfers: []paywatch.Transfer{wrong}}, nil)
+	require.NoError(t, err)
+	got, err := s.ProjectTransfer(ctx, prj.ID, paywatch.POLYGON, hash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonOtherNetwork, got.Reason)
+	assert.Equal(t, p.ID, got.RelatedPaymentID)
+
+	setStatus(t, s, p.ID, paywatch.StatusCancelled, nil)
+	require.NoError(t, s.DeleteWallet(ctx, "evm"))
+	hash2 := "0x" + hashOf('8')
+	later := wrong
+	later.TxHash = hash2
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: paywatch.POLYGON, Height: 600, BlockHash: "0xi", Head: 600, Transfers: []paywatch.Transfer{later}}, nil)
+	require.NoError(t, err)
+	got, err = s.ProjectTransfer(ctx, prj.ID, paywatch.POLYGON, hash2, nil)
+	require.NoError(t, err, "a deleted wallet's address is still the project's")
+	assert.Equal(t, store.TransferUnmatched, got.State)
+}
