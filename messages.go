@@ -27,6 +27,9 @@ const (
 	MsgInvalidCreated     = "Invalid created_after"
 	MsgInvalidUpdated     = "Invalid updated_after"
 	MsgInvalidState       = "Invalid state filter" // paywatch's own: GET /v1/events
+	// paywatch's own: GET /v1/transfers.
+	MsgInvalidTransferFilter = "Invalid transfer filter"
+	MsgInvalidCreatedBefore  = "Invalid created_before"
 )
 
 // Messages of things not found.
@@ -36,6 +39,13 @@ const (
 	MsgAccountNotFound = "Account not found"
 	MsgEventNotFound   = "Event not found"
 	MsgLinkNotFound    = "Payment link not found" // paywatch's own
+	// MsgTransferNotFound is paywatch's own (GET /v1/transfers/...).
+	MsgTransferNotFound = "Transfer not found"
+	// MsgTransferNotUnmatched refuses to mark handled a transfer that a
+	// payment holds or may still take (paywatch's own).
+	MsgTransferNotUnmatched = "Only unmatched transfers can be marked handled"
+	// MsgInvalidNote refuses a handled mark's note over 500 characters.
+	MsgInvalidNote = "Note must be at most 500 characters"
 )
 
 // Messages of creating a payment and assigning its address.

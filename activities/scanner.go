@@ -32,6 +32,9 @@ type ScannerStore interface {
 	// WatchedAddresses matches a batch's recipients (and, for pool + txid,
 	// its transaction hashes) against watched payments in one query.
 	WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]store.WatchedPayment, error)
+	// OwnedAddresses returns those of addresses a project owns or owned:
+	// transfers to them no payment takes are recorded too.
+	OwnedAddresses(ctx context.Context, n paywatch.Network, addresses []string) (map[string]bool, error)
 	// RecordScan records a batch's transfers and their claims and moves the
 	// cursor in one transaction, running beforeCommit inside it with each
 	// claimed transfer under its recorded key and the payment it counts for.

@@ -265,10 +265,12 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 		if err != nil {
 			return out, err
 		}
+		var rest []chains.Transfer
 		for _, t := range ts {
 			st := t
 			owner, ok := store.ClaimOwner(watched[t.To], st)
 			if !ok {
+				rest = append(rest, t)
 				continue
 			}
 			out.Matched++
@@ -277,6 +279,24 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 			}
 			b.Transfers = append(b.Transfers, st)
 			b.Claims = append(b.Claims, store.TransferClaim{Transfer: st, PaymentID: owner})
+		}
+		// The others are recorded too, without a payment, when they go to an
+		// address a project owns: funds nobody counted (store.ProjectTransfers).
+		if len(rest) > 0 {
+			others := make([]string, 0, len(rest))
+			for _, t := range rest {
+				others = append(others, t.To)
+			}
+			slices.Sort(others)
+			owned, err := s.store.OwnedAddresses(ctx, n, slices.Compact(others))
+			if err != nil {
+				return out, err
+			}
+			for _, t := range rest {
+				if owned[t.To] {
+					b.Transfers = append(b.Transfers, t)
+				}
+			}
 		}
 	}
 	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context, claimed []store.ClaimedTransfer) error {

@@ -22,7 +22,7 @@ import (
 //
 // The handlers are small files named for what they serve (dash_auth.go,
 // dash_security.go, dash_projects.go, dash_wallet.go, dash_links.go,
-// dash_payments.go, dash_keys.go, dash_viewers.go). Each decodes a form,
+// dash_payments.go, dash_unmatched.go, dash_keys.go, dash_viewers.go). Each decodes a form,
 // calls the accounts or payments use cases, and renders the page again with
 // the use case's message when it refuses: a form never answers 500 for bad
 // input.
@@ -44,7 +44,7 @@ func init() {
 	names := []string{
 		"register", "confirm", "resend", "login", "code", "forgot", "reset", "invite", "notice",
 		"home", "security", "codes", "project_new", "project_created", "settings",
-		"wallet", "links", "payments", "payment", "keys", "keys_new", "viewers",
+		"wallet", "links", "payments", "payment", "keys", "keys_new", "viewers", "unmatched",
 	}
 	for _, name := range names {
 		dashPages[name] = template.Must(template.New(name).Funcs(dashFuncs).ParseFS(webFS,
@@ -129,7 +129,8 @@ type projectRoute struct {
 }
 
 // projectRoutes lists a project's pages and actions; a viewer reaches only
-// the payment list, a payment's page and its live status.
+// the payment list, a payment's page and its live status, and the list of
+// unmatched funds.
 func (s *Server) projectRoutes() []projectRoute {
 	return []projectRoute{
 		{http.MethodGet, "", s.projectShow, false},
@@ -137,6 +138,8 @@ func (s *Server) projectRoutes() []projectRoute {
 		{http.MethodGet, "/payments/:id", s.paymentShow, false},
 		{http.MethodGet, "/payments/:id/status", s.paymentStatusJSON, false},
 		{http.MethodPost, "/payments/:id/recheck", s.paymentRecheck, true},
+		{http.MethodGet, "/unmatched", s.unmatchedShow, false},
+		{http.MethodPost, "/unmatched/handled", s.transferHandledSubmit, true},
 		{http.MethodPost, "/events/:event/redeliver", s.eventRedeliver, true},
 		{http.MethodGet, "/settings", s.settingsShow, true},
 		{http.MethodPost, "/settings", s.settingsSubmit, true},

@@ -107,10 +107,13 @@ type paymentPage struct {
 	Deliveries   []store.Delivery
 	// Chats are the payment's Telegram messages.
 	Chats []store.ChatMessage
+	// Later are the transfers to the payment's address that it does not
+	// hold (laterTransfers), with how each stands.
+	Later []transferRow
 }
 
-// paymentShow shows a payment: its status over time, its transactions and
-// its webhook deliveries.
+// paymentShow shows a payment: its status over time, its transactions,
+// the later transfers to its address, and its webhook deliveries.
 func (s *Server) paymentShow(c echo.Context) error {
 	return s.paymentRender(c, nil)
 }
@@ -138,6 +141,9 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 		return gerr
 	}
 	if pg.Chats, gerr = s.deps.Store.ChatMessagesOf(ctx, prj.ID, p.ID); gerr != nil {
+		return gerr
+	}
+	if pg.Later, gerr = s.laterTransfers(c, prj.ID, p.ID); gerr != nil {
 		return gerr
 	}
 	pg.dashPage = s.page(c, "Payment "+shortID(p.ID))

@@ -263,6 +263,7 @@ const (
 	flashJoined        = "joined"
 	flashDeactivated   = "deactivated"
 	flashActivated     = "activated"
+	flashHandled       = "handled"
 )
 
 var flashTexts = map[string]string{
@@ -286,6 +287,7 @@ var flashTexts = map[string]string{
 	flashJoined:        "You can now view the project's payments. Sign in to see them.",
 	flashDeactivated:   "Project deactivated: its API key and payment pages no longer work.",
 	flashActivated:     "Project active again.",
+	flashHandled:       "Transfer marked as handled.",
 }
 
 // flash keeps a message for the next page the browser loads.

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"log/slog"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch/accounts"
@@ -26,6 +28,9 @@ type dashPage struct {
 	Owner   bool
 	// Tab names the project page in view, for the navigation.
 	Tab string
+	// Unmatched is how many of the project's transfers are unmatched and
+	// not marked handled: the count beside "Unmatched funds".
+	Unmatched int
 }
 
 // page builds the frame of a dashboard page.
@@ -46,6 +51,19 @@ func (s *Server) page(c echo.Context, title string) dashPage {
 		p.Project = prj
 		role, _ := c.Get(ctxRole).(accounts.Role)
 		p.Owner = role == accounts.RoleOwner
+		p.Unmatched = s.unmatchedCount(c, prj.ID)
 	}
 	return p
+}
+
+// unmatchedCount is the project's count of unmatched, unhandled
+// transfers for the navigation. A failure to count is logged and shows no
+// count: the page itself still opens.
+func (s *Server) unmatchedCount(c echo.Context, projectID int64) int {
+	n, err := s.payments.CountUnmatched(c.Request().Context(), projectID)
+	if err != nil {
+		s.deps.Logger.Warn("count unmatched transfers", slog.Int64("project_id", projectID), slog.Any("error", err))
+		return 0
+	}
+	return n
 }

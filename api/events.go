@@ -12,13 +12,13 @@ import (
 
 // eventView is an element of GET /v1/events.
 type eventView struct {
-	EventID   string `json:"event_id"`
-	Event     string `json:"event"`
-	PaymentID string `json:"payment_id"`
-	Sequence  int    `json:"sequence"`
-	CreatedAt string `json:"created_at"`
-	State     string `json:"state"`
-	Attempts  int    `json:"attempts"`
+	EventID   string  `json:"event_id"`
+	Event     string  `json:"event"`
+	PaymentID *string `json:"payment_id"` // null for a transfer.unmatched event
+	Sequence  int     `json:"sequence"`
+	CreatedAt string  `json:"created_at"`
+	State     string  `json:"state"`
+	Attempts  int     `json:"attempts"`
 	// Payload is the delivered body, as a JSON object.
 	Payload json.RawMessage `json:"payload"`
 }
@@ -64,7 +64,7 @@ func (s *Server) listEvents(c echo.Context) error {
 	items := make([]eventView, 0, len(evs))
 	for _, ev := range evs {
 		items = append(items, eventView{
-			EventID: ev.EventID, Event: string(ev.Event), PaymentID: ev.PaymentID, Sequence: ev.Sequence,
+			EventID: ev.EventID, Event: string(ev.Event), PaymentID: optID(ev.PaymentID), Sequence: ev.Sequence,
 			CreatedAt: ts(ev.CreatedAt), State: string(ev.State), Attempts: ev.Attempts, Payload: ev.Payload,
 		})
 	}
@@ -84,4 +84,12 @@ func (s *Server) redeliverOwnEvent(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{"success": true})
+}
+
+// optID is an id that may be missing: null in JSON when "".
+func optID(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
 }

@@ -13,7 +13,7 @@ type deliveryView struct {
 	ID           string  `json:"id"`
 	EventID      string  `json:"event_id"`
 	Event        string  `json:"event"`
-	PaymentID    string  `json:"payment_id"`
+	PaymentID    *string `json:"payment_id"` // null for a transfer.unmatched event
 	Attempt      int     `json:"attempt"`
 	StatusCode   *int    `json:"status_code"`
 	ResponseBody *string `json:"response_body"`
@@ -40,7 +40,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	items := make([]deliveryView, 0, len(ds))
 	for _, d := range ds {
 		items = append(items, deliveryView{
-			ID: d.ID, EventID: d.EventID, Event: d.Event, PaymentID: d.PaymentID, Attempt: d.Attempt, StatusCode: d.StatusCode,
+			ID: d.ID, EventID: d.EventID, Event: d.Event, PaymentID: optID(d.PaymentID), Attempt: d.Attempt, StatusCode: d.StatusCode,
 			ResponseBody: d.ResponseBody, State: d.State, CreatedAt: ts(d.CreatedAt),
 		})
 	}

@@ -26,6 +26,7 @@ type projectView struct {
 	PaymentExpiryMinutes int                   `json:"payment_expiry_minutes"`
 	APIKeyPrefix         string                `json:"api_key_prefix"`
 	TelegramChatID       *string               `json:"telegram_chat_id"`
+	UnmatchedWebhooks    bool                  `json:"unmatched_webhooks"`
 	HasWallet            bool                  `json:"has_wallet"`
 	CreatedAt            string                `json:"created_at"`
 	UpdatedAt            string                `json:"updated_at"`
@@ -36,7 +37,7 @@ func projectOf(p *store.Project) projectView {
 		Name: p.Name, Slug: p.Slug, WebhookURL: nullable(p.WebhookURL), OwnerEmail: nullable(p.OwnerEmail()),
 		Active: p.Active, AddressMode: p.AddressMode, PoolMatching: p.PoolMatching,
 		MicroAmountDecimals: p.MicroAmountDecimals, PaymentExpiryMinutes: p.PaymentExpiryMinutes,
-		APIKeyPrefix: p.APIKeyPrefix, TelegramChatID: nullable(p.TelegramChatID), HasWallet: p.HasWallet, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt),
+		APIKeyPrefix: p.APIKeyPrefix, TelegramChatID: nullable(p.TelegramChatID), UnmatchedWebhooks: p.UnmatchedWebhooks, HasWallet: p.HasWallet, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt),
 	}
 	if p.MinAmount != nil {
 		s := p.MinAmount.String()
@@ -65,6 +66,7 @@ type projectRequest struct {
 	PaymentExpiryMinutes json.RawMessage `json:"payment_expiry_minutes"`
 	Active               json.RawMessage `json:"active"`
 	TelegramChatID       json.RawMessage `json:"telegram_chat_id"`
+	UnmatchedWebhooks    json.RawMessage `json:"unmatched_webhooks"`
 }
 
 // optDecimal reads an optional decimal setting given as a JSON number or a
@@ -149,6 +151,9 @@ func projectSettings(req projectRequest) (store.ProjectSettings, error) {
 		return ps, err
 	}
 	if ps.Active, err = optBool(req.Active); err != nil {
+		return ps, err
+	}
+	if ps.UnmatchedWebhooks, err = optBool(req.UnmatchedWebhooks); err != nil {
 		return ps, err
 	}
 	if ps.TelegramChatID, err = optString(req.TelegramChatID); err != nil {

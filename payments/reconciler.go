@@ -38,6 +38,9 @@ type Reconciler struct {
 	// MinAge is how old an unstarted row must be; 0 means
 	// DefaultReconcileMinAge.
 	MinAge time.Duration
+	// ChatOn is whether chat notifications are on (a bot token is set):
+	// an unmatched transfer is then told in the project's chat too.
+	ChatOn bool
 }
 
 // Run runs passes until ctx ends; it returns nil then.
@@ -51,6 +54,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	for pass := 0; ; pass++ {
 		if _, err := r.Once(ctx); err != nil && ctx.Err() == nil {
 			r.logger().Warn("reconcile payments", "error", err)
+		}
+		if _, err := r.Unmatched(ctx); err != nil && ctx.Err() == nil {
+			r.logger().Warn("tell unmatched transfers", "error", err)
 		}
 		if _, err := r.Webhooks(ctx); err != nil && ctx.Err() == nil {
 			r.logger().Warn("reconcile webhooks", "error", err)

@@ -73,7 +73,7 @@ func New(deps Deps) *Service {
 
 // Reconciler returns a reconciler over the service's store and workflows.
 func (s *Service) Reconciler() *Reconciler {
-	return &Reconciler{Store: s.store, Workflows: s.workflows, Logger: s.log}
+	return &Reconciler{Store: s.store, Workflows: s.workflows, Logger: s.log, ChatOn: s.telegram != nil}
 }
 
 // Created is the outcome of Create.

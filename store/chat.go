@@ -77,7 +77,7 @@ func (s *Store) QueueChatMessage(ctx context.Context, eventID string, text func(
 		var paymentID, name string
 		var chat *string
 		err := tx.QueryRow(ctx, `
-			SELECT e.project_id, e.payment_id::text, pr.name, pr.telegram_chat_id
+			SELECT e.project_id, COALESCE(e.payment_id::text, ''), pr.name, pr.telegram_chat_id
 			FROM webhook_events e JOIN projects pr ON pr.id = e.project_id
 			WHERE e.event_id = $1`, eventID).Scan(&projectID, &paymentID, &name, &chat)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -159,7 +159,7 @@ func chatQuota(ctx context.Context, tx pgx.Tx, projectID int64) (accountID, limi
 	return accountID, paywatch.EffectiveLimits(paywatch.Plan(plan), o).ChatNotificationsPerDay, nil
 }
 
-const chatSelect = `SELECT m.event_id::text, m.project_id, m.payment_id::text, m.chat_id, m.text_body, m.state, m.attempts,
+const chatSelect = `SELECT m.event_id::text, m.project_id, COALESCE(m.payment_id::text, ''), m.chat_id, m.text_body, m.state, m.attempts,
 	COALESCE(m.telegram_message_id, 0), COALESCE(m.last_error, ''), m.created_at, m.updated_at, COALESCE(pr.telegram_chat_id, '')
 	FROM chat_messages m JOIN projects pr ON pr.id = m.project_id`
 

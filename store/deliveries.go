@@ -43,7 +43,7 @@ func (s *Store) ListDeliveries(ctx context.Context, projectID int64, f DeliveryF
 		paymentID = &f.PaymentID
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT COALESCE(a.id::text, e.event_id::text), e.event_id::text, e.event, e.payment_id::text, COALESCE(a.attempt, 0),
+		SELECT COALESCE(a.id::text, e.event_id::text), e.event_id::text, e.event, COALESCE(e.payment_id::text, ''), COALESCE(a.attempt, 0),
 		       a.status_code, a.response_body,
 		       COALESCE(a.state, e.state), COALESCE(a.created_at, e.created_at)
 		FROM webhook_events e LEFT JOIN webhook_attempts a ON a.event_id = e.event_id

@@ -89,7 +89,7 @@ func (s *Store) ListEvents(ctx context.Context, projectID int64, f EventFilter) 
 		// The query is built first: arg appends to args, which the call
 		// below must read only afterwards.
 		page := `
-			SELECT e.event_id::text, e.event, e.payment_id::text, e.sequence, e.created_at, e.state,
+			SELECT e.event_id::text, e.event, COALESCE(e.payment_id::text, ''), e.sequence, e.created_at, e.state,
 			       (SELECT count(*) FROM webhook_attempts a WHERE a.event_id = e.event_id AND a.state <> 'skipped'),
 			       e.payload::text
 			FROM webhook_events e WHERE ` + cond + `

@@ -65,9 +65,12 @@ type Project struct {
 	// TelegramChatID is the chat that gets the project's notifications;
 	// "" when none (operations.md §7).
 	TelegramChatID string
-	HasWallet      bool
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// UnmatchedWebhooks: transfer.unmatched events are sent as webhooks
+	// (off by default; docs/unmatched-funds.md).
+	UnmatchedWebhooks bool
+	HasWallet         bool
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 
 	apiKeyHash []byte
 }
@@ -85,7 +88,7 @@ func (p *Project) OwnerEmail() string {
 const projectColumns = `p.id, p.slug, p.name, p.webhook_url, p.active, p.address_mode, p.pool_matching,
 	       p.min_amount::text, p.micro_amount_decimals, p.rotation_threshold::text,
 	       p.payment_expiry_minutes, p.api_key_prefix, p.api_key_hash, p.created_at, p.updated_at,
-	       COALESCE(p.telegram_chat_id, ''),
+	       COALESCE(p.telegram_chat_id, ''), p.unmatched_webhooks,
 	       EXISTS (SELECT 1 FROM wallets w WHERE w.project_id = p.id),
 	       a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at`
 
@@ -107,7 +110,7 @@ func scanProject(row scanner, extra ...any) (*Project, error) {
 	dest := append([]any{&p.ID, &p.Slug, &p.Name, &webhook, &p.Active, &p.AddressMode, &p.PoolMatching,
 		&minAmount, &p.MicroAmountDecimals, &rotation,
 		&p.PaymentExpiryMinutes, &prefix, &p.apiKeyHash, &p.CreatedAt, &p.UpdatedAt,
-		&p.TelegramChatID,
+		&p.TelegramChatID, &p.UnmatchedWebhooks,
 		&p.HasWallet,
 		&ownerID, &email, &plan, &status, &limits, &oc, &ou}, extra...)
 	if err := row.Scan(dest...); err != nil {
@@ -152,6 +155,8 @@ type ProjectSettings struct {
 	ClearRotation        bool
 	PaymentExpiryMinutes *int
 	Active               *bool
+	// UnmatchedWebhooks turns transfer.unmatched webhooks on or off.
+	UnmatchedWebhooks *bool
 	// TelegramChatID sets the chat of the project's notifications; ""
 	// removes it.
 	TelegramChatID *string
@@ -327,11 +332,12 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 			rotation_threshold = CASE WHEN $10 THEN NULL ELSE COALESCE($11::numeric, rotation_threshold) END,
 			payment_expiry_minutes = COALESCE($12, payment_expiry_minutes),
 			active = COALESCE($13, active),
-			updated_at = $14
+			updated_at = $14,
+			unmatched_webhooks = COALESCE($15, unmatched_webhooks)
 		WHERE id = $1`,
 		id, ps.Name, ps.WebhookURL != nil, webhook, ps.AddressMode, ps.PoolMatching,
 		ps.ClearMinAmount, decimalText(ps.MinAmount), ps.MicroAmountDecimals,
-		ps.ClearRotation, decimalText(ps.RotationThreshold), ps.PaymentExpiryMinutes, ps.Active, s.clock())
+		ps.ClearRotation, decimalText(ps.RotationThreshold), ps.PaymentExpiryMinutes, ps.Active, s.clock(), ps.UnmatchedWebhooks)
 	if err != nil {
 		return fmt.Errorf("update project: %w", err)
 	}

@@ -184,16 +184,19 @@ func insertTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []pa
 	}
 	rows, err := tx.Query(ctx, `
 		INSERT INTO chain_transfers (network, tx_hash, log_index, block_number, block_hash, token,
-		                             from_address, to_address, amount, created_at)
+		                             from_address, to_address, amount, created_at, project_id)
 		SELECT $1, t.tx_hash, t.log_index, t.block_number, t.block_hash, t.token,
-		       t.from_address, t.to_address, t.amount::numeric, $10
+		       t.from_address, t.to_address, t.amount::numeric, $10,
+		       (SELECT COALESCE(w.project_id, w.deleted_from) FROM address_owners o JOIN wallets w ON w.id = o.wallet_id
+		        WHERE o.family = $12 AND o.address = t.to_address)
 		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
 		     AS t(tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount)
 		ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET
-			block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, removed = false
+			block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, removed = false,
+			project_id = COALESCE(chain_transfers.project_id, EXCLUDED.project_id)
 		WHERE $11 AND (chain_transfers.block_hash <> EXCLUDED.block_hash OR chain_transfers.removed)
 		RETURNING (xmax = 0)`,
-		string(n), hashes, logIndexes, blocks, blockHashes, tokens, froms, tos, amounts, now, move)
+		string(n), hashes, logIndexes, blocks, blockHashes, tokens, froms, tos, amounts, now, move, string(n.Family()))
 	if err != nil {
 		return res, fmt.Errorf("record %d %s transfers: %w", len(hashes), n, err)
 	}

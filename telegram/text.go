@@ -37,6 +37,9 @@ type Notification struct {
 	ExplorerTxURL string
 	// PaymentID is paywatch's id of the payment.
 	PaymentID string
+	// To and Reason are a transfer.unmatched event's recipient and why no
+	// payment counted the transfer, in words.
+	To, Reason string
 }
 
 // Text returns the plain-text message for n (sent without parse_mode, so
@@ -82,6 +85,8 @@ func Text(n Notification) string {
 		head = "⌛ Expired: " + money(amount)
 	case n.Event == "payment.cancelled":
 		head = "✖ Cancelled: " + money(amount)
+	case n.Event == "transfer.unmatched":
+		head = "⚠️ Unmatched funds: " + money(amount)
 	default:
 		// A new event must still reach the merchant, if less prettily.
 		head = "🔔 " + clean(n.Event) + ": " + money(amount)
@@ -102,6 +107,8 @@ func Text(n Notification) string {
 	} else {
 		add("Customer: ", n.ExternalRef)
 	}
+	add("To: ", n.To)
+	add("Why: ", n.Reason)
 	add("Payment: ", n.PaymentID)
 	if link := clean(n.ExplorerTxURL); link != "" {
 		// The link carries the full hash, so the line above it only needs

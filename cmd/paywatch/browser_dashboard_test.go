@@ -221,6 +221,14 @@ func TestBrowserDashboard(t *testing.T) {
 	p.fitsPhone()
 	p.shot("dashboard-payments")
 
+	// Unmatched funds: the only transfer was the payment's, so the page is
+	// empty and the navigation shows no count.
+	p.open("/dashboard/p/mias-shop/unmatched")
+	assert.Equal(t, "Unmatched funds", p.text("main h1"))
+	assert.Contains(t, p.text("#unmatched-empty"), "No unmatched funds waiting to be handled.")
+	assert.False(t, p.visible("#unmatched-count"))
+	p.fitsPhone()
+
 	// 9. Key regeneration needs the protection key and e-mails an alert.
 	p.open("/dashboard/p/mias-shop/keys")
 	p.fill(map[string]string{"protection_key": "my protection key"})

@@ -148,6 +148,9 @@ func TestTxidTransferMinedAgainAfterReorgCounts(t *testing.T) {
 	txs := p["transactions"].([]any)
 	require.Len(t, txs, 1)
 	assert.Equal(t, txHash, txs[0].(map[string]any)["tx_hash"])
+	code, body = c.do("GET", "/v1/transfers?unmatched=true", merchant, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Empty(t, body["transfers"], "the transfer the payment counted is not unmatched")
 }
 
 // TestReorgReincludeLoopKeepsEveryPayment is issue 24's reorg ordering on
@@ -219,5 +222,15 @@ func TestReorgReincludeLoopKeepsEveryPayment(t *testing.T) {
 		txs := last["transactions"].([]any)
 		require.Len(t, txs, 1, "round %d", round)
 		assert.Equal(t, txHash, txs[0].(map[string]any)["tx_hash"], "round %d", round)
+		code, body = c.do("GET", "/v1/transfers/"+n+"/"+txHash, merchant, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		tr := body["transfer"].(map[string]any)
+		assert.Equal(t, "matched", tr["state"], "round %d: the payment holds its transfer", round)
+		assert.Equal(t, id, tr["payment_id"], "round %d", round)
 	}
+	// A transfer a payment counted is never unmatched, whatever reorgs
+	// moved it.
+	code, body = c.do("GET", "/v1/transfers?unmatched=true", merchant, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Empty(t, body["transfers"], "no unmatched funds")
 }

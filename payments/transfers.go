@@ -1,0 +1,54 @@
+package payments
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
+)
+
+// MaxTransferNote is the longest note a handled mark takes, in characters.
+const MaxTransferNote = 500
+
+// Transfers lists a project's recorded token transfers, newest first, each
+// with how it stands (matched to a payment, pending, unmatched, or below
+// the dust minimum), and how many match f in all: where a merchant finds
+// money no payment counted.
+func (s *Service) Transfers(ctx context.Context, projectID int64, f store.TransferFilter) ([]store.ProjectTransfer, int, error) {
+	return s.store.ProjectTransfers(ctx, projectID, f)
+}
+
+// Transfer returns one of a project's transfers: of transaction txHash on
+// network n, at logIndex or, with logIndex nil, the transaction's first.
+// A malformed hash is not found, as an unknown one is.
+func (s *Service) Transfer(ctx context.Context, projectID int64, n paywatch.Network, txHash string, logIndex *uint32) (store.ProjectTransfer, error) {
+	h, err := paywatch.NormalizeTxHash(n, txHash)
+	if err != nil {
+		return store.ProjectTransfer{}, paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
+	}
+	return s.store.ProjectTransfer(ctx, projectID, n, h, logIndex)
+}
+
+// MarkTransferHandled records that an unmatched transfer is settled (the
+// money refunded, or credited to an order), by whom (an account's e-mail,
+// or "api" for a call with the project's key), with a note of at most
+// MaxTransferNote characters. A later mark replaces the note. It refuses a
+// transfer a payment holds or may still take.
+func (s *Service) MarkTransferHandled(ctx context.Context, projectID int64, n paywatch.Network, txHash string, logIndex *uint32, by, note string) (store.ProjectTransfer, error) {
+	if !utf8.ValidString(note) || utf8.RuneCountInString(note) > MaxTransferNote {
+		return store.ProjectTransfer{}, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidNote)
+	}
+	h, err := paywatch.NormalizeTxHash(n, txHash)
+	if err != nil {
+		return store.ProjectTransfer{}, paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
+	}
+	return s.store.MarkTransferHandled(ctx, projectID, n, h, logIndex, by, note)
+}
+
+// CountUnmatched returns how many of a project's transfers are unmatched
+// and not yet marked handled: the count the dashboard shows beside its
+// Unmatched funds page.
+func (s *Service) CountUnmatched(ctx context.Context, projectID int64) (int, error) {
+	return s.store.CountUnmatched(ctx, projectID)
+}

@@ -1,0 +1,420 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// TransferState is how a recorded transfer to a project's address stands,
+// judged when it is read (ProjectTransfers).
+type TransferState string
+
+// The transfer states.
+const (
+	// TransferMatched: a payment holds the transfer (its transactions list
+	// it, confirmed or not); PaymentID names it.
+	TransferMatched TransferState = "matched"
+	// TransferPending: short of the network's confirmations, or a payment
+	// may still take it (one that claimed it is still watched, or a pool +
+	// txid payment on the address may still claim its hash).
+	TransferPending TransferState = "pending"
+	// TransferUnmatched: confirmed, at or above the dust minimum, and no
+	// payment took it or can: unmatched funds.
+	TransferUnmatched TransferState = "unmatched"
+	// TransferBelowMinimum: confirmed, no payment took it, and below the
+	// project's dust minimum, which the contract ignores.
+	TransferBelowMinimum TransferState = "below_minimum"
+)
+
+// Why a transfer is unmatched (ProjectTransfer.Reason), from the payment
+// the address last served before the transfer was recorded (or the
+// payment that claimed it).
+const (
+	ReasonNoPayment      = "no_payment"      // no payment had used the address
+	ReasonOtherToken     = "other_token"     // the payment was for the other token
+	ReasonOtherNetwork   = "other_network"   // the address's payment was on another network of its family
+	ReasonAfterPaid      = "after_paid"      // the payment was paid or overpaid already
+	ReasonAfterCancelled = "after_cancelled" // the payment was cancelled
+	ReasonAfterExpired   = "after_expired"   // expired, its late window (if its mode has one) closed
+	ReasonNotTaken       = "not_taken"       // the payment is open but did not take it (a pool amount that matched none)
+)
+
+// TransferMark is an owner's note that an unmatched transfer is handled.
+type TransferMark struct {
+	At   time.Time
+	By   string
+	Note string
+}
+
+// ProjectTransfer is a recorded token transfer to one of a project's
+// addresses, with how it stands.
+type ProjectTransfer struct {
+	ProjectID   int64
+	ProjectName string
+	Network     paywatch.Network
+	TxHash      string
+	LogIndex    uint32
+	BlockNumber uint64
+	Token       paywatch.Token
+	From, To    string
+	Amount      paywatch.Amount
+	// Confirmations are the blocks from the transfer's to the network's
+	// scanned height (0 before the scanner passed it).
+	Confirmations int
+	State         TransferState
+	// PaymentID is the payment that holds the transfer (matched), or the
+	// payment the address served before it (RelatedPaymentID otherwise).
+	PaymentID        string
+	RelatedPaymentID string
+	// Reason says why an unmatched transfer is (Reason* constants).
+	Reason string
+	// SeenAt is when a scanner recorded it.
+	SeenAt  time.Time
+	Handled *TransferMark
+}
+
+// TransferFilter narrows ProjectTransfers.
+type TransferFilter struct {
+	// Unmatched, when set, keeps the unmatched transfers (true) or the
+	// others (false); Handled, when set, those marked handled or not.
+	Unmatched, Handled *bool
+	Network            paywatch.Network
+	Token              paywatch.Token
+	// Address is a recipient, normalised for its family (either family's
+	// form matches when Network is empty).
+	Addresses                   []string
+	CreatedAfter, CreatedBefore *time.Time
+	// PaymentID keeps the transfers that payment holds or that came to its
+	// address after it (RelatedPaymentID).
+	PaymentID string
+	Limit     int
+	Offset    int
+}
+
+// confirmationsSQL is a CASE over the network registry: each network's
+// confirmations.
+func confirmationsSQL(network string) string {
+	var b strings.Builder
+	b.WriteString("CASE " + network)
+	for _, n := range paywatch.Networks() {
+		fmt.Fprintf(&b, " WHEN '%s' THEN %d", n.Network, max(n.Confirmations, 1))
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
+// familySQL is the networks sharing network's addresses (its address
+// family), as a text[].
+func familySQL(network string) string {
+	var b strings.Builder
+	b.WriteString("CASE " + network)
+	for _, n := range paywatch.Networks() {
+		var members []string
+		for _, m := range paywatch.NetworksOf(n.Family) {
+			members = append(members, "'"+string(m)+"'")
+		}
+		fmt.Fprintf(&b, " WHEN '%s' THEN ARRAY[%s]::text[]", n.Network, strings.Join(members, ", "))
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
+// decimalsSQL is a CASE over the pairs: each token's decimals.
+func decimalsSQL(network, token string) string {
+	var b strings.Builder
+	b.WriteString("CASE")
+	for _, p := range paywatch.Pairs() {
+		fmt.Fprintf(&b, " WHEN %s = '%s' AND %s = '%s' THEN %d", network, p.Network, token, p.Token, paywatch.Decimals(p.Network, p.Token))
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
+// liveSQL is the condition of a payment (alias a) that may still take a
+// transfer: in progress, or expired inside the late window of a mode whose
+// late funds count (watchedOnAnyNetwork without the address).
+func liveSQL(a, late string) string {
+	return `(` + a + `.status IN ('pending', 'confirming', 'partial') OR (` + a + `.status = 'expired' AND ` + a + `.expires_at > ` + late +
+		` AND ` + paywatch.PolicySQL(a, func(p paywatch.Policy) bool { return p.LateFunds }) + `))`
+}
+
+// transfersSQL selects a project's transfers ($1), with $2 the start of
+// the late window, classified: the rows of the s subquery.
+func transfersSQL() string { return classifiedSQL("t.project_id = $1", "$2") }
+
+// classifiedSQL selects the recorded transfers t of a project that match
+// where (removed ones never), classified, with late the parameter of the
+// late window's start: the rows of the s subquery.
+func classifiedSQL(where, late string) string {
+	held := `cp.id IS NOT NULL AND cp.transactions @> jsonb_build_array(jsonb_build_object('tx_hash', t.tx_hash, 'log_index', t.log_index))`
+	return `
+	SELECT s.* FROM (
+	SELECT t.network, t.tx_hash, t.log_index, t.block_number, t.token, t.from_address, t.to_address, t.amount::text,
+	       ` + decimalsSQL("t.network", "t.token") + ` AS decimals,
+	       GREATEST(COALESCE(cc.height, 0) - t.block_number + 1, 0) AS confirmations,
+	       CASE
+	         WHEN ` + held + ` THEN 'matched'
+	         WHEN cc.height IS NULL OR cc.height < t.block_number + ` + confirmationsSQL("t.network") + ` - 1 THEN 'pending'
+	         WHEN cp.id IS NOT NULL AND ` + liveSQL("cp", late) + ` THEN 'pending'
+	         WHEN cp.id IS NULL AND EXISTS (
+	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address AND lp.token = t.token
+	             AND COALESCE(lp.start_block, 0) <= t.block_number AND ` + liveSQL("lp", late) + `
+	             AND ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.TxIDOnly }) + `) THEN 'pending'
+	         WHEN t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `) THEN 'below_minimum'
+	         ELSE 'unmatched'
+	       END AS state,
+	       CASE WHEN ` + held + ` THEN cp.id::text END AS payment_id,
+	       COALESCE(cp.id, rel.id)::text AS related_id,
+	       CASE
+	         WHEN COALESCE(cp.id, rel.id) IS NULL THEN 'no_payment'
+	         WHEN cp.id IS NULL AND rel.network <> t.network THEN 'other_network'
+	         WHEN COALESCE(cp.token, rel.token) <> t.token THEN 'other_token'
+	         WHEN COALESCE(cp.status, rel.status) IN ('paid', 'overpaid') THEN 'after_paid'
+	         WHEN COALESCE(cp.status, rel.status) = 'cancelled' THEN 'after_cancelled'
+	         WHEN COALESCE(cp.status, rel.status) = 'expired' THEN 'after_expired'
+	         ELSE 'not_taken'
+	       END AS reason,
+	       t.created_at, t.handled_at, t.handled_by, t.handled_note, t.project_id, pr.name AS project_name
+	FROM chain_transfers t
+	JOIN projects pr ON pr.id = t.project_id
+	LEFT JOIN chain_cursors cc ON cc.network = t.network
+	LEFT JOIN transfer_claims c ON c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index
+	LEFT JOIN payments cp ON cp.id = c.payment_id
+	LEFT JOIN LATERAL (
+	  -- The payment the address served last before the transfer's block
+	  -- (start_block: the head when the address was assigned), on the
+	  -- transfer's network first, then on another of its family: an EVM
+	  -- address is the same on all four, and paying on the wrong one is a
+	  -- common mistake.
+	  SELECT p.id, p.token, p.status, p.network FROM payments p
+	  WHERE p.address = t.to_address AND p.network = ANY(` + familySQL("t.network") + `)
+	    AND (p.network <> t.network OR COALESCE(p.start_block, 0) <= t.block_number)
+	  ORDER BY p.network = t.network DESC, p.created_at DESC, p.id DESC LIMIT 1) rel ON true
+	WHERE ` + where + ` AND NOT t.removed
+	) s`
+}
+
+// ProjectTransfers returns a project's recorded transfers that match f,
+// newest first, and how many match in all. Each is classified as it is
+// read (TransferState), so that a payment's later progress (a claim, the
+// end of a late window, a reorg) shows at once, and transfers recorded
+// before classification existed are classified like the others.
+func (s *Store) ProjectTransfers(ctx context.Context, projectID int64, f TransferFilter) ([]ProjectTransfer, int, error) {
+	args := []any{projectID, s.lateWindowStart()}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	where := []string{"true"}
+	if f.Unmatched != nil {
+		op := "="
+		if !*f.Unmatched {
+			op = "<>"
+		}
+		where = append(where, "s.state "+op+" 'unmatched'")
+	}
+	if f.Handled != nil {
+		if *f.Handled {
+			where = append(where, "s.handled_at IS NOT NULL")
+		} else {
+			where = append(where, "s.handled_at IS NULL")
+		}
+	}
+	if f.Network != "" {
+		where = append(where, "s.network = "+arg(string(f.Network)))
+	}
+	if f.Token != "" {
+		where = append(where, "s.token = "+arg(string(f.Token)))
+	}
+	if len(f.Addresses) > 0 {
+		where = append(where, "s.to_address = ANY("+arg(f.Addresses)+"::text[])")
+	}
+	if f.CreatedAfter != nil {
+		where = append(where, "s.created_at > "+arg(*f.CreatedAfter))
+	}
+	if f.CreatedBefore != nil {
+		where = append(where, "s.created_at < "+arg(*f.CreatedBefore))
+	}
+	if f.PaymentID != "" {
+		p := arg(f.PaymentID)
+		where = append(where, "(s.payment_id = "+p+" OR s.related_id = "+p+")")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, transfersSQL()+` WHERE `+strings.Join(where, " AND ")+`
+		ORDER BY s.created_at DESC, s.network, s.tx_hash, s.log_index
+		LIMIT `+arg(limit)+` OFFSET `+arg(f.Offset), args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list transfers: %w", err)
+	}
+	out, err := scanTransfers(rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+transfersSQL()+` WHERE `+strings.Join(where, " AND ")+`) n`,
+		args[:len(args)-2]...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count transfers: %w", err)
+	}
+	return out, total, nil
+}
+
+// ProjectTransfer returns one of a project's transfers: the one of
+// transaction txHash on network n at logIndex, or with logIndex nil the
+// first of the transaction's (txHash as paywatch.NormalizeTxHash gives
+// it). ENOTFOUND when the project has none.
+func (s *Store) ProjectTransfer(ctx context.Context, projectID int64, n paywatch.Network, txHash string, logIndex *uint32) (ProjectTransfer, error) {
+	args := []any{projectID, s.lateWindowStart(), string(n), txHash}
+	cond := "s.network = $3 AND s.tx_hash = $4"
+	if logIndex != nil {
+		args = append(args, int64(*logIndex))
+		cond += " AND s.log_index = $5"
+	}
+	rows, err := s.pool.Query(ctx, transfersSQL()+` WHERE `+cond+` ORDER BY s.log_index LIMIT 1`, args...)
+	if err != nil {
+		return ProjectTransfer{}, fmt.Errorf("read transfer: %w", err)
+	}
+	ts, err := scanTransfers(rows)
+	if err != nil {
+		return ProjectTransfer{}, err
+	}
+	if len(ts) == 0 {
+		return ProjectTransfer{}, paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
+	}
+	return ts[0], nil
+}
+
+// CountUnmatched returns how many of a project's transfers are unmatched
+// and not marked handled: the dashboard's count.
+func (s *Store) CountUnmatched(ctx context.Context, projectID int64) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+transfersSQL()+` WHERE s.state = 'unmatched' AND s.handled_at IS NULL) n`,
+		projectID, s.lateWindowStart()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count unmatched transfers: %w", err)
+	}
+	return n, nil
+}
+
+// MarkTransferHandled records that an unmatched transfer of the project
+// is handled, by whom and with what note (a later mark replaces it), and
+// returns the transfer. ENOTFOUND when the project has no such transfer;
+// ECONFLICT when it is not unmatched (a payment holds it or may still).
+func (s *Store) MarkTransferHandled(ctx context.Context, projectID int64, n paywatch.Network, txHash string, logIndex *uint32, by, note string) (ProjectTransfer, error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		args := []any{projectID, s.lateWindowStart(), string(n), txHash}
+		cond := "s.network = $3 AND s.tx_hash = $4"
+		if logIndex != nil {
+			args = append(args, int64(*logIndex))
+			cond += " AND s.log_index = $5"
+		}
+		// The transaction's rows first, locked: marks of one transfer take
+		// turns, and the verdict below is read under the lock.
+		lock := `SELECT 1 FROM chain_transfers WHERE project_id = $1 AND network = $2 AND tx_hash = $3`
+		if _, err := tx.Exec(ctx, lock+` FOR UPDATE`, projectID, string(n), txHash); err != nil {
+			return err
+		}
+		var state TransferState
+		var key struct {
+			hash string
+			idx  int64
+		}
+		err := tx.QueryRow(ctx, `SELECT s.tx_hash, s.log_index, s.state FROM (`+transfersSQL()+` WHERE `+cond+` ORDER BY s.log_index LIMIT 1) s`,
+			args...).Scan(&key.hash, &key.idx, &state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if state != TransferUnmatched {
+			return paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgTransferNotUnmatched)
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE chain_transfers SET handled_at = $4, handled_by = $5, handled_note = $6
+			WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
+			string(n), key.hash, key.idx, s.clock().UTC(), by, note)
+		if err == nil {
+			idx := uint32(key.idx)
+			logIndex, txHash = &idx, key.hash
+		}
+		return err
+	})
+	if err != nil {
+		var pe *paywatch.Error
+		if errors.As(err, &pe) {
+			return ProjectTransfer{}, err
+		}
+		return ProjectTransfer{}, fmt.Errorf("mark transfer handled: %w", err)
+	}
+	return s.ProjectTransfer(ctx, projectID, n, txHash, logIndex)
+}
+
+// scanTransfers reads transfersSQL rows.
+func scanTransfers(rows pgx.Rows) ([]ProjectTransfer, error) {
+	defer rows.Close()
+	out := []ProjectTransfer{}
+	for rows.Next() {
+		var (
+			t                   ProjectTransfer
+			network, token      string
+			amount              string
+			decimals            *int
+			logIndex, block     int64
+			confs               int64
+			state               string
+			paymentID, related  *string
+			reason              string
+			handledAt           *time.Time
+			handledBy, handNote *string
+		)
+		if err := rows.Scan(&network, &t.TxHash, &logIndex, &block, &token, &t.From, &t.To, &amount, &decimals, &confs,
+			&state, &paymentID, &related, &reason, &t.SeenAt, &handledAt, &handledBy, &handNote, &t.ProjectID, &t.ProjectName); err != nil {
+			return nil, fmt.Errorf("read transfers: %w", err)
+		}
+		d := 0
+		if decimals != nil {
+			d = *decimals
+		}
+		a, err := amountOf(amount, d)
+		if err != nil {
+			return nil, fmt.Errorf("read transfers: %w", err)
+		}
+		t.Network, t.Token, t.Amount = paywatch.Network(network), paywatch.Token(token), a
+		t.LogIndex, t.BlockNumber, t.Confirmations = uint32(logIndex), uint64(block), int(confs)
+		t.State = TransferState(state)
+		if paymentID != nil {
+			t.PaymentID = *paymentID
+		}
+		if related != nil && t.PaymentID == "" {
+			t.RelatedPaymentID = *related
+		}
+		if t.State == TransferUnmatched || t.State == TransferBelowMinimum {
+			t.Reason = reason
+		}
+		t.SeenAt = t.SeenAt.UTC()
+		if handledAt != nil {
+			t.Handled = &TransferMark{At: handledAt.UTC()}
+			if handledBy != nil {
+				t.Handled.By = *handledBy
+			}
+			if handNote != nil {
+				t.Handled.Note = *handNote
+			}
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read transfers: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// EventTransferUnmatched is the event of an unmatched transfer: in the
+// event log always, sent as a webhook when the project opted in.
+const EventTransferUnmatched paywatch.Event = "transfer.unmatched"
+
+// unmatchedOff is the logged "response" of a transfer.unmatched event of a
+// project that did not opt in to its webhook.
+const unmatchedOff = "transfer.unmatched webhooks are off for this project"
+
+// DueUnmatched settles the verdicts of recorded transfers whose verdict is
+// due and returns up to limit of them to tell: the unmatched ones not told
+// yet, oldest first. Those whose verdict is final without a word (held by
+// a payment that no longer takes transfers, or below the dust minimum)
+// are marked settled here, so that each pass reads only the transfers
+// still pending and the new ones. Transfers recorded before this existed
+// are among them the first time, so nothing received before an upgrade
+// stays silent.
+func (s *Store) DueUnmatched(ctx context.Context, limit int) ([]ProjectTransfer, error) {
+	late := s.lateWindowStart()
+	due := "t.project_id IS NOT NULL AND t.notified_at IS NULL"
+	if _, err := s.pool.Exec(ctx, `
+		UPDATE chain_transfers t SET notified_at = $2
+		FROM (`+classifiedSQL(due, "$1")+`
+		      WHERE s.state = 'below_minimum'
+		         OR (s.state = 'matched' AND NOT EXISTS (
+		               SELECT 1 FROM payments p WHERE p.id::text = s.payment_id AND `+liveSQL("p", "$1")+`))) v
+		WHERE t.network = v.network AND t.tx_hash = v.tx_hash AND t.log_index = v.log_index`,
+		late, s.clock().UTC()); err != nil {
+		return nil, fmt.Errorf("settle transfer verdicts: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, classifiedSQL(due, "$1")+`
+		WHERE s.state = 'unmatched' ORDER BY s.created_at, s.network, s.tx_hash, s.log_index LIMIT $2`, late, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unmatched transfers to tell: %w", err)
+	}
+	return scanTransfers(rows)
+}
+
+// UnmatchedNotice is what telling an unmatched transfer writes: the
+// event's stable id, its exact payload, and the chat message's text (""
+// when chat notifications are off).
+type UnmatchedNotice struct {
+	EventID  string
+	Payload  []byte
+	ChatText string
+}
+
+// UnmatchedTold is how a transfer was told: its event's state (pending to
+// be sent, or skipped: webhooks off or over the quota) and its chat
+// message's ("" without a chat).
+type UnmatchedTold struct {
+	Webhook WebhookState
+	Chat    ChatState
+}
+
+// TellUnmatched records, in one transaction, the transfer.unmatched event
+// of transfer t and its chat message, and marks t told, once: under the
+// transfer's row lock it checks again that t is still unmatched and not
+// told (ok false otherwise: another replica told it, or a payment took it
+// meanwhile). The event counts against the owner's daily webhook quota
+// when the project opted in to it (skipped past the quota, as other
+// events); without the opt-in it is logged as skipped and never sent. The
+// chat message counts against the daily chat quota. The reconciler starts
+// the deliveries of both.
+func (s *Store) TellUnmatched(ctx context.Context, t ProjectTransfer, n UnmatchedNotice) (told UnmatchedTold, ok bool, err error) {
+	now := s.clock().UTC()
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		var notified *time.Time
+		err := tx.QueryRow(ctx, `
+			SELECT notified_at FROM chain_transfers WHERE network = $1 AND tx_hash = $2 AND log_index = $3 FOR UPDATE`,
+			string(t.Network), t.TxHash, int64(t.LogIndex)).Scan(&notified)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && notified != nil) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var state TransferState
+		err = tx.QueryRow(ctx, `SELECT s.state FROM (`+classifiedSQL("t.project_id = $1", "$2")+
+			` WHERE s.network = $3 AND s.tx_hash = $4 AND s.log_index = $5) s`,
+			t.ProjectID, s.lateWindowStart(), string(t.Network), t.TxHash, int64(t.LogIndex)).Scan(&state)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && state != TransferUnmatched) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var optIn bool
+		var chat *string
+		if err := tx.QueryRow(ctx, `SELECT unmatched_webhooks, telegram_chat_id FROM projects WHERE id = $1`,
+			t.ProjectID).Scan(&optIn, &chat); err != nil {
+			return err
+		}
+		told.Webhook = WebhookPending
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO webhook_events (event_id, project_id, payment_id, event, sequence, payload, state, created_at, updated_at,
+			                            network, tx_hash, log_index)
+			VALUES ($1, $2, NULL, $3, 1, $4::jsonb, 'pending', $5, $5, $6, $7, $8)`,
+			n.EventID, t.ProjectID, string(EventTransferUnmatched), string(n.Payload), now,
+			string(t.Network), t.TxHash, int64(t.LogIndex)); err != nil {
+			return fmt.Errorf("record event: %w", err)
+		}
+		skip := func(why string) error {
+			told.Webhook = WebhookSkipped
+			if _, err := tx.Exec(ctx, `UPDATE webhook_events SET state = 'skipped' WHERE event_id = $1`, n.EventID); err != nil {
+				return err
+			}
+			return recordAttempt(ctx, tx, WebhookAttempt{EventID: n.EventID, Attempt: 1, ResponseBody: why, State: WebhookSkipped}, now)
+		}
+		if !optIn {
+			if err := skip(unmatchedOff); err != nil {
+				return err
+			}
+		} else if within, err := countQuota(ctx, tx, t.ProjectID, "webhooks", now, webhookQuota); err != nil {
+			return err
+		} else if !within {
+			if err := skip(quotaSkippedBody); err != nil {
+				return err
+			}
+		}
+		if chat != nil && n.ChatText != "" {
+			within, err := countQuota(ctx, tx, t.ProjectID, "chat_notifications", now, chatQuota)
+			if err != nil {
+				return err
+			}
+			told.Chat = ChatPending
+			var lastError *string
+			if !within {
+				told.Chat = ChatSkipped
+				msg := "skipped: daily chat notification quota exhausted"
+				lastError = &msg
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO chat_messages (event_id, project_id, payment_id, chat_id, text_body, state, last_error, created_at, updated_at)
+				VALUES ($1, $2, NULL, $3, $4, $5, $6, $7, $7)`,
+				n.EventID, t.ProjectID, *chat, n.ChatText, string(told.Chat), lastError, now); err != nil {
+				return fmt.Errorf("record chat message: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE chain_transfers SET notified_at = $4 WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
+			string(t.Network), t.TxHash, int64(t.LogIndex), now); err != nil {
+			return err
+		}
+		ok = true
+		return nil
+	})
+	if err != nil {
+		return UnmatchedTold{}, false, fmt.Errorf("tell unmatched transfer %s/%d: %w", t.TxHash, t.LogIndex, err)
+	}
+	return told, ok, nil
+}
+
+// countQuota counts one use of kind against the daily quota of the
+// project's owner (limit reads it; negative is unlimited) and reports
+// whether it was within it. A project without an owner has no quota.
+func countQuota(ctx context.Context, tx pgx.Tx, projectID int64, kind string, now time.Time,
+	limit func(context.Context, pgx.Tx, int64) (int64, int64, error)) (bool, error) {
+	accountID, max, err := limit(ctx, tx, projectID)
+	if err != nil || accountID == 0 || max < 0 {
+		return err == nil, err
+	}
+	if max == 0 {
+		return false, nil
+	}
+	var n int64
+	err = tx.QueryRow(ctx, `
+		INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2::date, $3, 1)
+		ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
+		WHERE daily_usage.count < $4
+		RETURNING count`, accountID, now.Format(time.DateOnly), kind, max).Scan(&n)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
