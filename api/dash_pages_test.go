@@ -273,3 +273,28 @@ func TestDashboardTelegramSetting(t *testing.T) {
 	assert.Contains(t, p.Body, paywatch.MsgTelegramOff)
 	requireError(t, e.op("POST", "/v1/projects/tgs/telegram-link", nil), http.StatusBadRequest, paywatch.MsgTelegramOff)
 }
+
+// The settings turn transfer.unmatched webhooks on and off with a
+// checkbox; the page shows the saved choice.
+func TestDashboardUnmatchedWebhooksSetting(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.owner("umw@example.com", "umw")
+	p := b.get("/dashboard/p/umw/settings")
+	assert.NotContains(t, p.Body, `name="unmatched_webhooks" value="on" checked`)
+	form := map[string]string{"address_mode": "per_payment", "pool_matching": "micro_amount", "micro_amount_decimals": "3",
+		"payment_expiry_minutes": "60", "unmatched_webhooks": "on"}
+	p = b.post("/dashboard/p/umw/settings", form)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	prj, err := e.store.ProjectBySlug(t.Context(), "umw")
+	require.NoError(t, err)
+	assert.True(t, prj.UnmatchedWebhooks)
+	assert.Contains(t, b.get("/dashboard/p/umw/settings").Body, `name="unmatched_webhooks" value="on" checked`)
+	delete(form, "unmatched_webhooks")
+	p = b.post("/dashboard/p/umw/settings", form)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	prj, err = e.store.ProjectBySlug(t.Context(), "umw")
+	require.NoError(t, err)
+	assert.False(t, prj.UnmatchedWebhooks, "an unticked box turns it off")
+}

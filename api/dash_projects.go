@@ -55,6 +55,8 @@ type projectForm struct {
 	RotationThreshold    string
 	PaymentExpiryMinutes string
 	TelegramChatID       string
+	// UnmatchedWebhooks is the transfer.unmatched opt-in checkbox.
+	UnmatchedWebhooks bool
 	// TelegramChatWas is the chat the form was shown with: the field is
 	// saved only when it was changed, so a chat linked with /start while
 	// the page was open is not undone by saving other settings.
@@ -77,6 +79,7 @@ func formOf(p *store.Project) projectForm {
 		PaymentExpiryMinutes: itoa(p.PaymentExpiryMinutes),
 		TelegramChatID:       p.TelegramChatID,
 		TelegramChatWas:      p.TelegramChatID,
+		UnmatchedWebhooks:    p.UnmatchedWebhooks,
 	}
 	if p.MinAmount != nil {
 		f.MinAmount = p.MinAmount.String()
@@ -95,7 +98,7 @@ func formValues(c echo.Context) projectForm {
 		AddressMode: v("address_mode"), PoolMatching: v("pool_matching"), MinAmount: v("minAmount"),
 		MicroAmountDecimals: v("micro_amount_decimals"), RotationThreshold: v("rotation_threshold"),
 		PaymentExpiryMinutes: v("payment_expiry_minutes"), TelegramChatID: v("telegram_chat_id"),
-		TelegramChatWas: v("telegram_chat_was"),
+		TelegramChatWas: v("telegram_chat_was"), UnmatchedWebhooks: v("unmatched_webhooks") == "on",
 	}
 }
 
@@ -125,6 +128,7 @@ func (f projectForm) request(all bool) (projectRequest, error) {
 	}
 	req.AddressMode, req.PoolMatching = str(f.AddressMode), str(f.PoolMatching)
 	req.MinAmount, req.RotationThreshold = orNull(f.MinAmount), orNull(f.RotationThreshold)
+	req.UnmatchedWebhooks = json.RawMessage(strconv.FormatBool(f.UnmatchedWebhooks))
 	if f.TelegramChatID != f.TelegramChatWas {
 		req.TelegramChatID = orNull(f.TelegramChatID)
 	}

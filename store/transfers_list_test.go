@@ -217,3 +217,31 @@ func TestTransfersOtherNetworkAndDeletedWallet(t *testing.T) {
 	require.NoError(t, err, "a deleted wallet's address is still the project's")
 	assert.Equal(t, store.TransferUnmatched, got.State)
 }
+
+// A transfer a reorg took away from its payment, and brought back after
+// the payment ended without it, is unmatched; while it is removed it is
+// not listed at all.
+func TestTransferBroughtBackAfterItsPaymentEnded(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.TRC20}))
+	ctx := context.Background()
+	f := &unmatchedFixture{t: t, s: s, clk: clk, prj: project(t, s, "shop", mode(paywatch.ModePerPayment), hdWallet())}
+	p, _, err := s.CreatePayment(ctx, newPayment(f.prj, "alice", "10"))
+	require.NoError(t, err)
+	tr := tronTransfer(hashOf('f'), p.Address, "10", 10)
+	f.record(10, p.ID, tr)
+	assert.Equal(t, store.TransferPending, f.state(tr.TxHash).State, "claimed by an open payment")
+
+	require.NoError(t, s.MarkTransfersRemoved(ctx, paywatch.TRC20, []paywatch.TransferKey{tr.Key()}))
+	_, err = s.ProjectTransfer(ctx, f.prj.ID, paywatch.TRC20, tr.TxHash, nil)
+	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
+	setStatus(t, s, p.ID, paywatch.StatusCancelled, nil)
+
+	back := tr
+	back.BlockNumber, back.BlockHash = 12, "bother"
+	f.record(40, "", back)
+	got := f.state(tr.TxHash)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonAfterCancelled, got.Reason)
+	assert.Equal(t, p.ID, got.RelatedPaymentID)
+}
