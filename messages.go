@@ -180,9 +180,12 @@ const (
 	MsgInvalidCode         = "Invalid code"
 	MsgPasswordLength      = "Use a password of 10 to 200 characters"
 	MsgProtectionKeyLength = "Use a protection key of 8 to 200 characters"
-	MsgSetProtectionKey    = "Set a protection key first"
-	MsgWrongProtectionKey  = "Wrong protection key"
-	MsgAlreadyHasAccess    = "This address already has access to the project"
-	MsgTwoFactorOn         = "Two-factor authentication is already on"
-	MsgTwoFactorNotStarted = "Start setting up two-factor authentication again"
+	// MsgProtectionKeyIsPassword refuses a protection key equal to the
+	// account's password.
+	MsgProtectionKeyIsPassword = "Use a protection key different from your password"
+	MsgSetProtectionKey        = "Set a protection key first"
+	MsgWrongProtectionKey      = "Wrong protection key"
+	MsgAlreadyHasAccess        = "This address already has access to the project"
+	MsgTwoFactorOn             = "Two-factor authentication is already on"
+	MsgTwoFactorNotStarted     = "Start setting up two-factor authentication again"
 )
