@@ -183,9 +183,12 @@ const (
 	// MsgProtectionKeyIsPassword refuses a protection key equal to the
 	// account's password.
 	MsgProtectionKeyIsPassword = "Use a protection key different from your password"
-	MsgSetProtectionKey        = "Set a protection key first"
-	MsgWrongProtectionKey      = "Wrong protection key"
-	MsgAlreadyHasAccess        = "This address already has access to the project"
-	MsgTwoFactorOn             = "Two-factor authentication is already on"
-	MsgTwoFactorNotStarted     = "Start setting up two-factor authentication again"
+	// MsgInviteSignIn asks the invited address's account to sign in
+	// before it accepts; it takes the address.
+	MsgInviteSignIn        = "Sign in as %s to accept this invitation"
+	MsgSetProtectionKey    = "Set a protection key first"
+	MsgWrongProtectionKey  = "Wrong protection key"
+	MsgAlreadyHasAccess    = "This address already has access to the project"
+	MsgTwoFactorOn         = "Two-factor authentication is already on"
+	MsgTwoFactorNotStarted = "Start setting up two-factor authentication again"
 )
