@@ -180,6 +180,12 @@ const (
 	MsgInvalidCode         = "Invalid code"
 	MsgPasswordLength      = "Use a password of 10 to 200 characters"
 	MsgProtectionKeyLength = "Use a protection key of 8 to 200 characters"
+	// MsgProtectionKeyIsPassword refuses a protection key equal to the
+	// account's password.
+	MsgProtectionKeyIsPassword = "Use a protection key different from your password"
+	// MsgInviteSignIn asks the invited address's account to sign in
+	// before it accepts; it takes the address.
+	MsgInviteSignIn        = "Sign in as %s to accept this invitation"
 	MsgSetProtectionKey    = "Set a protection key first"
 	MsgWrongProtectionKey  = "Wrong protection key"
 	MsgAlreadyHasAccess    = "This address already has access to the project"

@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -43,12 +44,18 @@ func (s *Service) InvitationEmail(ctx context.Context, token string) (email stri
 // of the project, and an address without an account gets one with password.
 //
 // The new account is plan free and active, its address confirmed by the
-// link; for an address with an account, password is ignored. Of two
-// acceptances at once, one wins and the other is EGONE.
-func (s *Service) AcceptInvite(ctx context.Context, token, password string) error {
-	_, hasAccount, err := s.InvitationEmail(ctx, token)
+// link; for an address with an account, password is ignored, and the
+// invitation is taken only by that account signed in (signedIn): a link
+// alone, forwarded or intercepted, must not add a project to someone
+// else's account. Of two acceptances at once, one wins and the other is
+// EGONE.
+func (s *Service) AcceptInvite(ctx context.Context, token, password string, signedIn *store.Account) error {
+	email, hasAccount, err := s.InvitationEmail(ctx, token)
 	if err != nil {
 		return err
+	}
+	if hasAccount && (signedIn == nil || normalEmail(signedIn.Email) != normalEmail(email)) {
+		return paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgInviteSignIn, email)
 	}
 	var pw string
 	if !hasAccount {

@@ -1,6 +1,7 @@
 package accounts_test
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -37,9 +38,9 @@ func TestInviteCreatesViewer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "nia@example.com", email)
 	assert.False(t, has)
-	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, "short"), paywatch.EINVALID, paywatch.MsgPasswordLength)
-	require.NoError(t, e.svc.AcceptInvite(e.ctx, tok, password))
-	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, password), paywatch.EGONE, paywatch.MsgLinkGone)
+	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, "short", nil), paywatch.EINVALID, paywatch.MsgPasswordLength)
+	require.NoError(t, e.svc.AcceptInvite(e.ctx, tok, password, nil))
+	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, password, nil), paywatch.EGONE, paywatch.MsgLinkGone)
 	_, _, err = e.svc.InvitationEmail(e.ctx, tok)
 	requireCode(t, err, paywatch.EGONE, paywatch.MsgLinkGone)
 
@@ -65,7 +66,7 @@ func TestInviteCreatesViewer(t *testing.T) {
 	role, err = e.svc.RoleIn(e.ctx, sess.Account.ID, p)
 	require.NoError(t, err)
 	assert.Equal(t, accounts.RoleNone, role)
-	requireCode(t, e.svc.AcceptInvite(e.ctx, open, password), paywatch.EGONE, paywatch.MsgLinkGone)
+	requireCode(t, e.svc.AcceptInvite(e.ctx, open, password, nil), paywatch.EGONE, paywatch.MsgLinkGone)
 }
 
 // An address with an account keeps its password when it accepts.
@@ -73,13 +74,19 @@ func TestInviteExistingAccount(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p := e.project("owner@example.com", "shop", "Shop")
-	e.signUp("pat@example.com")
+	pat := e.signUp("pat@example.com")
+	stranger := e.signUp("mallory@example.com")
 	require.NoError(t, e.svc.Invite(e.ctx, p.ID, "pat@example.com"))
 	tok := e.token(e.lastMail("pat@example.com"), "/invite")
 	_, has, err := e.svc.InvitationEmail(e.ctx, tok)
 	require.NoError(t, err)
 	assert.True(t, has)
-	require.NoError(t, e.svc.AcceptInvite(e.ctx, tok, ""))
+	// Only pat, signed in, takes it: not whoever holds the link (issue 28,
+	// item 20), and the refusals leave it open.
+	msg := fmt.Sprintf(paywatch.MsgInviteSignIn, "pat@example.com")
+	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, "", nil), paywatch.EFORBIDDEN, msg)
+	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, "", stranger), paywatch.EFORBIDDEN, msg)
+	require.NoError(t, e.svc.AcceptInvite(e.ctx, tok, "", pat))
 	e.signIn("pat@example.com")
 }
 
@@ -95,7 +102,7 @@ func TestRolesAndProjects(t *testing.T) {
 	beta := e.project("other@example.com", "beta", "Beta")
 	for _, p := range []*store.Project{beta, alpha} {
 		require.NoError(t, e.svc.Invite(e.ctx, p.ID, "quinn@example.com"))
-		require.NoError(t, e.svc.AcceptInvite(e.ctx, e.token(e.lastMail("quinn@example.com"), "/invite"), ""))
+		require.NoError(t, e.svc.AcceptInvite(e.ctx, e.token(e.lastMail("quinn@example.com"), "/invite"), "", q))
 	}
 	for _, tc := range []struct {
 		account int64
@@ -135,7 +142,7 @@ func TestInviteAcceptedTwiceAtOnce(t *testing.T) {
 	tok := e.token(e.lastMail("ray@example.com"), "/invite")
 	var ok, gone atomic.Int32
 	parallel(4, func(int) {
-		err := e.svc.AcceptInvite(e.ctx, tok, password)
+		err := e.svc.AcceptInvite(e.ctx, tok, password, nil)
 		switch paywatch.ErrorCode(err) {
 		case "":
 			ok.Add(1)

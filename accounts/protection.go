@@ -41,6 +41,12 @@ func (s *Service) SetProtectionKey(ctx context.Context, accountID int64, current
 		}
 		return err
 	}
+	// A key equal to the password would fall with it: whoever learns the
+	// password (the one secret a phishing page asks for) would pass every
+	// guarded action too.
+	if matchSecret(key, auth.PasswordHash) {
+		return paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgProtectionKeyIsPassword)
+	}
 	hash, err := hashSecret(key)
 	if err != nil {
 		return err

@@ -46,3 +46,17 @@ func TestProtectionKey(t *testing.T) {
 
 	assert.NotContains(t, e.logs.String(), "87654321")
 }
+
+// The protection key must differ from the password, when it is first set
+// and when it is replaced: it would otherwise fall with the password
+// (issue 28, item 15). A refusal changes nothing.
+func TestProtectionKeyDiffersFromThePassword(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.signUp("kim@example.com")
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, a.ID, password, password), paywatch.EINVALID, paywatch.MsgProtectionKeyIsPassword)
+	requireCode(t, e.svc.CheckProtectionKey(e.ctx, a.ID, password), paywatch.EFORBIDDEN, paywatch.MsgSetProtectionKey)
+	require.NoError(t, e.svc.SetProtectionKey(e.ctx, a.ID, password, "a key of its own"))
+	requireCode(t, e.svc.SetProtectionKey(e.ctx, a.ID, "a key of its own", password), paywatch.EINVALID, paywatch.MsgProtectionKeyIsPassword)
+	require.NoError(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "a key of its own"), "the old key stands")
+}

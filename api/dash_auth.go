@@ -2,10 +2,12 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/store"
 )
 
 // authForm is the data of the sign-in, registration and password pages.
@@ -15,8 +17,9 @@ type authForm struct {
 	Address string
 	// Token is the e-mailed link's token, carried by the form that uses it.
 	Token string
-	// HasAccount tells the invitation page whether to ask for a password.
-	HasAccount bool
+	// HasAccount tells the invitation page whether to ask for a password,
+	// and SignInFirst that the address's account must sign in to accept.
+	HasAccount, SignInFirst bool
 	// Notice is the text of the notice page.
 	Notice string
 }
@@ -182,13 +185,18 @@ func (s *Server) resetSubmit(c echo.Context) error {
 func (s *Server) inviteShow(c echo.Context) error {
 	token := c.QueryParam("token")
 	email, has, err := s.accounts.InvitationEmail(c.Request().Context(), token)
-	return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has}, err)
+	first := has && (session(c) == nil || !strings.EqualFold(session(c).Account.Email, email))
+	return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has, SignInFirst: first}, err)
 }
 
 func (s *Server) inviteSubmit(c echo.Context) error {
 	token := c.FormValue("token")
 	ctx := c.Request().Context()
-	if err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password")); err != nil {
+	var signedIn *store.Account
+	if sess := session(c); sess != nil {
+		signedIn = sess.Account
+	}
+	if err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password"), signedIn); err != nil {
 		email, has, _ := s.accounts.InvitationEmail(ctx, token)
 		return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has}, err)
 	}

@@ -298,3 +298,43 @@ func TestDashboardUnmatchedWebhooksSetting(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, prj.UnmatchedWebhooks, "an unticked box turns it off")
 }
+
+// An invitation to an address that has an account is taken only by that
+// account, signed in: the link alone (forwarded, intercepted) neither
+// accepts it nor adds the project to another account (issue 28, item 20).
+func TestDashboardInvitationToAnExistingAccountNeedsItsSignIn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	owner := e.browser(t)
+	owner.owner("inv@example.com", "inv")
+	pat := e.browser(t)
+	pat.register("pat@example.com", dashPassword)
+	owner.get("/dashboard/p/inv/viewers")
+	p := owner.post("/dashboard/p/inv/viewers", map[string]string{"email": "pat@example.com"})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	path, token := link(t, e.mailTo(t, "pat@example.com", "invited"))
+
+	holder := e.browser(t) // whoever has the link, signed in as nobody
+	p = holder.get(path + "?token=" + token)
+	assert.Contains(t, p.Body, `id="invite-sign-in"`)
+	assert.NotContains(t, p.Body, `id="invite-form"`)
+	holder.get("/dashboard/login") // a form's token, to post the invitation anyway
+	p = holder.post("/dashboard/invite", map[string]string{"token": token})
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, "Sign in as pat@example.com to accept this invitation")
+
+	mallory := e.browser(t)
+	mallory.register("mallory@example.com", dashPassword)
+	mallory.signIn("mallory@example.com", dashPassword)
+	mallory.get(path + "?token=" + token)
+	p = mallory.post("/dashboard/invite", map[string]string{"token": token})
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.NotContains(t, mallory.get("/dashboard").Body, "/dashboard/p/inv/", "the project is not the other account's")
+
+	pat.signIn("pat@example.com", dashPassword)
+	p = pat.get(path + "?token=" + token)
+	assert.Contains(t, p.Body, `id="invite-form"`)
+	p = pat.post("/dashboard/invite", map[string]string{"token": token})
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Equal(t, http.StatusOK, pat.get("/dashboard/p/inv/payments").Code, "pat views the project")
+}

@@ -227,3 +227,24 @@ func TestDevnetEndpointsAnswerOnlyTheAPIHostAndJSON(t *testing.T) {
 	assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))
 	assert.Equal(t, uint64(1), d.Networks()[0].Head)
 }
+
+// A project or wallet name with a control character (CR and LF would
+// start new header lines in an e-mail subject) is refused on every path
+// and changes nothing (issue 28, item 21).
+func TestNamesRefuseControlCharacters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	e.merchant("shop", "pro", nil, nil)
+	before := e.snapshot()
+	for _, name := range []string{"Shop\r\nBcc: victim@example.com", "Shop\nline", "Tab\there", "Del\x7f", "C1\u0085"} {
+		requireError(t, e.op("PATCH", "/v1/projects/shop", map[string]any{"name": name}), http.StatusBadRequest,
+			"name must not contain control characters")
+		requireError(t, e.op("POST", "/v1/projects", map[string]any{"slug": "new", "name": name}), http.StatusBadRequest,
+			"Invalid request body")
+		requireError(t, e.op("PUT", "/v1/projects/shop/wallet", map[string]any{"name": name, "xpubs": map[string]any{"evm": testXPubEVM}}),
+			http.StatusBadRequest, "name must not contain control characters")
+	}
+	assert.Equal(t, before, e.snapshot(), "nothing changed")
+	r := e.op("PATCH", "/v1/projects/shop", map[string]any{"name": "Café «Shop» 🛒"})
+	assert.Equal(t, http.StatusOK, r.Code, r.Raw)
+}

@@ -448,3 +448,40 @@ func FuzzNoInputAnswers5xx(f *testing.F) {
 		}
 	})
 }
+
+// A body that names a key twice, at any depth, is refused with 400
+// "Invalid request body" and changes nothing: Go's decoder would take the
+// last value, so {"status":"paid","status":"cancelled"} cancelled the
+// payment (issue 28, item 19). The same keys once each are taken.
+func TestDuplicateKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	key := e.merchant("shop", "pro", nil, hdWallet())
+	e.merchant("other", "pro", nil, nil)
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 10, "external_ref": "u", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	id := r.str("payment.id")
+	before := e.snapshot()
+	for _, c := range []struct {
+		name, method, path, body string
+		operator                 bool
+	}{
+		{"a cancel", "PATCH", "/v1/payments/" + id, `{"status":"paid","status":"cancelled"}`, false},
+		{"a creation", "POST", "/v1/payments", `{"amount": 10, "amount": 1000, "external_ref": "v"}`, false},
+		{"in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "w", "metadata": {"a": 1, "a": 2}}`, false},
+		{"deep in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "w", "metadata": {"l": [{"a": 1}, {"b": {"c": 1, "c": 1}}]}}`, false},
+		{"a project", "PATCH", "/v1/projects/other", `{"name": "A", "name": "B"}`, true},
+	} {
+		req := request{method: c.method, path: c.path, apiKey: key, body: c.body}
+		if c.operator {
+			req = request{method: c.method, path: c.path, masterKey: testMasterKey, body: c.body}
+		}
+		got := e.do(req)
+		require.Equal(t, http.StatusBadRequest, got.Code, "%s: %s", c.name, got.Raw)
+		assert.JSONEq(t, `{"error": "Invalid request body"}`, got.Raw, c.name)
+	}
+	assert.Equal(t, before, e.snapshot(), "nothing changed")
+	got := e.do(request{method: "POST", path: "/v1/payments", apiKey: key,
+		body: `{"amount": 10, "external_ref": "x", "metadata": {"a": {"k": 1}, "b": {"k": 1}, "l": [{"k": 1}, {"k": 2}]}}`})
+	assert.Equal(t, http.StatusCreated, got.Code, "the same key in sibling objects is no duplicate: %s", got.Raw)
+}

@@ -41,10 +41,66 @@ func decodeBody(c echo.Context, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errInvalidBody
 	}
-	if !storableJSON(raw) {
+	if !storableJSON(raw) || !uniqueKeys(raw) {
 		return errInvalidBody
 	}
 	return nil
+}
+
+// uniqueKeys reports whether no object of a valid JSON text, at any depth
+// (metadata included), names a key twice. Go's decoder keeps a duplicate
+// key's last value, so {"status":"paid","status":"cancelled"} would read
+// as a cancellation; another reader may keep the first. Refusing them
+// leaves no doubt about what a request says.
+func uniqueKeys(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next string token is a key
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				if top >= 0 && stack[top].object {
+					stack[top].key = true // the object is a value; a key follows it
+				}
+				stack = append(stack, frame{keys: map[string]bool{}, object: true, key: true})
+			case '[':
+				if top >= 0 && stack[top].object {
+					stack[top].key = true
+				}
+				stack = append(stack, frame{})
+			default:
+				stack = stack[:top]
+			}
+			continue
+		}
+		if top < 0 || !stack[top].object {
+			continue
+		}
+		if stack[top].key {
+			k, _ := tok.(string)
+			if stack[top].keys[k] {
+				return false
+			}
+			stack[top].keys[k] = true
+			stack[top].key = false
+			continue
+		}
+		stack[top].key = true // a scalar value; a key follows it
+	}
 }
 
 // storableJSON reports whether every string and number of a syntactically

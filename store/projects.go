@@ -171,6 +171,11 @@ func (ps *ProjectSettings) validate() error {
 	if ps.Name != nil && (strings.TrimSpace(*ps.Name) == "" || len(*ps.Name) > MaxProjectNameLength) {
 		return invalid("name must be 1-255 characters")
 	}
+	if ps.Name != nil && HasControlChars(*ps.Name, false) {
+		// A name reaches e-mail subjects and chat messages: CR and LF
+		// there would start new header lines.
+		return invalid("name must not contain control characters")
+	}
 	if ps.AddressMode != nil {
 		if _, err := paywatch.ParseAddressMode(string(*ps.AddressMode)); err != nil {
 			return invalid("address_mode must be per_payment, per_user, dedicated or pool")

@@ -114,6 +114,9 @@ func (u WalletUpdate) validate() (validatedWallet, error) {
 	if u.Name != nil && len(*u.Name) > MaxProjectNameLength {
 		return v, invalid("name must be at most 255 characters")
 	}
+	if u.Name != nil && HasControlChars(*u.Name, false) {
+		return v, invalid("name must not contain control characters")
+	}
 	for _, key := range sortedKeys(u.XPubs) {
 		f, err := paywatch.ParseFamily(key)
 		if err != nil {

@@ -76,10 +76,17 @@ var reservedPrefixes = func() []netip.Prefix {
 // 32 bits is checked like any other.
 var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 
+// globalUnicast6 is IPv6's global unicast block: every other IPv6 address
+// (the rest of ::/8, IPv4-translated ::ffff:0:0:0/96, and every block IANA
+// has not allocated) is refused, whatever it embeds.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
 // PublicIP reports whether ip is a globally routable unicast address a
 // webhook may be sent to: not private, loopback, link-local, CGNAT, unique
 // local, multicast, unspecified, documentation or otherwise reserved, in
 // IPv4 or IPv6, including IPv4-mapped and NAT64 forms of such addresses.
+// An IPv6 address must be global unicast (2000::/3), apart from the
+// IPv4-mapped and well-known NAT64 forms of a public IPv4 address.
 func PublicIP(ip netip.Addr) bool {
 	if !ip.IsValid() {
 		return false
@@ -91,6 +98,9 @@ func PublicIP(ip netip.Addr) bool {
 	if ip.Is6() && nat64Prefix.Contains(ip) {
 		b := ip.As16()
 		return PublicIP(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+	}
+	if ip.Is6() && !globalUnicast6.Contains(ip) {
+		return false
 	}
 	if ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsMulticast() ||
 		ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() {

@@ -57,6 +57,16 @@ func TestPublicIP(t *testing.T) {
 		{"64:ff9b::808:808", true}, // NAT64 of 8.8.8.8
 		{"2002:7f00:1::1", false},  // 6to4
 		{"::127.0.0.1", false},     // IPv4-compatible
+		// Outside global unicast (issue 28): IPv4-translated, the rest of
+		// ::/8, and unallocated blocks, whatever they embed.
+		{"::ffff:0:127.0.0.1", false},
+		{"::ffff:0:8.8.8.8", false},
+		{"::1:2:3:4", false},
+		{"0:0:0:0:0:1:7f00:1", false},
+		{"100::1", false},
+		{"4000::1", false},
+		{"e000::1", false},
+		{"2a00:1450:4001:80b::200e", true},
 	} {
 		ip := netip.MustParseAddr(tc.ip)
 		assert.Equal(t, tc.public, webhooks.PublicIP(ip), tc.ip)
@@ -74,6 +84,10 @@ func TestCheckWebhookURL(t *testing.T) {
 		{"http://127.0.0.1:8080/hook", webhooks.ErrPrivateAddress},
 		{"http://[::1]/hook", webhooks.ErrPrivateAddress},
 		{"http://[::ffff:192.168.0.1]/hook", webhooks.ErrPrivateAddress},
+		{"http://[::ffff:0:127.0.0.1]/hook", webhooks.ErrPrivateAddress},
+		{"http://[::ffff:0:7f00:1]/hook", webhooks.ErrPrivateAddress},
+		{"http://[0:0:0:0:ffff:0:7f00:1]:80/hook", webhooks.ErrPrivateAddress},
+		{"http://[::1:0:0:1]/hook", webhooks.ErrPrivateAddress},
 		{"http://localhost:3000/hook", webhooks.ErrPrivateAddress},
 		{"http://api.localhost/hook", webhooks.ErrPrivateAddress},
 		{"http://169.254.169.254/latest/meta-data", webhooks.ErrPrivateAddress},
