@@ -67,6 +67,9 @@ func newUnmatchedShop(t *testing.T, e *env, email, slug string) unmatchedShop {
 	require.NoError(t, err)
 	record(11, "", transfer(shop.another, 11))
 	record(40, "") // past TRC20's 19 confirmations
+	// The reconciler's pass tells it, which the navigation's count reads.
+	_, err = e.server.Reconciler().Unmatched(ctx)
+	require.NoError(t, err)
 	return shop
 }
 

@@ -204,11 +204,13 @@ func (s *Server) markTransferHandled(c echo.Context) error {
 	}
 	idx := ""
 	if len(req.LogIndex) > 0 && string(req.LogIndex) != "null" {
-		var i json.Number
-		if err := json.Unmarshal(req.LogIndex, &i); err != nil {
+		// A JSON number that is a whole number from 0 up; anything else
+		// (a string, a fraction, a negative) is a bad body, not a missing
+		// transfer.
+		if _, err := strconv.ParseUint(string(req.LogIndex), 10, 32); err != nil {
 			return errInvalidBody
 		}
-		idx = i.String()
+		idx = string(req.LogIndex)
 	}
 	n, logIndex, err := transferKey(c, idx)
 	if err != nil {

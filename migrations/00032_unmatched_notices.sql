@@ -22,7 +22,15 @@ CREATE UNIQUE INDEX webhook_events_transfer_idx ON webhook_events (network, tx_h
     WHERE tx_hash IS NOT NULL;
 ALTER TABLE chat_messages ALTER COLUMN payment_id DROP NOT NULL;
 
+-- The payment an address served last before a transfer, in one index
+-- lookup per transfer (store.classifiedSQL).
+CREATE INDEX payments_address_created_idx ON payments (network, address, created_at DESC) WHERE address IS NOT NULL;
+
 -- +goose Down
+DROP INDEX payments_address_created_idx;
+DELETE FROM chat_messages WHERE payment_id IS NULL;
+DELETE FROM webhook_attempts a USING webhook_events e WHERE a.event_id = e.event_id AND e.payment_id IS NULL;
+DELETE FROM webhook_events WHERE payment_id IS NULL;
 ALTER TABLE chat_messages ALTER COLUMN payment_id SET NOT NULL;
 DROP INDEX webhook_events_transfer_idx;
 ALTER TABLE webhook_events DROP CONSTRAINT webhook_events_subject,

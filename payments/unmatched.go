@@ -61,8 +61,12 @@ func ReasonWords(reason string) string {
 	return reason
 }
 
-// unmatchedBatch bounds the transfers one pass tells.
-const unmatchedBatch = 200
+// unmatchedBatch bounds the transfers one pass tells, and unmatchedPass
+// its time.
+const (
+	unmatchedBatch = 200
+	unmatchedPass  = 30 * time.Second
+)
 
 // Unmatched tells the unmatched transfers not told yet, each once: a
 // transfer.unmatched event in the project's event log (sent as a webhook
@@ -72,6 +76,10 @@ const unmatchedBatch = 200
 // passes of the reconciler start the deliveries. It returns how many it
 // told.
 func (r *Reconciler) Unmatched(ctx context.Context) (int, error) {
+	// A pass of its own length, so that a long first pass after an upgrade
+	// does not hold up the webhook, mail and chat passes for long.
+	ctx, cancel := context.WithTimeout(ctx, unmatchedPass)
+	defer cancel()
 	ts, err := r.Store.DueUnmatched(ctx, unmatchedBatch)
 	if err != nil {
 		return 0, err
@@ -79,17 +87,22 @@ func (r *Reconciler) Unmatched(ctx context.Context) (int, error) {
 	told := 0
 	for _, t := range ts {
 		n, err := r.notice(t)
-		if err != nil {
-			return told, err
+		if err == nil {
+			var how store.UnmatchedTold
+			var ok bool
+			if how, ok, err = r.Store.TellUnmatched(ctx, t, n); err == nil && ok {
+				told++
+				r.logger().Info("unmatched funds", "network", t.Network, "txHash", t.TxHash, "logIndex", t.LogIndex,
+					"amount", t.Amount.String(), "token", t.Token, "reason", t.Reason, "webhook", how.Webhook, "chat", how.Chat)
+			}
 		}
-		how, ok, err := r.Store.TellUnmatched(ctx, t, n)
 		if err != nil {
-			return told, err
-		}
-		if ok {
-			told++
-			r.logger().Info("unmatched funds", "network", t.Network, "txHash", t.TxHash, "logIndex", t.LogIndex,
-				"amount", t.Amount.String(), "token", t.Token, "reason", t.Reason, "webhook", how.Webhook, "chat", how.Chat)
+			if ctx.Err() != nil {
+				return told, err
+			}
+			// One transfer that cannot be told must not hold up the others.
+			r.logger().Warn("telling an unmatched transfer failed; tried again next pass", "network", t.Network,
+				"txHash", t.TxHash, "logIndex", t.LogIndex, "error", err)
 		}
 	}
 	return told, nil

@@ -153,7 +153,21 @@ func transfersSQL() string { return classifiedSQL("t.project_id = $1", "$2") }
 // where (removed ones never), classified, with late the parameter of the
 // late window's start: the rows of the s subquery.
 func classifiedSQL(where, late string) string {
-	held := `cp.id IS NOT NULL AND cp.transactions @> jsonb_build_array(jsonb_build_object('tx_hash', t.tx_hash, 'log_index', t.log_index))`
+	// Held: the payment counted it, confirmed (countConfirmed marks the
+	// claim in the transaction that saves that state). A payment that ended
+	// still listing a transfer unconfirmed (paid by an earlier one, or
+	// expired) never counted it.
+	held := `cp.id IS NOT NULL AND c.counted_at IS NOT NULL`
+	// An open payment on the address may still take an unclaimed transfer:
+	// its final check claims what the scanner recorded before the payment's
+	// address assignment committed. A pool + micro_amount payment only one
+	// within its match window (paywatch.MicroMatch).
+	mayTake := `EXISTS (
+	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address AND lp.token = t.token
+	             AND COALESCE(lp.start_block, 0) <= t.block_number AND ` + liveSQL("lp", late) + `
+	             AND (NOT ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.ExactMatch }) + `
+	                  OR abs(t.amount / power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)
+	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001))`
 	return `
 	SELECT s.* FROM (
 	SELECT t.network, t.tx_hash, t.log_index, t.block_number, t.token, t.from_address, t.to_address, t.amount::text,
@@ -163,10 +177,7 @@ func classifiedSQL(where, late string) string {
 	         WHEN ` + held + ` THEN 'matched'
 	         WHEN cc.height IS NULL OR cc.height < t.block_number + ` + confirmationsSQL("t.network") + ` - 1 THEN 'pending'
 	         WHEN cp.id IS NOT NULL AND ` + liveSQL("cp", late) + ` THEN 'pending'
-	         WHEN cp.id IS NULL AND EXISTS (
-	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address AND lp.token = t.token
-	             AND COALESCE(lp.start_block, 0) <= t.block_number AND ` + liveSQL("lp", late) + `
-	             AND ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.TxIDOnly }) + `) THEN 'pending'
+	         WHEN cp.id IS NULL AND ` + mayTake + ` THEN 'pending'
 	         WHEN t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `) THEN 'below_minimum'
 	         ELSE 'unmatched'
 	       END AS state,
@@ -193,10 +204,17 @@ func classifiedSQL(where, late string) string {
 	  -- transfer's network first, then on another of its family: an EVM
 	  -- address is the same on all four, and paying on the wrong one is a
 	  -- common mistake.
-	  SELECT p.id, p.token, p.status, p.network FROM payments p
-	  WHERE p.address = t.to_address AND p.network = ANY(` + familySQL("t.network") + `)
-	    AND (p.network <> t.network OR COALESCE(p.start_block, 0) <= t.block_number)
-	  ORDER BY p.network = t.network DESC, p.created_at DESC, p.id DESC LIMIT 1) rel ON true
+	  -- Two index lookups (payments_address_created_idx), not a sort of
+	  -- every payment on a shared address.
+	  SELECT r.* FROM (
+	    (SELECT p.id, p.token, p.status, p.network, 0 AS pri FROM payments p
+	     WHERE p.network = t.network AND p.address = t.to_address AND COALESCE(p.start_block, 0) <= t.block_number
+	     ORDER BY p.created_at DESC LIMIT 1)
+	    UNION ALL
+	    (SELECT p.id, p.token, p.status, p.network, 1 AS pri FROM payments p
+	     WHERE p.network = ANY(` + familySQL("t.network") + `) AND p.network <> t.network AND p.address = t.to_address
+	     ORDER BY p.created_at DESC LIMIT 1)
+	  ) r ORDER BY r.pri LIMIT 1) rel ON true
 	WHERE ` + where + ` AND NOT t.removed
 	) s`
 }
@@ -212,6 +230,9 @@ func (s *Store) ProjectTransfers(ctx context.Context, projectID int64, f Transfe
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
+	// Conditions on the recorded row go inside (inner), so that only the
+	// rows they keep are classified; those on the verdict go outside.
+	inner := []string{"t.project_id = $1"}
 	where := []string{"true"}
 	if f.Unmatched != nil {
 		op := "="
@@ -222,35 +243,37 @@ func (s *Store) ProjectTransfers(ctx context.Context, projectID int64, f Transfe
 	}
 	if f.Handled != nil {
 		if *f.Handled {
-			where = append(where, "s.handled_at IS NOT NULL")
+			inner = append(inner, "t.handled_at IS NOT NULL")
 		} else {
-			where = append(where, "s.handled_at IS NULL")
+			inner = append(inner, "t.handled_at IS NULL")
 		}
 	}
 	if f.Network != "" {
-		where = append(where, "s.network = "+arg(string(f.Network)))
+		inner = append(inner, "t.network = "+arg(string(f.Network)))
 	}
 	if f.Token != "" {
-		where = append(where, "s.token = "+arg(string(f.Token)))
+		inner = append(inner, "t.token = "+arg(string(f.Token)))
 	}
 	if len(f.Addresses) > 0 {
-		where = append(where, "s.to_address = ANY("+arg(f.Addresses)+"::text[])")
+		inner = append(inner, "t.to_address = ANY("+arg(f.Addresses)+"::text[])")
 	}
 	if f.CreatedAfter != nil {
-		where = append(where, "s.created_at > "+arg(*f.CreatedAfter))
+		inner = append(inner, "t.created_at > "+arg(*f.CreatedAfter))
 	}
 	if f.CreatedBefore != nil {
-		where = append(where, "s.created_at < "+arg(*f.CreatedBefore))
+		inner = append(inner, "t.created_at < "+arg(*f.CreatedBefore))
 	}
 	if f.PaymentID != "" {
 		p := arg(f.PaymentID)
+		inner = append(inner, "t.to_address = (SELECT pa.address FROM payments pa WHERE pa.id::text = "+p+")")
 		where = append(where, "(s.payment_id = "+p+" OR s.related_id = "+p+")")
 	}
+	query := classifiedSQL(strings.Join(inner, " AND "), "$2") + ` WHERE ` + strings.Join(where, " AND ")
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, transfersSQL()+` WHERE `+strings.Join(where, " AND ")+`
+	rows, err := s.pool.Query(ctx, query+`
 		ORDER BY s.created_at DESC, s.network, s.tx_hash, s.log_index
 		LIMIT `+arg(limit)+` OFFSET `+arg(f.Offset), args...)
 	if err != nil {
@@ -261,7 +284,7 @@ func (s *Store) ProjectTransfers(ctx context.Context, projectID int64, f Transfe
 		return nil, 0, err
 	}
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+transfersSQL()+` WHERE `+strings.Join(where, " AND ")+`) n`,
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+query+`) n`,
 		args[:len(args)-2]...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count transfers: %w", err)
 	}
@@ -293,12 +316,18 @@ func (s *Store) ProjectTransfer(ctx context.Context, projectID int64, n paywatch
 	return ts[0], nil
 }
 
-// CountUnmatched returns how many of a project's transfers are unmatched
-// and not marked handled: the dashboard's count.
+// CountUnmatched returns how many of a project's transfers were told as
+// unmatched (the reconciler's transfer.unmatched events, DueUnmatched) and
+// are not marked handled: the dashboard's count, shown on every project
+// page, so it reads the told events rather than classifying every
+// transfer. A transfer is counted within a reconciler pass (10 s) of
+// turning unmatched.
 func (s *Store) CountUnmatched(ctx context.Context, projectID int64) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+transfersSQL()+` WHERE s.state = 'unmatched' AND s.handled_at IS NULL) n`,
-		projectID, s.lateWindowStart()).Scan(&n)
+	err := s.pool.QueryRow(ctx, `
+		SELECT count(*) FROM chain_transfers t
+		JOIN webhook_events e ON e.network = t.network AND e.tx_hash = t.tx_hash AND e.log_index = t.log_index
+		WHERE t.project_id = $1 AND t.handled_at IS NULL AND NOT t.removed`, projectID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count unmatched transfers: %w", err)
 	}

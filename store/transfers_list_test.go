@@ -160,6 +160,10 @@ func TestTransfersClassified(t *testing.T) {
 	assert.Equal(t, 4, total, "the payment's own transfer and the three later ones to its address")
 	n, err := s.CountUnmatched(ctx, f.prj.ID)
 	require.NoError(t, err)
+	assert.Zero(t, n, "counted once told")
+	tell(t, s)
+	n, err = s.CountUnmatched(ctx, f.prj.ID)
+	require.NoError(t, err)
 	assert.Equal(t, 4, n)
 
 	// Marking handled.
@@ -244,4 +248,43 @@ func TestTransferBroughtBackAfterItsPaymentEnded(t *testing.T) {
 	assert.Equal(t, store.TransferUnmatched, got.State)
 	assert.Equal(t, store.ReasonAfterCancelled, got.Reason)
 	assert.Equal(t, p.ID, got.RelatedPaymentID)
+}
+
+// Two quick transfers to a payment: the first pays it, and the payment
+// ends still listing the second unconfirmed, never counting it. The
+// second is unmatched (after_paid), not matched; the first is matched.
+// And an unclaimed transfer to the address of a payment still open, whose
+// final check may still claim it, is pending, not unmatched.
+func TestTransferListedButNeverCounted(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.TRC20}))
+	ctx := context.Background()
+	f := &unmatchedFixture{t: t, s: s, clk: clk, prj: project(t, s, "shop", mode(paywatch.ModePerPayment), hdWallet())}
+	p, _, err := s.CreatePayment(ctx, newPayment(f.prj, "alice", "10"))
+	require.NoError(t, err)
+	first := tronTransfer(hashOf('1'), p.Address, "10", 10)
+	second := tronTransfer(hashOf('2'), p.Address, "10", 11)
+	f.record(11, p.ID, first, second)
+	st := paidState(p, 1, first.TxHash, "10")
+	st.Transactions = append(st.Transactions, paywatch.Transaction{TxHash: second.TxHash, BlockNumber: 11, BlockHash: second.BlockHash,
+		From: second.From, Amount: amount("10", paywatch.TRC20, paywatch.USDT), Confirmations: 18})
+	_, err = s.SavePaymentState(ctx, st)
+	require.NoError(t, err)
+	f.record(40, "")
+	assert.Equal(t, store.TransferMatched, f.state(first.TxHash).State)
+	got := f.state(second.TxHash)
+	assert.Equal(t, store.TransferUnmatched, got.State, "listed unconfirmed by a paid payment, never counted")
+	assert.Equal(t, store.ReasonAfterPaid, got.Reason)
+	due, err := s.DueUnmatched(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	assert.Equal(t, second.TxHash, due[0].TxHash, "told, not settled silently")
+
+	open, _, err := s.CreatePayment(ctx, newPayment(f.prj, "bob", "10"))
+	require.NoError(t, err)
+	early := tronTransfer(hashOf('3'), open.Address, "10", open.StartBlock)
+	f.record(70, "", early)
+	assert.Equal(t, store.TransferPending, f.state(early.TxHash).State, "the open payment's final check may still take it")
+	setStatus(t, s, open.ID, paywatch.StatusCancelled, nil)
+	assert.Equal(t, store.TransferUnmatched, f.state(early.TxHash).State)
 }

@@ -15,6 +15,9 @@ import (
 // event log always, sent as a webhook when the project opted in.
 const EventTransferUnmatched paywatch.Event = "transfer.unmatched"
 
+// settleBatch is how many transfer verdicts one statement settles.
+const settleBatch = 1000
+
 // unmatchedOff is the logged "response" of a transfer.unmatched event of a
 // project that did not opt in to its webhook.
 const unmatchedOff = "transfer.unmatched webhooks are off for this project"
@@ -30,15 +33,24 @@ const unmatchedOff = "transfer.unmatched webhooks are off for this project"
 func (s *Store) DueUnmatched(ctx context.Context, limit int) ([]ProjectTransfer, error) {
 	late := s.lateWindowStart()
 	due := "t.project_id IS NOT NULL AND t.notified_at IS NULL"
-	if _, err := s.pool.Exec(ctx, `
-		UPDATE chain_transfers t SET notified_at = $2
-		FROM (`+classifiedSQL(due, "$1")+`
-		      WHERE s.state = 'below_minimum'
-		         OR (s.state = 'matched' AND NOT EXISTS (
-		               SELECT 1 FROM payments p WHERE p.id::text = s.payment_id AND `+liveSQL("p", "$1")+`))) v
-		WHERE t.network = v.network AND t.tx_hash = v.tx_hash AND t.log_index = v.log_index`,
-		late, s.clock().UTC()); err != nil {
-		return nil, fmt.Errorf("settle transfer verdicts: %w", err)
+	// Settled in rounds of settleBatch, oldest first, so that the first
+	// pass over a long history after an upgrade is many short statements.
+	for {
+		tag, err := s.pool.Exec(ctx, `
+			UPDATE chain_transfers t SET notified_at = $2
+			FROM (`+classifiedSQL(due, "$1")+`
+			      WHERE s.state = 'below_minimum'
+			         OR (s.state = 'matched' AND NOT EXISTS (
+			               SELECT 1 FROM payments p WHERE p.id::text = s.payment_id AND `+liveSQL("p", "$1")+`))
+			      ORDER BY s.created_at LIMIT $3) v
+			WHERE t.network = v.network AND t.tx_hash = v.tx_hash AND t.log_index = v.log_index`,
+			late, s.clock().UTC(), settleBatch)
+		if err != nil {
+			return nil, fmt.Errorf("settle transfer verdicts: %w", err)
+		}
+		if tag.RowsAffected() < settleBatch {
+			break
+		}
 	}
 	rows, err := s.pool.Query(ctx, classifiedSQL(due, "$1")+`
 		WHERE s.state = 'unmatched' ORDER BY s.created_at, s.network, s.tx_hash, s.log_index LIMIT $2`, late, limit)
@@ -104,13 +116,23 @@ func (s *Store) TellUnmatched(ctx context.Context, t ProjectTransfer, n Unmatche
 			return err
 		}
 		told.Webhook = WebhookPending
-		if _, err := tx.Exec(ctx, `
+		tag, err := tx.Exec(ctx, `
 			INSERT INTO webhook_events (event_id, project_id, payment_id, event, sequence, payload, state, created_at, updated_at,
 			                            network, tx_hash, log_index)
-			VALUES ($1, $2, NULL, $3, 1, $4::jsonb, 'pending', $5, $5, $6, $7, $8)`,
+			VALUES ($1, $2, NULL, $3, 1, $4::jsonb, 'pending', $5, $5, $6, $7, $8)
+			ON CONFLICT DO NOTHING`,
 			n.EventID, t.ProjectID, string(EventTransferUnmatched), string(n.Payload), now,
-			string(t.Network), t.TxHash, int64(t.LogIndex)); err != nil {
+			string(t.Network), t.TxHash, int64(t.LogIndex))
+		if err != nil {
 			return fmt.Errorf("record event: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			// Told before, under a record this database no longer has (a
+			// devnet run's, whose chain state was reset): settled, not told
+			// again.
+			_, err := tx.Exec(ctx, `UPDATE chain_transfers SET notified_at = $4 WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
+				string(t.Network), t.TxHash, int64(t.LogIndex), now)
+			return err
 		}
 		skip := func(why string) error {
 			told.Webhook = WebhookSkipped

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/telegram/telegramtest"
 )
 
@@ -29,6 +30,9 @@ func TestUnmatchedFundsOnDevnet(t *testing.T) {
 	cfg := devConfig(t, t.TempDir())
 	cfg.DevnetBlockInterval = 100 * time.Millisecond
 	cfg.TelegramBotToken, cfg.TelegramAPIURL = token, bot.URL()
+	// Once nothing waits on BEP20 its scanner reads at the idle pace
+	// (60 s by default), and so finds unmatched funds that much later.
+	cfg.IdlePollIntervals = map[paywatch.Network]time.Duration{paywatch.BEP20: time.Second}
 	m, out := startMain(t, cfg, nil)
 	sink := &webhookSink{}
 	receiver := httptest.NewServer(sink)
@@ -86,11 +90,13 @@ func TestUnmatchedFundsOnDevnet(t *testing.T) {
 		return last
 	}
 
+	// The customer pays twice in a row: the first transfer pays the
+	// payment, which ends listing the second unconfirmed, never counted.
 	paid, paidAddr := create("alice")
 	first := send(paidAddr, "10")
+	again := send(paidAddr, "10")
 	tr := transfer(first, "matched")
 	assert.Equal(t, paid, tr["payment_id"])
-	again := send(paidAddr, "10")
 	dust := send(paidAddr, "0.05")
 	tr = transfer(again, "unmatched")
 	assert.Equal(t, "after_paid", tr["reason"])
