@@ -105,6 +105,8 @@ type Server struct {
 	started  time.Time
 	draining atomic.Bool
 	qr       qrCache
+	// csrfKey signs visitors' anti-forgery tokens (dash_session.go).
+	csrfKey []byte
 
 	api *echo.Echo
 	pay *echo.Echo
@@ -120,7 +122,7 @@ func New(deps Deps) *Server {
 	if deps.SetupURL == "" {
 		deps.SetupURL = deps.BaseURL + GuidePath
 	}
-	s := &Server{deps: deps}
+	s := &Server{deps: deps, csrfKey: csrfKeyOf(deps.MasterKey)}
 	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock,
 		WebhookAllowPrivate: deps.WebhookAllowPrivate, WebhookRequireHTTPS: deps.WebhookRequireHTTPS, Telegram: deps.Telegram})
 	s.accounts = accounts.New(accounts.Deps{
