@@ -63,10 +63,16 @@ func (s *Store) HitRate(ctx context.Context, key string, window time.Duration) (
 // fixed window ends. The counts are HitRate's rows, so ForgiveRate takes
 // a hit back as before.
 func (s *Store) HitSliding(ctx context.Context, key string, window time.Duration) (RateWindow, error) {
+	return s.hitSliding(ctx, s.pool, key, window)
+}
+
+// hitSliding is HitSliding on q, which may be a transaction: a hit counted
+// in a transaction that rolls back is not counted.
+func (s *Store) hitSliding(ctx context.Context, q querier, key string, window time.Duration) (RateWindow, error) {
 	now := s.clock()
 	start := now.Truncate(window)
 	var cur, prev int64
-	err := s.pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		WITH hit AS (
 			INSERT INTO rate_limits (key, window_start, count) VALUES ($1, $2, 1)
 			ON CONFLICT (key, window_start) DO UPDATE SET count = rate_limits.count + 1
