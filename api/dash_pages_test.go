@@ -365,3 +365,22 @@ func TestDashboardPreSessionTokenIsTheServers(t *testing.T) {
 	p = q.post("/dashboard/login", map[string]string{"email": "tok@example.com", "password": dashPassword})
 	assert.Equal(t, http.StatusOK, p.Code, "the form's token is")
 }
+
+// The webhook hint says what this deployment does: dev takes plain HTTP
+// and private addresses, production neither (issue 28, item 8).
+func TestDashboardWebhookHintFollowsTheDeployment(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		o    envOptions
+		hint string
+	}{
+		{envOptions{noWorkflows: true, requireHTTPS: true}, "HTTPS; private and local addresses are refused."},
+		{envOptions{noWorkflows: true, allowPrivate: true}, "HTTP or HTTPS, local and private addresses included (this server is in development mode)."},
+	} {
+		e := newEnv(t, tc.o)
+		b := e.browser(t)
+		b.owner("hint@example.com", "hint")
+		assert.Contains(t, b.get("/dashboard/p/hint/settings").Body, tc.hint)
+		assert.Contains(t, b.get("/dashboard/projects/new").Body, tc.hint)
+	}
+}
