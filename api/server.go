@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/accounts"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
@@ -90,6 +91,9 @@ type Deps struct {
 	// Devnet serves the devnet endpoints of operations.md §4 on the API
 	// listener; nil (serve, or dev without devnet chains) answers 404.
 	Devnet http.Handler
+	// DevnetNetworks are the networks served by devnet chains, whose
+	// transactions no public explorer knows: pages show them unlinked.
+	DevnetNetworks []paywatch.Network
 	// ObserveRequest, when set, is told of every answered request of
 	// both listeners: its Echo route pattern (never the raw path; "" when
 	// no route matched), status code and duration, for the service's
