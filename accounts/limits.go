@@ -8,9 +8,11 @@ import (
 	"github.com/paywatch/paywatch/store"
 )
 
-// limit is a burst limit: at most max hits per fixed window, per key. The
-// counters are store.HitRate's, in PostgreSQL, so every replica shares
-// them. A hit is counted before the credentials are checked.
+// limit is a burst limit: at most max hits in any window of its length,
+// per key (store.HitSliding's sliding-window counter, so that no burst
+// fits twice the limit across a window's edge). The counters are in
+// PostgreSQL, so every replica shares them. A hit is counted before the
+// credentials are checked.
 type limit struct {
 	prefix string
 	max    int64
@@ -46,7 +48,7 @@ var (
 // hit counts one attempt under l for id and answers ERATELIMIT "Too many
 // requests" once the window's count passes the limit.
 func (s *Service) hit(ctx context.Context, l limit, id string) (store.RateWindow, error) {
-	w, err := s.deps.Store.HitRate(ctx, l.prefix+id, l.window)
+	w, err := s.deps.Store.HitSliding(ctx, l.prefix+id, l.window)
 	if err != nil {
 		return w, err
 	}

@@ -116,7 +116,9 @@ func TestBurstLimits(t *testing.T) {
 				require.NotEqual(t, paywatch.ERATELIMIT, paywatch.ErrorCode(err), "attempt %d: %v", i+1, err)
 			}
 			requireCode(t, tc.attempt(e, state, tc.max), paywatch.ERATELIMIT, paywatch.MsgTooManyRequests)
-			e.clk.Add(tc.window)
+			// A sliding window: the hits weigh on the next fixed window as
+			// much as it still overlaps theirs, and are gone a window later.
+			e.clk.Add(2 * tc.window)
 			err := tc.attempt(e, state, tc.max+1)
 			require.NotEqual(t, paywatch.ERATELIMIT, paywatch.ErrorCode(err), "next window: %v", err)
 		})

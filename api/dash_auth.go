@@ -115,13 +115,13 @@ func (s *Server) loginSubmit(c echo.Context) error {
 // endOldSession ends the session of the browser's earlier cookie, if any,
 // when a sign-in replaces it.
 func (s *Server) endOldSession(c echo.Context) {
-	if old, err := c.Cookie(sessionCookie); err == nil && old.Value != "" {
+	if old, err := s.cookie(c, sessionCookie); err == nil && old.Value != "" {
 		_ = s.accounts.SignOut(c.Request().Context(), old.Value)
 	}
 }
 
 func (s *Server) codeShow(c echo.Context) error {
-	if _, err := c.Cookie(pendingCookie); err != nil {
+	if _, err := s.cookie(c, pendingCookie); err != nil {
 		return c.Redirect(http.StatusSeeOther, DashboardPath+"/login")
 	}
 	return s.authPage(c, "code", "Two-factor code", authForm{}, nil)
@@ -129,7 +129,7 @@ func (s *Server) codeShow(c echo.Context) error {
 
 // codeSubmit completes a pending sign-in with a TOTP or recovery code.
 func (s *Server) codeSubmit(c echo.Context) error {
-	pending, err := c.Cookie(pendingCookie)
+	pending, err := s.cookie(c, pendingCookie)
 	if err != nil {
 		return c.Redirect(http.StatusSeeOther, DashboardPath+"/login")
 	}
@@ -145,7 +145,7 @@ func (s *Server) codeSubmit(c echo.Context) error {
 
 // logout ends this browser's session.
 func (s *Server) logout(c echo.Context) error {
-	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+	if ck, err := s.cookie(c, sessionCookie); err == nil && ck.Value != "" {
 		if err := s.accounts.SignOut(c.Request().Context(), ck.Value); err != nil {
 			return err
 		}

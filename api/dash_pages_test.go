@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -337,4 +338,49 @@ func TestDashboardInvitationToAnExistingAccountNeedsItsSignIn(t *testing.T) {
 	p = pat.post("/dashboard/invite", map[string]string{"token": token})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 	assert.Equal(t, http.StatusOK, pat.get("/dashboard/p/inv/payments").Code, "pat views the project")
+}
+
+// Before sign-in, the anti-forgery token is one the server signed: a
+// cookie an attacker plants, with the same value in the form, is refused;
+// and a token in the query string counts for nothing (issue 28, item 18).
+func TestDashboardPreSessionTokenIsTheServers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.register("tok@example.com", dashPassword)
+
+	planted := e.browser(t)
+	planted.cookies["__Host-paywatch_csrf"] = &http.Cookie{Name: "__Host-paywatch_csrf", Value: "attacker-chosen-value-0123456789"}
+	planted.csrf = "attacker-chosen-value-0123456789"
+	p := planted.post("/dashboard/login", map[string]string{"email": "tok@example.com", "password": dashPassword})
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, html.EscapeString(paywatch.MsgFormExpired))
+
+	q := e.browser(t)
+	q.get("/dashboard/login")
+	token := q.csrf
+	p = q.send(http.MethodPost, "/dashboard/login?csrf="+url.QueryEscape(token),
+		url.Values{"email": {"tok@example.com"}, "password": {dashPassword}})
+	assert.Equal(t, http.StatusForbidden, p.Code, "a token in the URL is not read")
+	p = q.post("/dashboard/login", map[string]string{"email": "tok@example.com", "password": dashPassword})
+	assert.Equal(t, http.StatusOK, p.Code, "the form's token is")
+}
+
+// The webhook hint says what this deployment does: dev takes plain HTTP
+// and private addresses, production neither (issue 28, item 8).
+func TestDashboardWebhookHintFollowsTheDeployment(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		o    envOptions
+		hint string
+	}{
+		{envOptions{noWorkflows: true, requireHTTPS: true}, "HTTPS; private and local addresses are refused."},
+		{envOptions{noWorkflows: true, allowPrivate: true}, "HTTP or HTTPS, local and private addresses included (this server is in development mode)."},
+	} {
+		e := newEnv(t, tc.o)
+		b := e.browser(t)
+		b.owner("hint@example.com", "hint")
+		assert.Contains(t, b.get("/dashboard/p/hint/settings").Body, tc.hint)
+		assert.Contains(t, b.get("/dashboard/projects/new").Body, tc.hint)
+	}
 }

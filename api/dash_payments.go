@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -132,7 +133,7 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 	}
 	pg := paymentPage{Payment: v}
 	for _, t := range v.Transactions {
-		pg.Transactions = append(pg.Transactions, txRow{txView: t, URL: paywatch.ExplorerTxURL(p.Network, t.TxHash)})
+		pg.Transactions = append(pg.Transactions, txRow{txView: t, URL: s.explorerTxURL(p.Network, t.TxHash)})
 	}
 	if pg.Timeline, gerr = s.payments.PaymentTimeline(ctx, prj.ID, p.ID); gerr != nil {
 		return gerr
@@ -199,4 +200,14 @@ func (s *Server) eventRedeliver(c echo.Context) error {
 		return s.paymentRender(c, err)
 	}
 	return s.redirect(c, back, flashRedelivered)
+}
+
+// explorerTxURL is a transaction's page on its network's public explorer,
+// or "" for a network a devnet chain serves, whose transactions no
+// explorer knows.
+func (s *Server) explorerTxURL(n paywatch.Network, hash string) string {
+	if slices.Contains(s.deps.DevnetNetworks, n) {
+		return ""
+	}
+	return paywatch.ExplorerTxURL(n, hash)
 }

@@ -68,6 +68,23 @@ type projectForm struct {
 	TelegramLink string
 	// Credentials are shown once, after creation.
 	Credentials store.Credentials
+	// WebhookRule says what this deployment takes as a webhook URL.
+	WebhookRule string
+}
+
+// webhookRule is the webhook URL hint of this deployment's rules
+// (PAYWATCH_WEBHOOK_ALLOW_HTTP, PAYWATCH_WEBHOOK_ALLOW_PRIVATE), so that a
+// hint never says what the deployment does not do.
+func (s *Server) webhookRule() string {
+	switch https, public := s.deps.WebhookRequireHTTPS, !s.deps.WebhookAllowPrivate; {
+	case https && public:
+		return "HTTPS; private and local addresses are refused."
+	case https:
+		return "HTTPS; private and local addresses are accepted on this server."
+	case public:
+		return "HTTP or HTTPS; private and local addresses are refused."
+	}
+	return "HTTP or HTTPS, local and private addresses included (this server is in development mode)."
 }
 
 // formOf fills a settings form from a stored project.
@@ -156,7 +173,7 @@ var modes = []string{string(paywatch.ModePerPayment), string(paywatch.ModePerUse
 func (s *Server) projectFormRender(c echo.Context, name, title string, f projectForm, err error) error {
 	status := http.StatusOK
 	f.dashPage = s.page(c, title)
-	f.Tab, f.Modes, f.ChatOn = "settings", modes, s.payments.ChatNotificationsOn()
+	f.Tab, f.Modes, f.ChatOn, f.WebhookRule = "settings", modes, s.payments.ChatNotificationsOn(), s.webhookRule()
 	if err != nil {
 		st, msg, ok := formError(err)
 		if !ok {

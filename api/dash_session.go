@@ -1,8 +1,11 @@
 package api
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,10 +37,35 @@ const (
 	ctxDash    = "paywatch.dashboard"
 )
 
+// cookieName is the name a dashboard cookie has on this deployment: with
+// the __Host- prefix where cookies are Secure (HTTPS), so that a browser
+// takes it only from this host, over HTTPS, for the whole site, and no
+// sibling subdomain can plant or shadow it.
+func (s *Server) cookieName(name string) string {
+	if s.deps.InsecureCookies {
+		return name
+	}
+	return "__Host-" + name
+}
+
+// cookiePath is the dashboard cookies' path: "/" for the __Host- prefix,
+// which requires it, else the dashboard's.
+func (s *Server) cookiePath() string {
+	if s.deps.InsecureCookies {
+		return DashboardPath
+	}
+	return "/"
+}
+
+// cookie reads one of the dashboard's cookies by its base name.
+func (s *Server) cookie(c echo.Context, name string) (*http.Cookie, error) {
+	return c.Cookie(s.cookieName(name))
+}
+
 // setCookie writes one of the dashboard's cookies; maxAge < 0 deletes it.
 func (s *Server) setCookie(c echo.Context, name, value string, maxAge int) {
 	c.SetCookie(&http.Cookie{
-		Name: name, Value: value, Path: DashboardPath, MaxAge: maxAge,
+		Name: s.cookieName(name), Value: value, Path: s.cookiePath(), MaxAge: maxAge,
 		HttpOnly: true, Secure: !s.deps.InsecureCookies, SameSite: http.SameSiteLaxMode,
 	})
 }
@@ -53,7 +81,7 @@ func session(c echo.Context) *accounts.Session {
 // forgotten, and why is kept for the sign-in page.
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		if ck, err := s.cookie(c, sessionCookie); err == nil && ck.Value != "" {
 			sess, err := s.accounts.Authenticate(c.Request().Context(), ck.Value)
 			switch code := paywatch.ErrorCode(err); code {
 			case "":
@@ -70,7 +98,9 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // csrfToken is the anti-forgery token a form carries: the session's, or
-// for a visitor the random value of a cookie of its own (double submit).
+// for a visitor a cookie of its own (double submit) whose value the server
+// signed (preSessionToken), so that a value an attacker plants in the
+// visitor's browser is not one the server takes.
 func (s *Server) csrfToken(c echo.Context) string {
 	if sess := session(c); sess != nil {
 		return sess.CSRF
@@ -78,13 +108,46 @@ func (s *Server) csrfToken(c echo.Context) string {
 	if t, ok := c.Get(ctxCSRF).(string); ok {
 		return t
 	}
-	if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 20 {
+	if ck, err := s.cookie(c, csrfCookie); err == nil && s.validPreSession(ck.Value) {
 		return ck.Value
 	}
-	t := rand.Text()
+	t := s.preSessionToken(rand.Text())
 	s.setCookie(c, csrfCookie, t, 0)
 	c.Set(ctxCSRF, t)
 	return t
+}
+
+// preSessionToken is a visitor's anti-forgery token: a random nonce and
+// the server's HMAC of it.
+func (s *Server) preSessionToken(nonce string) string {
+	return nonce + "." + s.csrfMAC(nonce)
+}
+
+// validPreSession reports whether t is a token preSessionToken made.
+func (s *Server) validPreSession(t string) bool {
+	nonce, mac, ok := strings.Cut(t, ".")
+	return ok && len(nonce) >= 20 && subtle.ConstantTimeCompare([]byte(mac), []byte(s.csrfMAC(nonce))) == 1
+}
+
+// csrfKeyOf derives the key of csrfMAC from the master key, or makes a
+// random one without it.
+func csrfKeyOf(masterKey string) []byte {
+	if masterKey == "" {
+		k := make([]byte, 32)
+		_, _ = rand.Read(k)
+		return k
+	}
+	sum := sha256.Sum256([]byte("paywatch dashboard csrf key\x00" + masterKey))
+	return sum[:]
+}
+
+// csrfMAC signs a pre-session nonce with a key derived from the master key,
+// which every replica shares (a random key of the process's own without
+// one).
+func (s *Server) csrfMAC(nonce string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("paywatch dashboard pre-session csrf\x00" + nonce))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // checkCSRF refuses a POST whose form does not carry the token of
@@ -104,10 +167,15 @@ func (s *Server) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 		want := ""
 		if sess := session(c); sess != nil {
 			want = sess.CSRF
-		} else if ck, err := c.Cookie(csrfCookie); err == nil {
+		} else if ck, err := s.cookie(c, csrfCookie); err == nil && s.validPreSession(ck.Value) {
 			want = ck.Value
 		}
-		got := c.FormValue("csrf")
+		// From the form's body (or a header), never the query string: a
+		// token in a URL leaks into logs and Referer headers.
+		got := c.Request().Header.Get("X-CSRF-Token")
+		if got == "" {
+			got = c.Request().PostFormValue("csrf")
+		}
 		if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 			return paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgFormExpired)
 		}
@@ -297,7 +365,7 @@ func (s *Server) flash(c echo.Context, key string) {
 
 // takeFlash returns and clears the pending flash message.
 func (s *Server) takeFlash(c echo.Context) string {
-	ck, err := c.Cookie(flashCookie)
+	ck, err := s.cookie(c, flashCookie)
 	if err != nil {
 		return ""
 	}

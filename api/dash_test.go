@@ -38,11 +38,12 @@ func TestDashboardRegisterAndTwoFactorSignIn(t *testing.T) {
 	assert.Contains(t, home.Body, "ann@example.com")
 	// The session cookie is HttpOnly, Secure and SameSite=Lax, and the page
 	// has the strict policy.
-	ck := b.cookies["paywatch_session"]
+	ck := b.cookies["__Host-paywatch_session"]
 	require.NotNil(t, ck)
 	assert.True(t, ck.HttpOnly)
 	assert.True(t, ck.Secure)
 	assert.Equal(t, http.SameSiteLaxMode, ck.SameSite)
+	assert.Equal(t, "/", ck.Path, "the __Host- prefix: this host only, over HTTPS, the whole site")
 	assert.Contains(t, home.Header.Get("Content-Security-Policy"), "default-src 'none'")
 	assert.Equal(t, "no-store", home.Header.Get("Cache-Control"))
 
@@ -64,27 +65,27 @@ func TestDashboardRegisterAndTwoFactorSignIn(t *testing.T) {
 	require.Len(t, recovery, 10)
 
 	b.post("/dashboard/logout", nil)
-	assert.Nil(t, b.cookies["paywatch_session"])
+	assert.Nil(t, b.cookies["__Host-paywatch_session"])
 	assert.Equal(t, http.StatusSeeOther, b.send(http.MethodGet, "/dashboard", nil).Code)
 
 	// The password alone no longer signs in: a code is asked for.
 	p := b.signIn("ann@example.com", dashPassword)
 	assert.Contains(t, p.Body, `name="code"`)
-	assert.Nil(t, b.cookies["paywatch_session"])
+	assert.Nil(t, b.cookies["__Host-paywatch_session"])
 	p = b.post("/dashboard/login/code", map[string]string{"code": b.totpCode(secret)})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
-	require.NotNil(t, b.cookies["paywatch_session"])
+	require.NotNil(t, b.cookies["__Host-paywatch_session"])
 
 	// A recovery code works once.
 	b.post("/dashboard/logout", nil)
 	b.signIn("ann@example.com", dashPassword)
 	p = b.post("/dashboard/login/code", map[string]string{"code": recovery[0][1]})
-	require.NotNil(t, b.cookies["paywatch_session"], p.Body)
+	require.NotNil(t, b.cookies["__Host-paywatch_session"], p.Body)
 	b.post("/dashboard/logout", nil)
 	b.signIn("ann@example.com", dashPassword)
 	p = b.post("/dashboard/login/code", map[string]string{"code": recovery[0][1]})
 	assert.Equal(t, http.StatusUnauthorized, p.Code)
-	assert.Nil(t, b.cookies["paywatch_session"])
+	assert.Nil(t, b.cookies["__Host-paywatch_session"])
 }
 
 // A form without the session's token is refused and changes nothing, and

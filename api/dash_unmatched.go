@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 )
@@ -49,8 +48,8 @@ func (t transferRow) Key() string {
 	return string(t.Network) + "/" + t.TxHash + "/" + strconv.FormatUint(uint64(t.LogIndex), 10)
 }
 
-func rowOf(t store.ProjectTransfer) transferRow {
-	r := transferRow{ProjectTransfer: t, URL: paywatch.ExplorerTxURL(t.Network, t.TxHash), Payment: t.PaymentID}
+func (s *Server) rowOf(t store.ProjectTransfer) transferRow {
+	r := transferRow{ProjectTransfer: t, URL: s.explorerTxURL(t.Network, t.TxHash), Payment: t.PaymentID}
 	if r.Payment == "" {
 		r.Payment = t.RelatedPaymentID
 	}
@@ -110,7 +109,7 @@ func (s *Server) unmatchedRender(c echo.Context, err error, key, note string) er
 		var ts []store.ProjectTransfer
 		ts, pg.Total, lerr = s.payments.Transfers(c.Request().Context(), dashProject(c).ID, f)
 		for _, t := range ts {
-			pg.Transfers = append(pg.Transfers, rowOf(t))
+			pg.Transfers = append(pg.Transfers, s.rowOf(t))
 		}
 	}
 	if err == nil {
@@ -173,7 +172,7 @@ func (s *Server) laterTransfers(c echo.Context, projectID int64, paymentID strin
 	var out []transferRow
 	for _, t := range ts {
 		if t.PaymentID != paymentID {
-			out = append(out, rowOf(t))
+			out = append(out, s.rowOf(t))
 		}
 	}
 	return out, nil

@@ -229,3 +229,22 @@ func TestDashboardMarkTransferHandled(t *testing.T) {
 	p = b.get("/dashboard/p/mrk/payments/" + shop.payment)
 	assert.Contains(t, section(p.Body, "later-transfers", "table"), "Handled by mrk@example.com")
 }
+
+// A devnet chain's transactions are shown without a link to the public
+// explorer, which does not know them (issue 28, item 7); a real network's
+// are linked.
+func TestDashboardDevnetTransactionsAreNotLinked(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		devnet []paywatch.Network
+		linked bool
+	}{{nil, true}, {[]paywatch.Network{paywatch.TRC20}, false}} {
+		e := newEnv(t, envOptions{noWorkflows: true, devnetNetworks: tc.devnet})
+		shop := newUnmatchedShop(t, e, "dev@example.com", "dev")
+		for _, path := range []string{"/dashboard/p/dev/payments/" + shop.payment, "/dashboard/p/dev/unmatched"} {
+			body := shop.owner.get(path).Body
+			assert.Contains(t, body, shop.another[:8], path)
+			assert.Equal(t, tc.linked, strings.Contains(body, "tronscan.org"), "%s, devnet %v", path, tc.devnet)
+		}
+	}
+}

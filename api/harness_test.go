@@ -117,6 +117,8 @@ type envOptions struct {
 	noWorkflows  bool               // API without a workflow client
 	allowPrivate bool
 	requireHTTPS bool
+	// devnetNetworks are served by devnet chains (no explorer links).
+	devnetNetworks []paywatch.Network
 	// trustedProxies is PAYWATCH_TRUSTED_PROXIES.
 	trustedProxies []netip.Prefix
 	// requireTwoFactor is PAYWATCH_REQUIRE_2FA.
@@ -173,6 +175,7 @@ func (e *env) newServer(wf payments.Workflows, o envOptions) *api.Server {
 		PayURL:              payURL,
 		WebhookAllowPrivate: o.allowPrivate,
 		WebhookRequireHTTPS: o.requireHTTPS,
+		DevnetNetworks:      o.devnetNetworks,
 		TrustedProxies:      o.trustedProxies,
 		DevMail:             true,
 		Dashboard:           true,

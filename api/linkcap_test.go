@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -42,27 +44,36 @@ func TestPaymentLinkCapacityPage(t *testing.T) {
 	paymentIDOf(t, e.submitLink("hoodie", url.Values{"email": {"late@example.com"}}))
 }
 
-func TestPaymentLinkCountsAgainstTheDailyLimit(t *testing.T) {
+// Link submissions count apart from the merchant's own API calls, so
+// that anyone opening a link cannot use up the merchant's API for the day
+// (issue 28, item 14); one client IP makes at most
+// LinkPaymentsPerIPPerHour through links in an hour.
+func TestPaymentLinkSubmissionsCountApartFromTheAPI(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})
 	key := e.merchant("shop", "pro", nil, hdWallet())
 	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/accounts/shop@example.com", map[string]any{"limits": map[string]any{"api_calls_per_day": 3}}).Code)
 	require.Equal(t, http.StatusCreated, e.createLink("shop", map[string]any{"slug": "tip", "title": "Tip jar", "network": "TRC20"}).Code)
 
-	require.Equal(t, http.StatusOK, e.call(key, "GET", "/v1/payments", nil).Code)
-	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
-	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
-	// The owner's three calls of the day are used: the link refuses, and
-	// so does the API.
-	r := e.submitLink("tip", url.Values{"amount": {"5"}})
-	requireHTML(t, r, http.StatusTooManyRequests)
-	assert.Contains(t, r.Raw, capacityFormError)
+	for range 5 {
+		paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
+	}
+	for range 3 {
+		require.Equal(t, http.StatusOK, e.call(key, "GET", "/v1/payments", nil).Code, "the owner's calls are the owner's")
+	}
 	requireError(t, e.call(key, "GET", "/v1/payments", nil), http.StatusTooManyRequests,
 		"Daily API call limit exceeded. Upgrade your plan for unlimited access.")
-
-	// A higher limit lets the link create payments again.
-	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/accounts/shop@example.com", map[string]any{"limits": map[string]any{"api_calls_per_day": 10}}).Code)
 	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
+
+	ip := "198.51.100.77"
+	for i := range api.LinkPaymentsPerIPPerHour {
+		r := e.payCall(request{method: "POST", path: "/l/tip", body: url.Values{"amount": {"5"}}, ip: ip})
+		require.Equal(t, http.StatusSeeOther, r.Code, "payment %d: %s", i, r.Raw)
+	}
+	r := e.payCall(request{method: "POST", path: "/l/tip", body: url.Values{"amount": {"5"}}, ip: ip})
+	requireHTML(t, r, http.StatusTooManyRequests)
+	assert.Contains(t, r.Raw, paywatch.MsgTooManyRequests)
+	assert.NotEmpty(t, r.Header.Get("Retry-After"))
 }
 
 func TestWalletUnusedRunAndDerivedAddresses(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -164,6 +165,10 @@ func (s *Server) linkPage(c echo.Context) error {
 // fraction, read exactly (never through a float).
 var buyerAmount = regexp.MustCompile(`^[0-9]{1,15}(\.[0-9]{1,18})?$`)
 
+// LinkPaymentsPerIPPerHour bounds the payments one client IP makes
+// through payment links in any hour (a sliding window).
+const LinkPaymentsPerIPPerHour = 10
+
 // linkSubmit is POST {pay_url}/l/{slug}: it checks the buyer's fields,
 // creates the payment through the API's creation path and redirects (303)
 // to its page, where the buyer picks the network unless the link fixes it.
@@ -223,6 +228,17 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	}
 	if len(d.Errors) > 0 {
 		return render(c, http.StatusBadRequest, "link", d)
+	}
+	// Per client IP, apart from the merchant's API calls: a buyer makes a
+	// payment or two, and one client cannot take a link's hour alone.
+	w, err := s.deps.Store.HitSliding(ctx, "link-payments-ip:"+c.RealIP(), time.Hour)
+	if err != nil {
+		return err
+	}
+	if w.Count > LinkPaymentsPerIPPerHour {
+		setRetryAfter(c, w)
+		d.Error = paywatch.MsgTooManyRequests
+		return render(c, http.StatusTooManyRequests, "link", d)
 	}
 	np.ExternalRef = linkExternalRef(l.Slug, b.Email)
 	p, err := s.payments.CreateFromLink(ctx, l, np, b)

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/accounts"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
@@ -90,6 +91,9 @@ type Deps struct {
 	// Devnet serves the devnet endpoints of operations.md §4 on the API
 	// listener; nil (serve, or dev without devnet chains) answers 404.
 	Devnet http.Handler
+	// DevnetNetworks are the networks served by devnet chains, whose
+	// transactions no public explorer knows: pages show them unlinked.
+	DevnetNetworks []paywatch.Network
 	// ObserveRequest, when set, is told of every answered request of
 	// both listeners: its Echo route pattern (never the raw path; "" when
 	// no route matched), status code and duration, for the service's
@@ -105,6 +109,8 @@ type Server struct {
 	started  time.Time
 	draining atomic.Bool
 	qr       qrCache
+	// csrfKey signs visitors' anti-forgery tokens (dash_session.go).
+	csrfKey []byte
 
 	api *echo.Echo
 	pay *echo.Echo
@@ -120,7 +126,7 @@ func New(deps Deps) *Server {
 	if deps.SetupURL == "" {
 		deps.SetupURL = deps.BaseURL + GuidePath
 	}
-	s := &Server{deps: deps}
+	s := &Server{deps: deps, csrfKey: csrfKeyOf(deps.MasterKey)}
 	s.payments = payments.New(payments.Deps{Store: deps.Store, Workflows: deps.Workflows, Logger: deps.Logger, Now: s.clock,
 		WebhookAllowPrivate: deps.WebhookAllowPrivate, WebhookRequireHTTPS: deps.WebhookRequireHTTPS, Telegram: deps.Telegram})
 	s.accounts = accounts.New(accounts.Deps{

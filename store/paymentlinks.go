@@ -219,6 +219,11 @@ type Buyer struct {
 // buyer waits at most until one payment resolves or expires.
 const MaxOpenLinkPayments = 20
 
+// MaxLinkPaymentsPerHour bounds the payments one link makes in any hour:
+// each takes a derivation index of the merchant's wallet, and a link is
+// open to anyone.
+const MaxLinkPaymentsPerHour = 60
+
 // CreateLinkPayment creates a payment for a payment link through the same
 // path as POST /v1/payments (CreatePayment's rules, in its transaction)
 // and records the link and the buyer's fields on it, which its webhooks
@@ -226,10 +231,11 @@ const MaxOpenLinkPayments = 20
 //
 // A new payment is refused with ERATELIMIT "Payment capacity exceeded.
 // Please try again later." when the link already has MaxOpenLinkPayments
-// payments in progress, or when it would exceed the owner's daily API call
-// limit: each link payment counts as one API call of the owner, as if the
-// merchant had created it with POST /v1/payments. A refusal changes nothing,
-// the daily counter included.
+// payments in progress, or has made MaxLinkPaymentsPerHour in the last
+// hour (a sliding window). Link payments do not count toward the owner's
+// daily API calls: anyone may open a link, and must not use up the
+// merchant's API for the day. A refusal changes nothing, the link's
+// counter included.
 func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np NewPayment, b Buyer) (*Payment, bool, error) {
 	np.ProjectID = link.ProjectID
 	var out *Payment
@@ -264,7 +270,7 @@ func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np New
 		if open >= MaxOpenLinkPayments {
 			return paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgCapacity)
 		}
-		if err := s.countLinkPayment(ctx, tx, *owner); err != nil {
+		if err := s.countLinkPayment(ctx, tx, link.ID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `
@@ -281,20 +287,16 @@ func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np New
 	return out, existing, nil
 }
 
-// countLinkPayment counts a new link payment as one API call of the owner
-// today and refuses it when that passes the owner's daily limit. It runs
-// last in the creation's transaction, which keeps the counter row locked
-// only briefly; a refusal rolls the count back with the payment.
-func (s *Store) countLinkPayment(ctx context.Context, tx pgx.Tx, ownerID int64) error {
-	owner, err := scanAccount(tx.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = $1`, ownerID))
+// countLinkPayment counts a new payment of a link in the link's sliding
+// hour and refuses it past MaxLinkPaymentsPerHour. It runs in the
+// creation's transaction (the link's row is locked, so submissions take
+// turns), and a refusal rolls the count back with the payment.
+func (s *Store) countLinkPayment(ctx context.Context, tx pgx.Tx, linkID string) error {
+	w, err := s.hitSliding(ctx, tx, "link-payments:"+linkID, time.Hour)
 	if err != nil {
-		return fmt.Errorf("load owner: %w", err)
+		return fmt.Errorf("count link payments: %w", err)
 	}
-	d, err := s.hitDaily(ctx, tx, ownerID, DailyAPICalls)
-	if err != nil {
-		return err
-	}
-	if limit := owner.Limits().APICallsPerDay; limit != Unlimited && d.Count > limit {
+	if w.Count > MaxLinkPaymentsPerHour {
 		return paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgCapacity)
 	}
 	return nil

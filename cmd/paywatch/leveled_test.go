@@ -28,4 +28,19 @@ func TestExpectedActivityErrorsAreWarnings(t *testing.T) {
 	buf.Reset()
 	slog.New(leveled{slog.NewTextHandler(&buf, nil), slog.LevelError}).Error("Activity error.", "Error", "x (type: RateLimited, retryable: true)")
 	assert.Empty(t, buf.String(), "below the SDK's level")
+
+	// Issue 28, item 16: a request's rejection (an unauthenticated
+	// select-network for a network the project cannot serve) and a task
+	// cancelled by a clean SIGTERM need no operator.
+	info := slog.New(leveled{slog.NewTextHandler(&buf, nil), slog.LevelInfo})
+	buf.Reset()
+	info.Error("Activity error.", "ActivityType", "payment.select-network",
+		"Error", "USDC is not supported on TRC20 (type: invalid, retryable: false)")
+	assert.Contains(t, buf.String(), "level=INFO")
+	buf.Reset()
+	info.Error("Activity task postprocess error: context canceled", "Error", "context canceled")
+	assert.Contains(t, buf.String(), "level=INFO")
+	buf.Reset()
+	info.Error("Activity task postprocess error: connection refused", "Error", "connection refused")
+	assert.Contains(t, buf.String(), "level=ERROR", "anything else stays an ERROR")
 }

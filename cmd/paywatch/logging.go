@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -31,30 +32,56 @@ var expectedActivityErrors = []string{
 	"(type: " + workflows.ErrTypeMailDeferred + ",",
 }
 
-// Handle lowers the SDK's "Activity error." records of expected retries
-// to WARN, then passes every record on.
+// rejectionTypes are the application error types of an activity's
+// verdict on a caller's request (workflows.Rejectable: invalid, conflict,
+// not found, ...): the caller gets a 4xx, and the log gets no ERROR, since
+// nothing is wrong with the service.
+var rejectionTypes = []string{
+	"(type: " + paywatch.EINVALID + ",", "(type: " + paywatch.EFORBIDDEN + ",", "(type: " + paywatch.ERATELIMIT + ",",
+	"(type: " + paywatch.ECONFLICT + ",", "(type: " + paywatch.EGONE + ",", "(type: " + paywatch.ENOTFOUND + ",",
+}
+
+// Handle lowers the SDK's ERROR records that need no operator: "Activity
+// error." of expected retries to WARN, of a request's rejection to INFO,
+// and a task's "context canceled" while the worker stops (SIGTERM) to
+// INFO; then it passes every record on.
 func (l leveled) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelError && r.Message == "Activity error." {
-		expected := false
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "Error" {
-				v := a.Value.String()
-				for _, typ := range expectedActivityErrors {
-					expected = expected || strings.Contains(v, typ)
-				}
-			}
-			return true
-		})
-		if expected {
-			if !l.Enabled(ctx, slog.LevelWarn) {
-				return nil
-			}
-			w := slog.NewRecord(r.Time, slog.LevelWarn, r.Message, r.PC)
-			r.Attrs(func(a slog.Attr) bool { w.AddAttrs(a); return true })
-			r = w
-		}
+	if r.Level != slog.LevelError {
+		return l.Handler.Handle(ctx, r)
 	}
-	return l.Handler.Handle(ctx, r)
+	text := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "Error" {
+			text += " " + a.Value.String()
+		}
+		return true
+	})
+	contains := func(list []string) bool {
+		for _, s := range list {
+			if strings.Contains(text, s) {
+				return true
+			}
+		}
+		return false
+	}
+	level := slog.LevelError
+	switch {
+	case r.Message == "Activity error." && contains(expectedActivityErrors):
+		level = slog.LevelWarn
+	case r.Message == "Activity error." && contains(rejectionTypes):
+		level = slog.LevelInfo
+	case strings.HasPrefix(r.Message, "Activity task postprocess error") && strings.Contains(text, context.Canceled.Error()):
+		level = slog.LevelInfo
+	}
+	if level == slog.LevelError {
+		return l.Handler.Handle(ctx, r)
+	}
+	if !l.Enabled(ctx, level) {
+		return nil
+	}
+	w := slog.NewRecord(r.Time, level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool { w.AddAttrs(a); return true })
+	return l.Handler.Handle(ctx, w)
 }
 
 func (l leveled) WithAttrs(a []slog.Attr) slog.Handler { return leveled{l.Handler.WithAttrs(a), l.min} }
