@@ -125,3 +125,53 @@ func TestUnmatchedToldOnceUnderRace(t *testing.T) {
 	assert.Equal(t, 1, events)
 	assert.Equal(t, 1, messages)
 }
+
+// After an upgrade, the transfers recorded before it (to a payment's
+// address, after the payment was paid) are given their project by
+// migration 00031, listed as unmatched, and told by the first pass: nothing
+// received before the upgrade stays silent (issue 27, item 4).
+func TestUnmatchedAfterUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newPoolAt(t, 30)
+	const paid = "20000000-0000-4000-8000-000000000001"
+	counted, later := hashOf('a'), hashOf('b')
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO projects (id, slug, name) VALUES (1, 'old', 'Old')`, nil},
+		{`INSERT INTO wallets (id, project_id, xpub_tron) VALUES (1, 1, $1)`, []any{testXPubTron}},
+		{`INSERT INTO derived_addresses (id, wallet_id, family, derivation_index, address, decimals) VALUES (1, 1, 'tron', 1, $1, 6)`,
+			[]any{testTronIndex1}},
+		{`INSERT INTO address_owners (family, address, wallet_id) VALUES ('tron', $1, 1)`, []any{testTronIndex1}},
+		{`INSERT INTO payments (id, project_id, address_mode, network, token, address, amount, decimals, external_ref, expires_at,
+		                        derived_address_id, status, start_block, created_at)
+		  VALUES ($1, 1, 'per_payment', 'TRC20', 'USDT', $2, 10000000, 6, 'a', now(), 1, 'paid', 5, now() - interval '2 hours')`,
+			[]any{paid, testTronIndex1}},
+		{`INSERT INTO transfer_claims (network, tx_hash, log_index, payment_id, to_address, token, amount, counted_at)
+		  VALUES ('TRC20', $1, 0, $2, $3, 'USDT', 10000000, now())`, []any{counted, paid, testTronIndex1}},
+		{`INSERT INTO chain_transfers (network, tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount)
+		  VALUES ('TRC20', $1, 0, 10, 'b1', 'USDT', $3, $4, 10000000), ('TRC20', $2, 0, 11, 'b2', 'USDT', $3, $4, 10000000)`,
+			[]any{counted, later, tronAddrs[0], testTronIndex1}},
+		{`INSERT INTO chain_cursors (network, height, block_hash, head, updated_at) VALUES ('TRC20', 100, 'h', 100, now())`, nil},
+	} {
+		_, err := pool.Exec(ctx, q.sql, q.args...)
+		require.NoError(t, err, q.sql)
+	}
+	_, err := store.Migrate(ctx, pool)
+	require.NoError(t, err)
+	s := store.New(pool)
+
+	list, total, err := s.ProjectTransfers(ctx, 1, store.TransferFilter{})
+	require.NoError(t, err)
+	require.Equal(t, 2, total)
+	states := map[string]store.TransferState{}
+	for _, tr := range list {
+		states[tr.TxHash] = tr.State
+	}
+	assert.Equal(t, map[string]store.TransferState{counted: store.TransferMatched, later: store.TransferUnmatched}, states)
+	told := tell(t, s)
+	require.Len(t, told, 1)
+	assert.Contains(t, told, later)
+}
