@@ -22,12 +22,18 @@ CREATE UNIQUE INDEX webhook_events_transfer_idx ON webhook_events (network, tx_h
     WHERE tx_hash IS NOT NULL;
 ALTER TABLE chat_messages ALTER COLUMN payment_id DROP NOT NULL;
 
--- The payment an address served last before a transfer, in one index
--- lookup per transfer (store.classifiedSQL).
-CREATE INDEX payments_address_created_idx ON payments (network, address, created_at DESC) WHERE address IS NOT NULL;
+-- Index probes for each transfer classified (store.classifiedSQL): the
+-- payment an address served last before a transfer's block, and the
+-- payments on an address that may still take one, without reading a pool
+-- address's finished payments.
+CREATE INDEX payments_address_start_idx ON payments (network, address, start_block DESC) WHERE address IS NOT NULL;
+CREATE INDEX payments_open_address_idx ON payments (network, address) WHERE status IN ('pending', 'confirming', 'partial');
+CREATE INDEX payments_expired_address_idx ON payments (network, address, expires_at) WHERE status = 'expired';
 
 -- +goose Down
-DROP INDEX payments_address_created_idx;
+DROP INDEX payments_address_start_idx;
+DROP INDEX payments_open_address_idx;
+DROP INDEX payments_expired_address_idx;
 DELETE FROM chat_messages WHERE payment_id IS NULL;
 DELETE FROM webhook_attempts a USING webhook_events e WHERE a.event_id = e.event_id AND e.payment_id IS NULL;
 DELETE FROM webhook_events WHERE payment_id IS NULL;

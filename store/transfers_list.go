@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,15 +111,17 @@ func confirmationsSQL(network string) string {
 	return b.String()
 }
 
-// familySQL is the networks sharing network's addresses (its address
-// family), as a text[].
-func familySQL(network string) string {
+// otherNetworksSQL is the other networks sharing network's addresses
+// (its address family, less itself), as a text[]: empty for TRC20.
+func otherNetworksSQL(network string) string {
 	var b strings.Builder
 	b.WriteString("CASE " + network)
 	for _, n := range paywatch.Networks() {
-		var members []string
+		members := []string{}
 		for _, m := range paywatch.NetworksOf(n.Family) {
-			members = append(members, "'"+string(m)+"'")
+			if m != n.Network {
+				members = append(members, "'"+string(m)+"'")
+			}
 		}
 		fmt.Fprintf(&b, " WHEN '%s' THEN ARRAY[%s]::text[]", n.Network, strings.Join(members, ", "))
 	}
@@ -153,6 +156,12 @@ func transfersSQL() string { return classifiedSQL("t.project_id = $1", "$2") }
 // where (removed ones never), classified, with late the parameter of the
 // late window's start: the rows of the s subquery.
 func classifiedSQL(where, late string) string {
+	return classifiedFromSQL("chain_transfers t", where, late)
+}
+
+// classifiedFromSQL is classifiedSQL over from, a chain_transfers row
+// source named t (a page of them, say).
+func classifiedFromSQL(from, where, late string) string {
 	// Held: the payment counted it, confirmed (countConfirmed marks the
 	// claim in the transaction that saves that state). A payment that ended
 	// still listing a transfer unconfirmed (paid by an earlier one, or
@@ -162,12 +171,21 @@ func classifiedSQL(where, late string) string {
 	// its final check claims what the scanner recorded before the payment's
 	// address assignment committed. A pool + micro_amount payment only one
 	// within its match window (paywatch.MicroMatch).
-	mayTake := `EXISTS (
-	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address AND lp.token = t.token
-	             AND COALESCE(lp.start_block, 0) <= t.block_number AND ` + liveSQL("lp", late) + `
+	// Two probes, each on a partial index of the payments that can still
+	// take transfers (payments_open_address_idx, payments_expired_address_idx),
+	// so that a pool address's thousands of finished payments are not read
+	// for every transfer.
+	takes := ` AND lp.token = t.token AND COALESCE(lp.start_block, 0) <= t.block_number
 	             AND (NOT ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.ExactMatch }) + `
 	                  OR abs(t.amount / power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)
-	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001))`
+	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001)`
+	mayTake := `(EXISTS (
+	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address
+	             AND lp.status IN ('pending', 'confirming', 'partial')` + takes + `)
+	         OR EXISTS (
+	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address
+	             AND lp.status = 'expired' AND lp.expires_at > ` + late + `
+	             AND ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.LateFunds }) + takes + `))`
 	return `
 	SELECT s.* FROM (
 	SELECT t.network, t.tx_hash, t.log_index, t.block_number, t.token, t.from_address, t.to_address, t.amount::text,
@@ -193,7 +211,7 @@ func classifiedSQL(where, late string) string {
 	         ELSE 'not_taken'
 	       END AS reason,
 	       t.created_at, t.handled_at, t.handled_by, t.handled_note, t.project_id, pr.name AS project_name
-	FROM chain_transfers t
+	FROM ` + from + `
 	JOIN projects pr ON pr.id = t.project_id
 	LEFT JOIN chain_cursors cc ON cc.network = t.network
 	LEFT JOIN transfer_claims c ON c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index
@@ -204,16 +222,17 @@ func classifiedSQL(where, late string) string {
 	  -- transfer's network first, then on another of its family: an EVM
 	  -- address is the same on all four, and paying on the wrong one is a
 	  -- common mistake.
-	  -- Two index lookups (payments_address_created_idx), not a sort of
-	  -- every payment on a shared address.
+	  -- Index probes (payments_address_start_idx), not a sort of every
+	  -- payment on a shared address.
 	  SELECT r.* FROM (
 	    (SELECT p.id, p.token, p.status, p.network, 0 AS pri FROM payments p
-	     WHERE p.network = t.network AND p.address = t.to_address AND COALESCE(p.start_block, 0) <= t.block_number
-	     ORDER BY p.created_at DESC LIMIT 1)
+	     WHERE p.network = t.network AND p.address = t.to_address AND p.start_block <= t.block_number
+	     ORDER BY p.start_block DESC LIMIT 1)
 	    UNION ALL
 	    (SELECT p.id, p.token, p.status, p.network, 1 AS pri FROM payments p
-	     WHERE p.network = ANY(` + familySQL("t.network") + `) AND p.network <> t.network AND p.address = t.to_address
-	     ORDER BY p.created_at DESC LIMIT 1)
+	     WHERE p.network = ANY(` + otherNetworksSQL("t.network") + `) AND p.address = t.to_address
+	       AND p.start_block IS NOT NULL
+	     ORDER BY p.start_block DESC LIMIT 1)
 	  ) r ORDER BY r.pri LIMIT 1) rel ON true
 	WHERE ` + where + ` AND NOT t.removed
 	) s`
@@ -268,14 +287,26 @@ func (s *Store) ProjectTransfers(ctx context.Context, projectID int64, f Transfe
 		inner = append(inner, "t.to_address = (SELECT pa.address FROM payments pa WHERE pa.id::text = "+p+")")
 		where = append(where, "(s.payment_id = "+p+" OR s.related_id = "+p+")")
 	}
-	query := classifiedSQL(strings.Join(inner, " AND "), "$2") + ` WHERE ` + strings.Join(where, " AND ")
+	cond := strings.Join(inner, " AND ")
+	query := classifiedSQL(cond, "$2") + ` WHERE ` + strings.Join(where, " AND ")
+	countSQL := `SELECT count(*) FROM (` + query + `) n`
+	countArgs := slices.Clone(args)
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, query+`
-		ORDER BY s.created_at DESC, s.network, s.tx_hash, s.log_index
-		LIMIT `+arg(limit)+` OFFSET `+arg(f.Offset), args...)
+	order := `ORDER BY %[1]s.created_at DESC, %[1]s.network, %[1]s.tx_hash, %[1]s.log_index`
+	window := ` LIMIT ` + arg(limit) + ` OFFSET ` + arg(f.Offset)
+	page := query + ` ` + fmt.Sprintf(order, "s") + window
+	if len(where) == 1 {
+		// No condition on the verdict: the page is cut from the recorded
+		// rows first, and only its rows are classified; the total needs no
+		// classifying at all.
+		from := `(SELECT * FROM chain_transfers t WHERE ` + cond + ` AND NOT t.removed ` + fmt.Sprintf(order, "t") + window + `) t`
+		page = classifiedFromSQL(from, "true", "$2") + ` ` + fmt.Sprintf(order, "s")
+		countSQL = `SELECT count(*) FROM chain_transfers t WHERE ` + cond + ` AND NOT t.removed AND $2::timestamptz IS NOT NULL`
+	}
+	rows, err := s.pool.Query(ctx, page, args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list transfers: %w", err)
 	}
@@ -284,8 +315,7 @@ func (s *Store) ProjectTransfers(ctx context.Context, projectID int64, f Transfe
 		return nil, 0, err
 	}
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+query+`) n`,
-		args[:len(args)-2]...).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, countSQL, countArgs...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count transfers: %w", err)
 	}
 	return out, total, nil
