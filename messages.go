@@ -183,6 +183,9 @@ const (
 	// MsgProtectionKeyIsPassword refuses a protection key equal to the
 	// account's password.
 	MsgProtectionKeyIsPassword = "Use a protection key different from your password"
+	// MsgPasswordIsProtectionKey refuses a new password equal to the
+	// account's protection key.
+	MsgPasswordIsProtectionKey = "Use a password different from your protection key"
 	// MsgInviteSignIn asks the invited address's account to sign in
 	// before it accepts; it takes the address.
 	MsgInviteSignIn        = "Sign in as %s to accept this invitation"

@@ -60,3 +60,16 @@ func TestProtectionKeyDiffersFromThePassword(t *testing.T) {
 	requireCode(t, e.svc.SetProtectionKey(e.ctx, a.ID, "a key of its own", password), paywatch.EINVALID, paywatch.MsgProtectionKeyIsPassword)
 	require.NoError(t, e.svc.CheckProtectionKey(e.ctx, a.ID, "a key of its own"), "the old key stands")
 }
+
+// A password reset to the protection key is refused too, and the link
+// stays usable for another password (issue 28, item 15).
+func TestPasswordResetDiffersFromTheProtectionKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.signUp("lee@example.com")
+	require.NoError(t, e.svc.SetProtectionKey(e.ctx, a.ID, password, "a key of its own"))
+	require.NoError(t, e.svc.RequestPasswordReset(e.ctx, "lee@example.com", testIP))
+	tok := e.token(e.lastMail("lee@example.com"), "/password/reset")
+	requireCode(t, e.svc.SetPassword(e.ctx, tok, "a key of its own"), paywatch.EINVALID, paywatch.MsgPasswordIsProtectionKey)
+	require.NoError(t, e.svc.SetPassword(e.ctx, tok, "a brand new password"))
+}

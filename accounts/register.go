@@ -171,6 +171,13 @@ func (s *Service) SetPassword(ctx context.Context, token, password string) error
 	if err != nil {
 		return err
 	}
-	_, err = s.deps.Store.SetPasswordByToken(ctx, hashToken(token), pw)
+	// The password must not be the protection key: each guards what the
+	// other cannot (issue 28, item 15).
+	_, err = s.deps.Store.SetPasswordByToken(ctx, hashToken(token), pw, func(keyHash string) error {
+		if keyHash != "" && matchSecret(password, keyHash) {
+			return paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgPasswordIsProtectionKey)
+		}
+		return nil
+	})
 	return err
 }

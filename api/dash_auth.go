@@ -198,7 +198,8 @@ func (s *Server) inviteSubmit(c echo.Context) error {
 	}
 	if err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password"), signedIn); err != nil {
 		email, has, _ := s.accounts.InvitationEmail(ctx, token)
-		return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has}, err)
+		first := has && (signedIn == nil || !strings.EqualFold(signedIn.Email, email))
+		return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has, SignInFirst: first}, err)
 	}
 	if session(c) != nil {
 		return s.redirect(c, DashboardPath, flashJoined)

@@ -471,6 +471,8 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 		{"in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "w", "metadata": {"a": 1, "a": 2}}`, false},
 		{"deep in metadata", "POST", "/v1/payments", `{"amount": 10, "external_ref": "w", "metadata": {"l": [{"a": 1}, {"b": {"c": 1, "c": 1}}]}}`, false},
 		{"a project", "PATCH", "/v1/projects/other", `{"name": "A", "name": "B"}`, true},
+		{"a cancel, another case", "PATCH", "/v1/payments/" + id, `{"status":"paid","STATUS":"cancelled"}`, false},
+		{"a cancel, long s", "PATCH", "/v1/payments/" + id, `{"status":"paid","ſtatus":"cancelled"}`, false},
 	} {
 		req := request{method: c.method, path: c.path, apiKey: key, body: c.body}
 		if c.operator {

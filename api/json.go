@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -45,6 +46,11 @@ func decodeBody(c echo.Context, dst any) error {
 		return errInvalidBody
 	}
 	return nil
+}
+
+// foldKey folds a key as encoding/json matches it to a struct field.
+func foldKey(k string) string {
+	return strings.Map(func(r rune) rune { return unicode.ToUpper(unicode.ToLower(r)) }, k)
 }
 
 // uniqueKeys reports whether no object of a valid JSON text, at any depth
@@ -92,6 +98,12 @@ func uniqueKeys(raw []byte) bool {
 		}
 		if stack[top].key {
 			k, _ := tok.(string)
+			if top == 0 {
+				// The request structs take their fields without regard to
+				// case (and ſ for s, the Kelvin sign for k), as Go's decoder
+				// matches them: {"status":…,"STATUS":…} is a duplicate too.
+				k = foldKey(k)
+			}
 			if stack[top].keys[k] {
 				return false
 			}

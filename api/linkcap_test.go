@@ -65,12 +65,14 @@ func TestPaymentLinkSubmissionsCountApartFromTheAPI(t *testing.T) {
 		"Daily API call limit exceeded. Upgrade your plan for unlimited access.")
 	paymentIDOf(t, e.submitLink("tip", url.Values{"amount": {"5"}}))
 
+	// One client, across two links (each holds at most 20 open payments).
+	require.Equal(t, http.StatusCreated, e.createLink("shop", map[string]any{"slug": "tip2", "title": "Tip jar 2", "network": "TRC20"}).Code)
 	ip := "198.51.100.77"
 	for i := range api.LinkPaymentsPerIPPerHour {
-		r := e.payCall(request{method: "POST", path: "/l/tip", body: url.Values{"amount": {"5"}}, ip: ip})
+		r := e.payCall(request{method: "POST", path: "/l/" + []string{"tip", "tip2"}[i%2], body: url.Values{"amount": {"5"}}, ip: ip})
 		require.Equal(t, http.StatusSeeOther, r.Code, "payment %d: %s", i, r.Raw)
 	}
-	r := e.payCall(request{method: "POST", path: "/l/tip", body: url.Values{"amount": {"5"}}, ip: ip})
+	r := e.payCall(request{method: "POST", path: "/l/tip2", body: url.Values{"amount": {"5"}}, ip: ip})
 	requireHTML(t, r, http.StatusTooManyRequests)
 	assert.Contains(t, r.Raw, paywatch.MsgTooManyRequests)
 	assert.NotEmpty(t, r.Header.Get("Retry-After"))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -165,9 +166,23 @@ func (s *Server) linkPage(c echo.Context) error {
 // fraction, read exactly (never through a float).
 var buyerAmount = regexp.MustCompile(`^[0-9]{1,15}(\.[0-9]{1,18})?$`)
 
-// LinkPaymentsPerIPPerHour bounds the payments one client IP makes
-// through payment links in any hour (a sliding window).
-const LinkPaymentsPerIPPerHour = 10
+// LinkPaymentsPerIPPerHour bounds the payments one client makes through
+// payment links in any hour (a sliding window): one IPv4 address, or one
+// IPv6 /64, which a single host can rotate through. Behind a reverse
+// proxy, PAYWATCH_TRUSTED_PROXIES must name it, or every buyer shares the
+// proxy's address.
+const LinkPaymentsPerIPPerHour = 20
+
+// clientNet is the key of a client's address for per-client limits: an
+// IPv4 address, or the /64 of an IPv6 one.
+func clientNet(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || a.Unmap().Is4() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
 
 // linkSubmit is POST {pay_url}/l/{slug}: it checks the buyer's fields,
 // creates the payment through the API's creation path and redirects (303)
@@ -231,7 +246,7 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	}
 	// Per client IP, apart from the merchant's API calls: a buyer makes a
 	// payment or two, and one client cannot take a link's hour alone.
-	w, err := s.deps.Store.HitSliding(ctx, "link-payments-ip:"+c.RealIP(), time.Hour)
+	w, err := s.deps.Store.HitSliding(ctx, "link-payments-ip:"+clientNet(c.RealIP()), time.Hour)
 	if err != nil {
 		return err
 	}

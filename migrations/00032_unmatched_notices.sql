@@ -26,7 +26,7 @@ ALTER TABLE chat_messages ALTER COLUMN payment_id DROP NOT NULL;
 -- payment an address served last before a transfer's block, and the
 -- payments on an address that may still take one, without reading a pool
 -- address's finished payments.
-CREATE INDEX payments_address_start_idx ON payments (network, address, start_block DESC) WHERE address IS NOT NULL;
+CREATE INDEX payments_address_start_idx ON payments (network, address, start_block DESC, created_at DESC, id DESC) WHERE address IS NOT NULL;
 CREATE INDEX payments_open_address_idx ON payments (network, address) WHERE status IN ('pending', 'confirming', 'partial');
 CREATE INDEX payments_expired_address_idx ON payments (network, address, expires_at) WHERE status = 'expired';
 

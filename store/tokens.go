@@ -243,7 +243,7 @@ func (s *Store) ConfirmRegistration(ctx context.Context, hash []byte, check func
 // account's password (which also confirms its address), ends every session
 // of the account and withdraws its other open reset and set-password
 // links, all in one transaction.
-func (s *Store) SetPasswordByToken(ctx context.Context, hash []byte, passwordHash string) (*Account, error) {
+func (s *Store) SetPasswordByToken(ctx context.Context, hash []byte, passwordHash string, check func(protectionKeyHash string) error) (*Account, error) {
 	var out *Account
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		_, accountID, _, _, err := s.consumeToken(ctx, tx, hash, TokenReset, TokenSetPassword)
@@ -252,6 +252,16 @@ func (s *Store) SetPasswordByToken(ctx context.Context, hash []byte, passwordHas
 		}
 		if accountID == nil {
 			return linkGone()
+		}
+		if check != nil {
+			// Refused, the transaction rolls back: the link stays usable.
+			var key string
+			if err := tx.QueryRow(ctx, `SELECT COALESCE(protection_key_hash, '') FROM accounts WHERE id = $1`, *accountID).Scan(&key); err != nil && !noRows(err) {
+				return err
+			}
+			if err := check(key); err != nil {
+				return err
+			}
 		}
 		now := s.clock()
 		out, err = scanAccount(tx.QueryRow(ctx, `

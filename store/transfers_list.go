@@ -227,12 +227,12 @@ func classifiedFromSQL(from, where, late string) string {
 	  SELECT r.* FROM (
 	    (SELECT p.id, p.token, p.status, p.network, 0 AS pri FROM payments p
 	     WHERE p.network = t.network AND p.address = t.to_address AND p.start_block <= t.block_number
-	     ORDER BY p.start_block DESC LIMIT 1)
+	     ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1)
 	    UNION ALL
 	    (SELECT p.id, p.token, p.status, p.network, 1 AS pri FROM payments p
 	     WHERE p.network = ANY(` + otherNetworksSQL("t.network") + `) AND p.address = t.to_address
 	       AND p.start_block IS NOT NULL
-	     ORDER BY p.start_block DESC LIMIT 1)
+	     ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1)
 	  ) r ORDER BY r.pri LIMIT 1) rel ON true
 	WHERE ` + where + ` AND NOT t.removed
 	) s`
