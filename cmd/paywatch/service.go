@@ -206,7 +206,7 @@ func (m *Main) Run(ctx context.Context) error {
 			MaxLagBlocks:        cfg.MaxLagBlocks,
 			// The devnet endpoints of operations.md §4 live on the API
 			// listener, behind its Host rule, only while devnet chains run.
-			Devnet:  rt.DevnetHandler, DevnetNetworks: rt.DevnetNetworks,
+			Devnet: rt.DevnetHandler, DevnetNetworks: rt.DevnetNetworks,
 			DevMail: cfg.Mode == ModeDev && cfg.SMTPURL == "",
 			// The merchant dashboard (operations.md §6); its cookies are
 			// Secure outside dev, which serves plain http://127.0.0.1.
