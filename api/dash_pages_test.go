@@ -384,3 +384,23 @@ func TestDashboardWebhookHintFollowsTheDeployment(t *testing.T) {
 		assert.Contains(t, b.get("/dashboard/projects/new").Body, tc.hint)
 	}
 }
+
+// Each credential is named for what it does: the API secret is not what
+// the protected actions ask for (that is the account's protection key),
+// and a payment's status line does not say "paid" twice (issue 28, items
+// 2 and 10).
+func TestDashboardNamesEachCredentialAndAmount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	key := b.owner("cred@example.com", "cred")
+	keys := b.get("/dashboard/p/cred/keys").Body
+	assert.NotContains(t, keys, "API secret</strong> for the dashboard")
+	assert.Contains(t, keys, "protection key")
+	require.Equal(t, http.StatusOK, e.op("PUT", "/v1/projects/cred/wallet", hdWallet()).Code)
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 25, "external_ref": "a", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	page := b.get("/dashboard/p/cred/payments/" + r.str("payment.id")).Body
+	assert.Contains(t, page, "of 25.00 USDT received")
+	assert.NotContains(t, page, `<span class="muted">paid <span`)
+}
