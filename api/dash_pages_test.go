@@ -404,3 +404,21 @@ func TestDashboardNamesEachCredentialAndAmount(t *testing.T) {
 	assert.Contains(t, page, "of 25.00 USDT received")
 	assert.NotContains(t, page, `<span class="muted">paid <span`)
 }
+
+// "Re-check chain" is offered only where a transfer found could still
+// count: on an open payment, not on a cancelled one, where it could only
+// answer 409 (issue 28, item 4).
+func TestDashboardRecheckOnlyWhereItCanHelp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	key := b.owner("rch@example.com", "rch")
+	require.Equal(t, http.StatusOK, e.op("PUT", "/v1/projects/rch/wallet", hdWallet()).Code)
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": "a", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	id := r.str("payment.id")
+	assert.Contains(t, b.get("/dashboard/p/rch/payments/"+id).Body, `id="recheck-form"`, "open: offered")
+	_, err := e.store.Pool().Exec(t.Context(), `UPDATE payments SET status = 'cancelled' WHERE id = $1`, id)
+	require.NoError(t, err)
+	assert.NotContains(t, b.get("/dashboard/p/rch/payments/"+id).Body, `id="recheck-form"`, "cancelled: not offered")
+}

@@ -111,6 +111,10 @@ type paymentPage struct {
 	// Later are the transfers to the payment's address that it does not
 	// hold (laterTransfers), with how each stands.
 	Later []transferRow
+	// CanRecheck: a transfer found now could still count for the payment
+	// (in progress, or expired inside the late window of a mode with one),
+	// so "Re-check chain" is offered; otherwise it could only answer 409.
+	CanRecheck bool
 }
 
 // paymentShow shows a payment: its status over time, its transactions,
@@ -146,6 +150,12 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 	}
 	if pg.Later, gerr = s.laterTransfers(c, prj.ID, p.ID); gerr != nil {
 		return gerr
+	}
+	switch p.Status {
+	case paywatch.StatusPending, paywatch.StatusConfirming, paywatch.StatusPartial:
+		pg.CanRecheck = true
+	case paywatch.StatusExpired:
+		pg.CanRecheck = paywatch.PolicyOf(p.Mode, p.PoolMatching).LateFunds && s.clock().Before(p.ExpiresAt.Add(paywatch.LateWindow))
 	}
 	pg.dashPage = s.page(c, "Payment "+shortID(p.ID))
 	pg.Tab = "payments"
