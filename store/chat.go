@@ -99,25 +99,12 @@ func (s *Store) QueueChatMessage(ctx context.Context, eventID string, text func(
 			return nil
 		}
 		state, queued = ChatPending, true
-		accountID, limit, err := chatQuota(ctx, tx, projectID)
+		within, err := countQuota(ctx, tx, projectID, "chat_notifications", now, chatQuota)
 		if err != nil {
 			return err
 		}
-		if accountID != 0 && limit >= 0 {
-			var n int64
-			err = tx.QueryRow(ctx, `
-				INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2::date, 'chat_notifications', 1)
-				ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
-				WHERE daily_usage.count < $3
-				RETURNING count`, accountID, now.Format(time.DateOnly), limit).Scan(&n)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				state = ChatSkipped
-			case err != nil:
-				return err
-			case limit == 0:
-				state = ChatSkipped
-			}
+		if !within {
+			state = ChatSkipped
 		}
 		var lastError *string
 		if state == ChatSkipped {

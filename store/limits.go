@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DailyKind names a daily counter of an owner account.
@@ -122,4 +125,31 @@ func (s *Store) PruneRateLimits(ctx context.Context) error {
 		return fmt.Errorf("prune rate limits: %w", err)
 	}
 	return nil
+}
+
+// countQuota counts one use of kind against the daily quota of the
+// project's owner (limit reads it; negative is unlimited) and reports
+// whether it was within it. A project without an owner has no quota.
+func countQuota(ctx context.Context, tx pgx.Tx, projectID int64, kind string, now time.Time,
+	limit func(context.Context, pgx.Tx, int64) (int64, int64, error)) (bool, error) {
+	accountID, max, err := limit(ctx, tx, projectID)
+	if err != nil || accountID == 0 || max < 0 {
+		return err == nil, err
+	}
+	if max == 0 {
+		return false, nil
+	}
+	var n int64
+	err = tx.QueryRow(ctx, `
+		INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2::date, $3, 1)
+		ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
+		WHERE daily_usage.count < $4
+		RETURNING count`, accountID, now.Format(time.DateOnly), kind, max).Scan(&n)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }

@@ -183,30 +183,3 @@ func (s *Store) TellUnmatched(ctx context.Context, t ProjectTransfer, n Unmatche
 	}
 	return told, ok, nil
 }
-
-// countQuota counts one use of kind against the daily quota of the
-// project's owner (limit reads it; negative is unlimited) and reports
-// whether it was within it. A project without an owner has no quota.
-func countQuota(ctx context.Context, tx pgx.Tx, projectID int64, kind string, now time.Time,
-	limit func(context.Context, pgx.Tx, int64) (int64, int64, error)) (bool, error) {
-	accountID, max, err := limit(ctx, tx, projectID)
-	if err != nil || accountID == 0 || max < 0 {
-		return err == nil, err
-	}
-	if max == 0 {
-		return false, nil
-	}
-	var n int64
-	err = tx.QueryRow(ctx, `
-		INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2::date, $3, 1)
-		ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
-		WHERE daily_usage.count < $4
-		RETURNING count`, accountID, now.Format(time.DateOnly), kind, max).Scan(&n)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
-}

@@ -80,27 +80,9 @@ func (s *Store) QueueWebhookEvent(ctx context.Context, ev WebhookEvent) (Webhook
 		if ev.Event.QuotaExempt() {
 			return nil
 		}
-		accountID, limit, err := webhookQuota(ctx, tx, projectID)
-		if err != nil || accountID == 0 || limit < 0 {
+		within, err := countQuota(ctx, tx, projectID, "webhooks", now, webhookQuota)
+		if err != nil || within {
 			return err
-		}
-		counted := false
-		if limit > 0 {
-			var n int64
-			err = tx.QueryRow(ctx, `
-				INSERT INTO daily_usage (account_id, day, kind, count) VALUES ($1, $2::date, 'webhooks', 1)
-				ON CONFLICT (account_id, day, kind) DO UPDATE SET count = daily_usage.count + 1
-				WHERE daily_usage.count < $3
-				RETURNING count`, accountID, now.Format(time.DateOnly), limit).Scan(&n)
-			switch {
-			case err == nil:
-				counted = true
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
-		}
-		if counted {
-			return nil
 		}
 		state = WebhookSkipped
 		return recordAttempt(ctx, tx, WebhookAttempt{EventID: ev.EventID, Attempt: 1, ResponseBody: quotaSkippedBody, State: WebhookSkipped}, now)
