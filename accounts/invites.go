@@ -31,17 +31,20 @@ func (s *Service) Invite(ctx context.Context, projectID int64, email string) err
 	return nil
 }
 
-// InvitationEmail returns the address an open invitation was sent to and
-// whether an account has it, for the acceptance form.
-func (s *Service) InvitationEmail(ctx context.Context, token string) (email string, hasAccount bool, err error) {
+// Invitation returns an open invitation, for the acceptance page: the
+// address it was sent to, whether an account has it, the project and who
+// invited.
+func (s *Service) Invitation(ctx context.Context, token string) (store.Invitation, error) {
 	if token == "" {
-		return "", false, linkGone()
+		return store.Invitation{}, linkGone()
 	}
 	return s.deps.Store.InvitationByHash(ctx, hashToken(token))
 }
 
 // AcceptInvite opens an invitation: the invited address becomes a viewer
-// of the project, and an address without an account gets one with password.
+// of the project, and an address without an account gets one with password
+// and is signed in at once (the session returned; nil for an existing
+// account, which accepts signed in already).
 //
 // The new account is plan free and active, its address confirmed by the
 // link; for an address with an account, password is ignored, and the
@@ -49,24 +52,34 @@ func (s *Service) InvitationEmail(ctx context.Context, token string) (email stri
 // alone, forwarded or intercepted, must not add a project to someone
 // else's account. Of two acceptances at once, one wins and the other is
 // EGONE.
-func (s *Service) AcceptInvite(ctx context.Context, token, password string, signedIn *store.Account) error {
-	email, hasAccount, err := s.InvitationEmail(ctx, token)
+func (s *Service) AcceptInvite(ctx context.Context, token, password string, signedIn *store.Account, ip, userAgent string) (*Session, error) {
+	inv, err := s.Invitation(ctx, token)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if hasAccount && (signedIn == nil || normalEmail(signedIn.Email) != normalEmail(email)) {
-		return paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgInviteSignIn, email)
+	if inv.HasAccount && (signedIn == nil || normalEmail(signedIn.Email) != normalEmail(inv.Email)) {
+		return nil, paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgInviteSignIn, inv.Email)
 	}
-	var pw string
-	if !hasAccount {
-		if err := validatePassword(password); err != nil {
-			return err
-		}
-		if pw, err = hashSecret(password); err != nil {
-			return err
-		}
+	if inv.HasAccount {
+		return nil, s.deps.Store.AcceptInvitation(ctx, hashToken(token), "")
 	}
-	return s.deps.Store.AcceptInvitation(ctx, hashToken(token), pw)
+	if err := validatePassword(password); err != nil {
+		return nil, err
+	}
+	pw, err := hashSecret(password)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.deps.Store.AcceptInvitation(ctx, hashToken(token), pw); err != nil {
+		return nil, err
+	}
+	// The link proved the address and the form chose the password: asking
+	// for both again on a sign-in page would be a step for nothing.
+	auth, err := s.deps.Store.AccountAuthByEmail(ctx, inv.Email)
+	if err != nil {
+		return nil, err
+	}
+	return s.newSession(ctx, auth, ip, userAgent)
 }
 
 // Viewers lists a project's viewers and open invitations.

@@ -34,14 +34,26 @@ func TestInviteCreatesViewer(t *testing.T) {
 	require.Len(t, vs, 1)
 	assert.Equal(t, accounts.Viewer{Email: "nia@example.com", Accepted: false, CreatedAt: e.clk.Now()}, vs[0])
 
-	email, has, err := e.svc.InvitationEmail(e.ctx, tok)
+	inv, err := e.svc.Invitation(e.ctx, tok)
 	require.NoError(t, err)
-	assert.Equal(t, "nia@example.com", email)
-	assert.False(t, has)
-	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, "short", nil), paywatch.EINVALID, paywatch.MsgPasswordLength)
-	require.NoError(t, e.svc.AcceptInvite(e.ctx, tok, password, nil))
-	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, password, nil), paywatch.EGONE, paywatch.MsgLinkGone)
-	_, _, err = e.svc.InvitationEmail(e.ctx, tok)
+	// The page names the address, the project and who invited.
+	assert.Equal(t, store.Invitation{Email: "nia@example.com", ProjectSlug: "shop", ProjectName: "The Shop", InvitedBy: "owner@example.com"}, inv)
+	accept := func(tok, password string, as *store.Account) (*accounts.Session, error) {
+		return e.svc.AcceptInvite(e.ctx, tok, password, as, "192.0.2.1", "test")
+	}
+	_, err = accept(tok, "short", nil)
+	requireCode(t, err, paywatch.EINVALID, paywatch.MsgPasswordLength)
+	// A new account is signed in on acceptance.
+	joined, err := accept(tok, password, nil)
+	require.NoError(t, err)
+	require.NotNil(t, joined)
+	assert.Equal(t, "nia@example.com", joined.Account.Email)
+	back, err := e.svc.Authenticate(e.ctx, joined.Token)
+	require.NoError(t, err)
+	assert.Equal(t, joined.Account.ID, back.Account.ID)
+	_, err = accept(tok, password, nil)
+	requireCode(t, err, paywatch.EGONE, paywatch.MsgLinkGone)
+	_, err = e.svc.Invitation(e.ctx, tok)
 	requireCode(t, err, paywatch.EGONE, paywatch.MsgLinkGone)
 
 	sess := e.signIn("nia@example.com")
@@ -66,7 +78,8 @@ func TestInviteCreatesViewer(t *testing.T) {
 	role, err = e.svc.RoleIn(e.ctx, sess.Account.ID, p)
 	require.NoError(t, err)
 	assert.Equal(t, accounts.RoleNone, role)
-	requireCode(t, e.svc.AcceptInvite(e.ctx, open, password, nil), paywatch.EGONE, paywatch.MsgLinkGone)
+	_, err = accept(open, password, nil)
+	requireCode(t, err, paywatch.EGONE, paywatch.MsgLinkGone)
 }
 
 // An address with an account keeps its password when it accepts.
@@ -78,15 +91,19 @@ func TestInviteExistingAccount(t *testing.T) {
 	stranger := e.signUp("mallory@example.com")
 	require.NoError(t, e.svc.Invite(e.ctx, p.ID, "pat@example.com"))
 	tok := e.token(e.lastMail("pat@example.com"), "/invite")
-	_, has, err := e.svc.InvitationEmail(e.ctx, tok)
+	inv, err := e.svc.Invitation(e.ctx, tok)
 	require.NoError(t, err)
-	assert.True(t, has)
+	assert.True(t, inv.HasAccount)
 	// Only pat, signed in, takes it: not whoever holds the link (issue 28,
 	// item 20), and the refusals leave it open.
 	msg := fmt.Sprintf(paywatch.MsgInviteSignIn, "pat@example.com")
-	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, "", nil), paywatch.EFORBIDDEN, msg)
-	requireCode(t, e.svc.AcceptInvite(e.ctx, tok, "", stranger), paywatch.EFORBIDDEN, msg)
-	require.NoError(t, e.svc.AcceptInvite(e.ctx, tok, "", pat))
+	for _, as := range []*store.Account{nil, stranger} {
+		_, err := e.svc.AcceptInvite(e.ctx, tok, "", as, "192.0.2.1", "test")
+		requireCode(t, err, paywatch.EFORBIDDEN, msg)
+	}
+	sess, err := e.svc.AcceptInvite(e.ctx, tok, "", pat, "192.0.2.1", "test")
+	require.NoError(t, err)
+	assert.Nil(t, sess, "a signed-in account keeps its session")
 	e.signIn("pat@example.com")
 }
 
@@ -102,7 +119,8 @@ func TestRolesAndProjects(t *testing.T) {
 	beta := e.project("other@example.com", "beta", "Beta")
 	for _, p := range []*store.Project{beta, alpha} {
 		require.NoError(t, e.svc.Invite(e.ctx, p.ID, "quinn@example.com"))
-		require.NoError(t, e.svc.AcceptInvite(e.ctx, e.token(e.lastMail("quinn@example.com"), "/invite"), "", q))
+		_, err := e.svc.AcceptInvite(e.ctx, e.token(e.lastMail("quinn@example.com"), "/invite"), "", q, "192.0.2.1", "test")
+		require.NoError(t, err)
 	}
 	for _, tc := range []struct {
 		account int64
@@ -142,7 +160,7 @@ func TestInviteAcceptedTwiceAtOnce(t *testing.T) {
 	tok := e.token(e.lastMail("ray@example.com"), "/invite")
 	var ok, gone atomic.Int32
 	parallel(4, func(int) {
-		err := e.svc.AcceptInvite(e.ctx, tok, password, nil)
+		_, err := e.svc.AcceptInvite(e.ctx, tok, password, nil, "192.0.2.1", "test")
 		switch paywatch.ErrorCode(err) {
 		case "":
 			ok.Add(1)

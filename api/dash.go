@@ -100,7 +100,10 @@ func (s *Server) dashRoutes() {
 	g.POST("/invite", s.inviteSubmit)
 
 	g.GET("/security", s.securityShow, s.signedIn)
+	g.GET("/notice", s.noticeShow)
 	g.POST("/security/totp/begin", s.totpBegin, s.signedIn)
+	g.GET("/security/totp", s.totpShow, s.signedIn)
+	g.GET("/security/codes", s.codesShow, s.signedIn)
 	g.POST("/security/totp/enable", s.totpEnable, s.signedIn)
 	g.POST("/security/totp/disable", s.totpDisable, s.signedIn)
 	g.POST("/security/protection-key", s.protectionKeySubmit, s.signedIn)
@@ -108,6 +111,12 @@ func (s *Server) dashRoutes() {
 
 	g.GET("/projects/new", s.projectNewShow, s.signedIn, s.twoFactorIfRequired)
 	g.POST("/projects/new", s.projectNewSubmit, s.signedIn, s.twoFactorIfRequired)
+
+	// A new project's keys, shown once: without the operator's two-factor
+	// rule, which a first project brings into force, or they would be
+	// lost behind it. The page shows nothing but what this session's own
+	// creation sealed for it (dash_reveal.go).
+	g.GET("/p/:slug/created", s.projectCreatedShow, s.signedIn, s.inProject, s.ownerOnly)
 
 	for _, r := range s.projectRoutes() {
 		mw := []echo.MiddlewareFunc{s.signedIn, s.twoFactorIfRequired, s.inProject}
@@ -153,6 +162,7 @@ func (s *Server) projectRoutes() []projectRoute {
 		{http.MethodPost, "/links/:id/deactivate", s.linkDeactivate, true},
 		{http.MethodGet, "/keys", s.keysShow, true},
 		{http.MethodPost, "/keys", s.keysRegenerate, true},
+		{http.MethodGet, "/keys/new", s.keysNewShow, true},
 		{http.MethodGet, "/viewers", s.viewersShow, true},
 		{http.MethodPost, "/viewers", s.viewerInvite, true},
 		{http.MethodPost, "/viewers/remove", s.viewerRemove, true},

@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -22,6 +21,8 @@ type authForm struct {
 	HasAccount, SignInFirst bool
 	// Notice is the text of the notice page.
 	Notice string
+	// Invitation is the invitation page's: the project and who invited.
+	Invitation store.Invitation
 }
 
 // authPage renders an account page; err, when the client's, is shown on
@@ -39,10 +40,16 @@ func (s *Server) authPage(c echo.Context, name, title string, f authForm, err er
 	return renderDash(c, status, name, f)
 }
 
-// notice renders a page that only says something, such as "check your
-// inbox".
-func (s *Server) notice(c echo.Context, title, text string) error {
-	return s.authPage(c, "notice", title, authForm{Notice: text}, nil)
+// noticeShow is the page a form that sent an e-mail redirects to: it says
+// to check the inbox, in the words of the form's flash (the general ones
+// once the flash is gone, on a reload).
+func (s *Server) noticeShow(c echo.Context) error {
+	f := authForm{dashPage: s.page(c, "Check your inbox")}
+	f.Notice, f.Flash = f.Flash, ""
+	if f.Notice == "" {
+		f.Notice = "If the address you typed can be used, an e-mail is on its way."
+	}
+	return renderDash(c, http.StatusOK, "notice", f)
 }
 
 func (s *Server) registerShow(c echo.Context) error {
@@ -57,7 +64,7 @@ func (s *Server) registerSubmit(c echo.Context) error {
 	if err != nil {
 		return s.authPage(c, "register", "Create an account", authForm{Address: email}, err)
 	}
-	return s.notice(c, "Check your inbox", paywatch.MsgCheckInbox)
+	return s.redirect(c, DashboardPath+"/notice", flashCheckInbox)
 }
 
 func (s *Server) confirmShow(c echo.Context) error {
@@ -84,7 +91,7 @@ func (s *Server) resendSubmit(c echo.Context) error {
 	if err := s.accounts.ResendConfirmation(c.Request().Context(), email, c.RealIP()); err != nil {
 		return s.authPage(c, "resend", "Send the confirmation again", authForm{Address: email}, err)
 	}
-	return s.notice(c, "Check your inbox", paywatch.MsgCheckInbox)
+	return s.redirect(c, DashboardPath+"/notice", flashCheckInbox)
 }
 
 func (s *Server) loginShow(c echo.Context) error {
@@ -163,7 +170,7 @@ func (s *Server) forgotSubmit(c echo.Context) error {
 	if err := s.accounts.RequestPasswordReset(c.Request().Context(), email, c.RealIP()); err != nil {
 		return s.authPage(c, "forgot", "Reset your password", authForm{Address: email}, err)
 	}
-	return s.notice(c, "Check your inbox", paywatch.MsgCheckInboxReset)
+	return s.redirect(c, DashboardPath+"/notice", flashCheckReset)
 }
 
 func (s *Server) resetShow(c echo.Context) error {
@@ -180,15 +187,25 @@ func (s *Server) resetSubmit(c echo.Context) error {
 	return s.redirect(c, DashboardPath+"/login", flashPassword)
 }
 
-// inviteShow shows an invitation: who it is for and, for an address
-// without an account, the password field of the account it creates.
+// inviteShow shows an invitation: for whom, to which project, from whom
+// and, for an address without an account, the password field of the
+// account it creates.
 func (s *Server) inviteShow(c echo.Context) error {
 	token := c.QueryParam("token")
-	email, has, err := s.accounts.InvitationEmail(c.Request().Context(), token)
-	first := has && (session(c) == nil || !strings.EqualFold(session(c).Account.Email, email))
-	return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has, SignInFirst: first}, err)
+	inv, err := s.accounts.Invitation(c.Request().Context(), token)
+	return s.authPage(c, "invite", "Accept the invitation", s.inviteForm(c, token, inv), err)
 }
 
+// inviteForm is the invitation page's data; SignInFirst when the address
+// has an account that is not the one signed in.
+func (s *Server) inviteForm(c echo.Context, token string, inv store.Invitation) authForm {
+	sess := session(c)
+	first := inv.HasAccount && (sess == nil || !strings.EqualFold(sess.Account.Email, inv.Email))
+	return authForm{Token: token, Address: inv.Email, HasAccount: inv.HasAccount, SignInFirst: first, Invitation: inv}
+}
+
+// inviteSubmit accepts an invitation. A new account is signed in at once
+// and lands on the project's payments.
 func (s *Server) inviteSubmit(c echo.Context) error {
 	token := c.FormValue("token")
 	ctx := c.Request().Context()
@@ -196,13 +213,16 @@ func (s *Server) inviteSubmit(c echo.Context) error {
 	if sess := session(c); sess != nil {
 		signedIn = sess.Account
 	}
-	if err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password"), signedIn); err != nil {
-		email, has, _ := s.accounts.InvitationEmail(ctx, token)
-		first := has && (signedIn == nil || !strings.EqualFold(signedIn.Email, email))
-		return s.authPage(c, "invite", "Accept the invitation", authForm{Token: token, Address: email, HasAccount: has, SignInFirst: first}, err)
+	// Read before it is used: the page of a refusal shows it again, and
+	// the redirect names its project.
+	inv, _ := s.accounts.Invitation(ctx, token)
+	sess, err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password"), signedIn, c.RealIP(), c.Request().UserAgent())
+	if err != nil {
+		return s.authPage(c, "invite", "Accept the invitation", s.inviteForm(c, token, inv), err)
 	}
-	if session(c) != nil {
-		return s.redirect(c, DashboardPath, flashJoined)
+	if sess != nil {
+		s.endOldSession(c)
+		s.startSession(c, sess)
 	}
-	return s.redirect(c, DashboardPath+"/login", flashJoined)
+	return s.redirect(c, DashboardPath+"/p/"+inv.ProjectSlug+"/payments", flashJoined)
 }

@@ -80,15 +80,20 @@ func (b *browser) get(path string) page {
 	return p
 }
 
-// post submits a form of the last page (with its CSRF token) and follows
-// the redirect of a success.
-func (b *browser) post(path string, fields map[string]string) page {
-	b.t.Helper()
+// form is a form of the last page with fields, and its CSRF token.
+func (b *browser) form(fields map[string]string) url.Values {
 	form := url.Values{"csrf": {b.csrf}}
 	for k, v := range fields {
 		form.Set(k, v)
 	}
-	p := b.send(http.MethodPost, path, form)
+	return form
+}
+
+// post submits a form of the last page (with its CSRF token) and follows
+// the redirect of a success.
+func (b *browser) post(path string, fields map[string]string) page {
+	b.t.Helper()
+	p := b.send(http.MethodPost, path, b.form(fields))
 	if p.Code == http.StatusSeeOther {
 		return b.get(p.Location)
 	}
@@ -110,6 +115,20 @@ func (e *env) mailTo(t *testing.T, addr, subject string) store.Mail {
 }
 
 var linkToken = regexp.MustCompile(`(/dashboard/[a-z/]+)\?token=([A-Za-z0-9_-]+)`)
+
+// mailCount is how many e-mails addr has been sent.
+func (e *env) mailCount(t *testing.T, addr string) int {
+	t.Helper()
+	ms, err := e.store.ListMail(context.Background(), 1000)
+	require.NoError(t, err)
+	n := 0
+	for _, m := range ms {
+		if m.To == addr {
+			n++
+		}
+	}
+	return n
+}
 
 // link returns the dashboard path and token of the link in an e-mail.
 func link(t *testing.T, m store.Mail) (string, string) {

@@ -36,9 +36,10 @@ func (s *Server) keysShow(c echo.Context) error {
 }
 
 // keysRegenerate replaces the API key, API secret and webhook secret once
-// the protection key is given, shows the new ones once, and e-mails the
-// owner a security alert (payments.Service.RegenerateKeys queues it with
-// the new keys, in one transaction).
+// the protection key is given, and e-mails the owner a security alert
+// (payments.Service.RegenerateKeys queues it with the new keys, in one
+// transaction). The new keys cross the redirect in a reveal cookie, so
+// that reloading the page that shows them never regenerates them again.
 func (s *Server) keysRegenerate(c echo.Context) error {
 	ctx := c.Request().Context()
 	if err := s.accounts.CheckProtectionKey(ctx, session(c).Account.ID, c.FormValue("protection_key")); err != nil {
@@ -47,6 +48,18 @@ func (s *Server) keysRegenerate(c echo.Context) error {
 	creds, err := s.payments.RegenerateKeys(ctx, dashProject(c).Slug)
 	if err != nil {
 		return s.keysRender(c, err)
+	}
+	if err := s.reveal(c, revealKeys, creds); err != nil {
+		return err
+	}
+	return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/keys/new", "")
+}
+
+// keysNewShow shows the regenerated keys, once.
+func (s *Server) keysNewShow(c echo.Context) error {
+	var creds store.Credentials
+	if !s.takeReveal(c, revealKeys, &creds) {
+		return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/keys", flashShownOnce)
 	}
 	pg := keysPage{dashPage: s.page(c, "New API keys"), ProtectionKeySet: true, Credentials: creds}
 	pg.Tab = "keys"

@@ -23,7 +23,7 @@ func (b *browser) owner(email, slug string) string {
 	b.signIn(email, dashPassword)
 	b.get("/dashboard/projects/new")
 	p := b.post("/dashboard/projects/new", map[string]string{"slug": slug})
-	require.Equal(b.t, http.StatusCreated, p.Code, p.Body)
+	require.Equal(b.t, http.StatusOK, p.Code, p.Body)
 	return credential("api-key").FindStringSubmatch(p.Body)[1]
 }
 
@@ -56,8 +56,28 @@ func TestDashboardWallet(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, p.Code)
 	assert.Contains(t, p.Body, paywatch.MsgSetProtectionKey)
 	assert.Contains(t, p.Body, tronAddrs[2], "the form keeps what was typed")
-	b.get("/dashboard/security")
-	b.post("/dashboard/security/protection-key", map[string]string{"current": dashPassword, "key": "wallet-guard-key"})
+	// The form offers to set the key right there (issue 28, item 1): a
+	// wrong password keeps the form as typed, and sets nothing.
+	assert.Contains(t, p.Body, `id="set-protection-key"`)
+	assert.NotContains(t, p.Body, `id="wallet_protection_key"`)
+	save["password"], save["new_protection_key"] = "not my password", "wallet-guard-key"
+	p = b.post("/dashboard/p/wal/wallet", save)
+	assert.Equal(t, http.StatusForbidden, p.Code)
+	assert.Contains(t, p.Body, paywatch.MsgWrongPassword)
+	assert.Contains(t, p.Body, tronAddrs[2], "the form keeps what was typed")
+	// The right password sets the key, and the wallet with it, in one
+	// step; a wallet refused after that keeps the key set.
+	save["password"] = dashPassword
+	save["addresses_TRC20"] = "not-an-address"
+	p = b.post("/dashboard/p/wal/wallet", save)
+	assert.Equal(t, http.StatusBadRequest, p.Code, p.Body)
+	assert.Contains(t, p.Body, `id="key-just-set"`)
+	assert.Contains(t, p.Body, `id="wallet_protection_key"`, "the key is set: the form asks for it now")
+	assert.Contains(t, p.Body, "not-an-address", "the form keeps what was typed")
+	assert.Contains(t, b.get("/dashboard/security").Body, `<span class="badge on">set</span>`)
+	delete(save, "password")
+	delete(save, "new_protection_key")
+	save["addresses_TRC20"] = tronAddrs[0] + "\n" + tronAddrs[2]
 	b.get("/dashboard/p/wal/wallet")
 	save["protection_key"] = "not the key"
 	p = b.post("/dashboard/p/wal/wallet", save)

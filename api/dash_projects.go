@@ -21,6 +21,10 @@ type homePage struct {
 	Projects []accounts.ProjectRole
 	Usage    *store.Usage
 	CanAdd   bool
+	// ViewerOnly marks an account that owns no project and views some:
+	// its home lists what it views, without creating projects or the
+	// plan's usage, neither of which a viewer uses.
+	ViewerOnly bool
 }
 
 // dashHome lists the account's projects and its usage.
@@ -37,6 +41,10 @@ func (s *Server) dashHome(c echo.Context) error {
 	}
 	pg := homePage{dashPage: s.page(c, "Projects"), Projects: prs, Usage: &u}
 	pg.CanAdd = u.Limits.Projects < 0 || int64(u.Projects) < u.Limits.Projects
+	if u.Projects == 0 && len(prs) > 0 {
+		pg.ViewerOnly, pg.CanAdd, pg.Usage = true, false, nil
+		pg.Title = "Projects shared with you"
+	}
 	return renderDash(c, http.StatusOK, "home", pg)
 }
 
@@ -196,11 +204,28 @@ func (s *Server) projectNewSubmit(c echo.Context) error {
 	if err != nil {
 		return s.projectFormRender(c, "project_new", "New project", f, err)
 	}
+	// The keys cross the redirect sealed (dash_reveal.go): a reload of the
+	// page that shows them neither creates the project again nor shows
+	// them twice.
+	if err := s.reveal(c, revealProject, creds); err != nil {
+		return err
+	}
+	return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/created", "")
+}
+
+// projectCreatedShow shows a new project's keys, once, and what to do
+// next.
+func (s *Server) projectCreatedShow(c echo.Context) error {
+	var creds store.Credentials
+	p := dashProject(c)
+	if !s.takeReveal(c, revealProject, &creds) {
+		return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/keys", flashShownOnce)
+	}
 	out := formOf(p)
 	out.Credentials = creds
 	out.dashPage = s.page(c, "Project created")
 	out.Project, out.Owner = p, true
-	return renderDash(c, http.StatusCreated, "project_created", out)
+	return renderDash(c, http.StatusOK, "project_created", out)
 }
 
 // createOwnProject checks the new-project form and creates the project.
@@ -227,7 +252,9 @@ func (s *Server) projectShow(c echo.Context) error {
 }
 
 func (s *Server) settingsShow(c echo.Context) error {
-	return s.projectFormRender(c, "settings", "Settings", formOf(dashProject(c)), nil)
+	f := formOf(dashProject(c))
+	s.takeReveal(c, revealTelegram, &f.TelegramLink)
+	return s.projectFormRender(c, "settings", "Settings", f, nil)
 }
 
 // settingsSubmit saves the settings of PATCH /v1/projects/{slug} but the
@@ -275,9 +302,11 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func (s *Server) telegramLinkMake(c echo.Context) error {
 	p := dashProject(c)
 	l, err := s.payments.TelegramLink(c.Request().Context(), p.Slug)
-	f := formOf(p)
-	if err == nil {
-		f.TelegramLink = l.URL
+	if err != nil {
+		return s.projectFormRender(c, "settings", "Settings", formOf(p), err)
 	}
-	return s.projectFormRender(c, "settings", "Settings", f, err)
+	if err := s.reveal(c, revealTelegram, l.URL); err != nil {
+		return err
+	}
+	return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/settings#telegram-link", "")
 }

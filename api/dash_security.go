@@ -45,12 +45,24 @@ func (s *Server) securityShow(c echo.Context) error {
 	return s.securityRender(c, securityPage{}, nil)
 }
 
-// totpBegin makes a new secret and shows it with its QR code; nothing
-// changes until totpEnable confirms a code from it.
+// totpBegin makes a new secret, and redirects to the page that shows it;
+// nothing changes until totpEnable confirms a code from it.
 func (s *Server) totpBegin(c echo.Context) error {
-	secret, url, err := s.accounts.BeginTOTP(c.Request().Context(), session(c).Account.ID)
+	if _, _, err := s.accounts.BeginTOTP(c.Request().Context(), session(c).Account.ID); err != nil {
+		return err
+	}
+	return s.redirect(c, DashboardPath+"/security/totp", "")
+}
+
+// totpShow shows the secret being set up, with its QR code; with none
+// pending, the security page.
+func (s *Server) totpShow(c echo.Context) error {
+	secret, url, ok, err := s.accounts.PendingTOTP(c.Request().Context(), session(c).Account.ID)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		return s.redirect(c, DashboardPath+"/security", "")
 	}
 	return s.totpSetup(c, secret, url, nil)
 }
@@ -66,7 +78,8 @@ func (s *Server) totpSetup(c echo.Context, secret, url string, err error) error 
 	return s.securityRender(c, securityPage{Setup: true, Secret: secret, QR: template.URL(qr)}, err) //nolint:gosec
 }
 
-// totpEnable turns two factors on and shows the recovery codes once.
+// totpEnable turns two factors on; the recovery codes cross the redirect
+// sealed, to be shown once by codesShow.
 func (s *Server) totpEnable(c echo.Context) error {
 	ctx := c.Request().Context()
 	sess := session(c)
@@ -81,6 +94,18 @@ func (s *Server) totpEnable(c echo.Context) error {
 			return s.securityRender(c, securityPage{}, err)
 		}
 		return s.totpSetup(c, secret, url, err)
+	}
+	if err := s.reveal(c, revealCodes, codes); err != nil {
+		return err
+	}
+	return s.redirect(c, DashboardPath+"/security/codes", "")
+}
+
+// codesShow shows the recovery codes just made, once.
+func (s *Server) codesShow(c echo.Context) error {
+	var codes []string
+	if !s.takeReveal(c, revealCodes, &codes) {
+		return s.redirect(c, DashboardPath+"/security", flashShownOnce)
 	}
 	pg := securityPage{Codes: codes}
 	pg.dashPage = s.page(c, "Recovery codes")

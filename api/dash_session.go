@@ -32,9 +32,11 @@ const (
 	ctxSession = "paywatch.session"
 	ctxProject = "paywatch.project"
 	ctxRole    = "paywatch.role"
-	ctxCSRF    = "paywatch.csrf"
-	ctxEnded   = "paywatch.ended"
-	ctxDash    = "paywatch.dashboard"
+	// ctxProtectionSet marks a protection key set during the request.
+	ctxProtectionSet = "paywatch.protection-set"
+	ctxCSRF          = "paywatch.csrf"
+	ctxEnded         = "paywatch.ended"
+	ctxDash          = "paywatch.dashboard"
 )
 
 // cookieName is the name a dashboard cookie has on this deployment: with
@@ -332,6 +334,9 @@ const (
 	flashDeactivated   = "deactivated"
 	flashActivated     = "activated"
 	flashHandled       = "handled"
+	flashShownOnce     = "shownonce"
+	flashCheckInbox    = "inbox"
+	flashCheckReset    = "inboxreset"
 )
 
 var flashTexts = map[string]string{
@@ -352,10 +357,13 @@ var flashTexts = map[string]string{
 	flashRedelivered:   "The webhook is being sent again.",
 	flashInvited:       "Invitation sent.",
 	flashRemoved:       "Access removed.",
-	flashJoined:        "You can now view the project's payments. Sign in to see them.",
+	flashJoined:        "You accepted the invitation: these are the project's payments.",
 	flashDeactivated:   "Project deactivated: its API key and payment pages no longer work.",
 	flashActivated:     "Project active again.",
 	flashHandled:       "Transfer marked as handled.",
+	flashShownOnce:     "Secrets are shown once, and that page was already shown. If you did not store them, make new ones.",
+	flashCheckInbox:    paywatch.MsgCheckInbox,
+	flashCheckReset:    paywatch.MsgCheckInboxReset,
 }
 
 // flash keeps a message for the next page the browser loads.

@@ -132,7 +132,7 @@ func TestDashboardProjectAndSettings(t *testing.T) {
 	b.signIn("cat@example.com", dashPassword)
 	b.get("/dashboard/projects/new")
 	p := b.post("/dashboard/projects/new", map[string]string{"slug": "cats", "name": "Cat shop"})
-	require.Equal(t, http.StatusCreated, p.Code, p.Body)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
 	key := credential("api-key").FindStringSubmatch(p.Body)
 	require.NotNil(t, key, p.Body)
 	assert.Equal(t, http.StatusOK, e.call(key[1], "GET", "/v1/payments", nil).Code)
@@ -200,19 +200,29 @@ func TestDashboardViewerCannotActAsOwner(t *testing.T) {
 	owner.signIn("own@example.com", dashPassword)
 	owner.get("/dashboard/projects/new")
 	p := owner.post("/dashboard/projects/new", map[string]string{"slug": "owned"})
-	require.Equal(t, http.StatusCreated, p.Code, p.Body)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
 	owner.get("/dashboard/p/owned/viewers")
 	p = owner.post("/dashboard/p/owned/viewers", map[string]string{"email": "view@example.com"})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 
 	viewer := e.browser(t)
 	path, token := link(t, e.mailTo(t, "view@example.com", "invited"))
-	viewer.get(path + "?token=" + token)
+	p = viewer.get(path + "?token=" + token)
+	// The invitation names the project and who invited (issue 28, item 6).
+	assert.Contains(t, p.Body, `<strong id="invite-from">own@example.com</strong> invited`)
+	assert.Contains(t, p.Body, `<strong id="invite-project">owned</strong>`)
 	p = viewer.post("/dashboard/invite", map[string]string{"token": token, "password": dashPassword})
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
-	p = viewer.signIn("view@example.com", dashPassword)
-	require.Equal(t, http.StatusOK, p.Code, p.Body)
-	assert.Contains(t, p.Body, "owned")
+	// Accepting signs the new account in, on the project's payments.
+	assert.Contains(t, p.Body, "You accepted the invitation")
+	assert.Contains(t, p.Body, `<h1>Payments</h1>`)
+	require.NotNil(t, viewer.cookies["__Host-paywatch_session"])
+	// A viewer's home shows what a viewer can use: the projects it views.
+	home := viewer.get("/dashboard")
+	assert.Contains(t, home.Body, `href="/dashboard/p/owned/payments"`)
+	for _, owners := range []string{`id="new-project"`, `id="usage"`, `id="project-limit"`, "Usage against your plan"} {
+		assert.NotContains(t, home.Body, owners)
+	}
 
 	assert.Equal(t, http.StatusOK, viewer.get("/dashboard/p/owned/payments").Code)
 	csrf := viewer.csrf

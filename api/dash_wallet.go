@@ -41,6 +41,12 @@ type walletPage struct {
 	Networks []walletNetwork
 	// Previewing marks a preview of typed xPubs that is not saved yet.
 	Previewing bool
+	// ProtectionKeySet is false for an account without a protection key:
+	// the form then asks for one to set along with the wallet.
+	ProtectionKeySet bool
+	// KeyJustSet says the protection key was set by this very form, whose
+	// wallet was then refused.
+	KeyJustSet bool
 }
 
 // walletRender renders the wallet page from the stored wallet and what
@@ -56,7 +62,8 @@ func (s *Server) walletRender(c echo.Context, typed bool, previewing bool, err e
 	if serr != nil {
 		return serr
 	}
-	pg := walletPage{dashPage: s.page(c, "Wallet"), Exists: w != nil, Previewing: previewing}
+	pg := walletPage{dashPage: s.page(c, "Wallet"), Exists: w != nil, Previewing: previewing, ProtectionKeySet: s.protectionKeySet(c)}
+	pg.KeyJustSet, _ = c.Get(ctxProtectionSet).(bool)
 	pg.Tab = "wallet"
 	if w != nil {
 		pg.Name = w.Name
@@ -111,6 +118,15 @@ func (s *Server) walletRender(c echo.Context, typed bool, previewing bool, err e
 	return renderDash(c, status, "wallet", pg)
 }
 
+// protectionKeySet reports whether the signed-in account has a protection
+// key, as it is now: one set earlier in this request counts.
+func (s *Server) protectionKeySet(c echo.Context) bool {
+	if set, ok := c.Get(ctxProtectionSet).(bool); ok {
+		return set
+	}
+	return session(c).ProtectionKeySet
+}
+
 // familyName names an address family for people.
 func familyName(f paywatch.Family) string {
 	if f == paywatch.FamilyTron {
@@ -156,8 +172,19 @@ func (s *Server) walletSubmit(c echo.Context) error {
 	}
 	if payments.WalletChangeRedirects(u) {
 		// A stolen session alone must not send the customers' funds
-		// elsewhere: as for deleting the wallet, the protection key.
-		if err := s.accounts.CheckProtectionKey(c.Request().Context(), session(c).Account.ID, c.FormValue("protection_key")); err != nil {
+		// elsewhere: as for deleting the wallet, the protection key. An
+		// account without one sets it here, with its password, rather
+		// than leave the form (issue 28, item 1).
+		var err error
+		if s.protectionKeySet(c) || c.FormValue("new_protection_key") == "" {
+			err = s.accounts.CheckProtectionKey(c.Request().Context(), session(c).Account.ID, c.FormValue("protection_key"))
+		} else {
+			err = s.accounts.SetProtectionKey(c.Request().Context(), session(c).Account.ID, c.FormValue("password"), c.FormValue("new_protection_key"))
+			if err == nil {
+				c.Set(ctxProtectionSet, true)
+			}
+		}
+		if err != nil {
 			return s.walletRender(c, true, false, err)
 		}
 	}

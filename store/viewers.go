@@ -58,21 +58,40 @@ func (s *Store) IssueInvitation(ctx context.Context, t NewToken, build func(p *P
 	return queued, nil
 }
 
-// InvitationByHash returns the address of an open invitation and whether
-// it has an account; EGONE when the link is unknown, used or expired.
-func (s *Store) InvitationByHash(ctx context.Context, hash []byte) (email string, hasAccount bool, err error) {
-	err = s.pool.QueryRow(ctx, `
-		SELECT t.email, EXISTS (SELECT 1 FROM accounts a WHERE a.email = t.email)
+// Invitation is an open invitation to view a project, as its page shows
+// it: to whom, for which project, and from whom.
+type Invitation struct {
+	Email string
+	// HasAccount says the address has an account already.
+	HasAccount bool
+	// ProjectSlug and ProjectName name the project; InvitedBy is its
+	// owner's address ("" without one), who alone invites.
+	ProjectSlug, ProjectName, InvitedBy string
+}
+
+// InvitationByHash returns an open invitation; EGONE when the link is
+// unknown, used or expired.
+func (s *Store) InvitationByHash(ctx context.Context, hash []byte) (Invitation, error) {
+	var inv Invitation
+	var owner *string
+	err := s.pool.QueryRow(ctx, `
+		SELECT t.email, EXISTS (SELECT 1 FROM accounts a WHERE a.email = t.email),
+		       p.slug, p.name, o.email
 		FROM account_tokens t
+		JOIN projects p ON p.id = t.project_id
+		LEFT JOIN accounts o ON o.id = p.owner_id
 		WHERE t.token_hash = $1 AND t.purpose = 'invite' AND t.used_at IS NULL AND t.expires_at > $2`,
-		hash, s.clock()).Scan(&email, &hasAccount)
+		hash, s.clock()).Scan(&inv.Email, &inv.HasAccount, &inv.ProjectSlug, &inv.ProjectName, &owner)
 	if noRows(err) {
-		return "", false, linkGone()
+		return Invitation{}, linkGone()
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("load invitation: %w", err)
+		return Invitation{}, fmt.Errorf("load invitation: %w", err)
 	}
-	return email, hasAccount, nil
+	if owner != nil {
+		inv.InvitedBy = *owner
+	}
+	return inv, nil
 }
 
 // AcceptInvitation uses an invitation link: its address becomes a viewer

@@ -154,19 +154,22 @@ func TestBrowserDashboard(t *testing.T) {
 	// are previewed before it is saved.
 	p.open("/dashboard/projects/new")
 	p.fill(map[string]string{"slug": "mias-shop", "name": "Mia's shop", "webhook_url": receiver.URL + "/hook"})
-	assert.EqualValues(t, http.StatusCreated, p.submit("#project-form button[type=submit]"))
+	assert.EqualValues(t, http.StatusOK, p.submit("#project-form button[type=submit]"))
 	assert.Regexp(t, `^pk_live_`, evalJS[string](p, `document.getElementById('api-key').value`))
-	// Changing where payments go needs the protection key (the first one
-	// needs the password).
-	p.open("/dashboard/security")
-	p.fill(map[string]string{"current": password, "key": "my protection key"})
-	p.submit("#protection-key-form button[type=submit]")
-	assert.Contains(t, p.text("main"), "Protection key saved.")
+	// The keys page came after a redirect: a reload shows the keys no
+	// more, and creates nothing.
+	p.do(chromedp.Reload())
+	assert.Contains(t, p.text("main"), "Secrets are shown once")
+	// Changing where payments go needs a protection key, which a new
+	// account sets on the wallet form itself, with its password.
 	p.open("/dashboard/p/mias-shop/wallet")
 	p.fill(map[string]string{"xpub_evm": accountXPub(t, 60), "xpub_tron": accountXPub(t, 195)})
 	p.submit("#wallet-form button[value=preview]")
 	assert.Regexp(t, `0x[0-9a-fA-F]{40}`, p.text("main"))
-	p.fill(map[string]string{"xpub_evm": accountXPub(t, 60), "xpub_tron": accountXPub(t, 195), "wallet_protection_key": "my protection key"})
+	p.fill(map[string]string{"wallet_password": "not the password", "wallet_new_key": "my protection key"})
+	assert.EqualValues(t, http.StatusForbidden, p.submit("#wallet-form button[value=save]"))
+	assert.Equal(t, accountXPub(t, 60), evalJS[string](p, `document.getElementById('xpub_evm').value`), "the form is kept")
+	p.fill(map[string]string{"wallet_password": password, "wallet_new_key": "my protection key"})
 	assert.EqualValues(t, http.StatusOK, p.submit("#wallet-form button[value=save]"))
 	assert.Contains(t, p.text("main"), "Wallet saved.")
 	p.shot("dashboard-wallet")
@@ -246,11 +249,16 @@ func TestBrowserDashboard(t *testing.T) {
 	viewerBrowser := newBrowser(t)
 	v := newBrowserPage(t, viewerBrowser, base, dir)
 	v.open(invite)
+	assert.Contains(t, v.text("#invite-what"), "mia@shop.test invited vic@shop.test to view the payments of the project Mia's shop")
 	v.fill(map[string]string{"password": "the viewer's password"})
 	v.submit("#invite-form button[type=submit]")
-	v.open("/dashboard/login")
-	v.fill(map[string]string{"email": "vic@shop.test", "password": "the viewer's password"})
-	v.submit("#login-form button[type=submit]")
+	// Signed in on acceptance, on the project's payments; home offers a
+	// viewer only what a viewer can use.
+	assert.Equal(t, "/dashboard/p/mias-shop/payments", evalJS[string](v, `location.pathname`))
+	assert.Contains(t, v.text("main"), paymentID[:8])
+	v.open("/dashboard")
+	assert.Contains(t, v.text("main"), "Mia's shop")
+	assert.Zero(t, evalJS[int](v, `document.querySelectorAll('#new-project, #usage, #project-limit').length`))
 	v.open("/dashboard/p/mias-shop/payments/" + paymentID)
 	assert.Contains(t, v.text(`[data-live="status"]`), "paid")
 	assert.Zero(t, evalJS[int](v, `document.querySelectorAll('form[action*="/recheck"], form[action*="/redeliver"]').length`))
