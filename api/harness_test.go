@@ -123,6 +123,8 @@ type envOptions struct {
 	trustedProxies []netip.Prefix
 	// requireTwoFactor is PAYWATCH_REQUIRE_2FA.
 	requireTwoFactor bool
+	// walletTokens is api.Deps.WalletTokens (nil: the mainnet contracts).
+	walletTokens map[paywatch.Network]map[paywatch.Token]string
 }
 
 func newEnv(t *testing.T, opts ...envOptions) *env {
@@ -180,6 +182,7 @@ func (e *env) newServer(wf payments.Workflows, o envOptions) *api.Server {
 		DevMail:             true,
 		Dashboard:           true,
 		RequireTwoFactor:    o.requireTwoFactor,
+		WalletTokens:        o.walletTokens,
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 var payStatusFields = []string{
 	"status", "amount", "address", "network", "network_name", "token", "qr_code", "expires_at", "notice",
 	"available_networks", "paid_amount", "missing_amount", "confirmations", "required_confirmations",
+	"wallet_uri", "wallet_qr_code",
 }
 
 func requireHTML(t *testing.T, r response, code int) {
@@ -47,6 +48,13 @@ func TestPaymentPageShowsThePayment(t *testing.T) {
 	assert.Regexp(t, `id="countdown">1[45]:[0-5][0-9]<`, page, "the countdown, rendered on the server")
 	assert.Contains(t, page, `<noscript>`)
 	assert.NotContains(t, page, `id="choose-form"`, "no network choice once a network is set")
+	// Who is paid, and the reference to keep. An API payment has no item:
+	// its request describes none.
+	assert.Contains(t, page, `<title>Payment to Shop shop: 25.00 USDC</title>`)
+	assert.Contains(t, page, `<p class="label">Payment to</p>
+<h1 class="shop" id="shop">Shop shop</h1>
+<p class="label amount-label">Amount</p>`)
+	assert.Contains(t, page, `<p class="ref" id="reference">Payment reference <code id="reference-id" class="ref-id">`+id+`</code>`)
 
 	s := e.payGet("/api/pay/" + id)
 	require.Equal(t, http.StatusOK, s.Code, s.Raw)
@@ -215,7 +223,7 @@ func TestPayPagesHostRule(t *testing.T) {
 
 // secrets are merchant data that must never reach the hosted pages.
 type secrets struct {
-	webhookURL, metadataValue, externalRef, orderID, apiKey, webhookSecret, projectName string
+	webhookURL, metadataValue, externalRef, orderID, apiKey, webhookSecret string
 }
 
 func TestPayPagesDoNotLeakMerchantData(t *testing.T) {
@@ -226,11 +234,13 @@ func TestPayPagesDoNotLeakMerchantData(t *testing.T) {
 		metadataValue: "meta-value-91c2",
 		externalRef:   "customer-ref-5d8e",
 		orderID:       "order-id-2b6f",
-		projectName:   "Secret Project Name 4e1d",
 	}
+	// The project's name is its display name: the pages name the shop
+	// being paid with it.
+	const projectName = "Coffee Club Roasters"
 	r := e.op("POST", "/v1/accounts", map[string]any{"email": "owner@example.com", "plan": "pro"})
 	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
-	r = e.op("POST", "/v1/projects", map[string]any{"name": s.projectName, "slug": "shop", "owner_email": "owner@example.com", "webhook_url": s.webhookURL})
+	r = e.op("POST", "/v1/projects", map[string]any{"name": projectName, "slug": "shop", "owner_email": "owner@example.com", "webhook_url": s.webhookURL})
 	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
 	s.apiKey, s.webhookSecret = r.str("api_key"), r.str("webhook_secret")
 	require.Equal(t, s.webhookURL, r.str("project.webhook_url"), "the project really has a webhook URL")
@@ -250,7 +260,7 @@ func TestPayPagesDoNotLeakMerchantData(t *testing.T) {
 
 	check := func(what, body string) {
 		t.Helper()
-		for _, secret := range []string{s.webhookURL, "wh-path-7f3a", s.metadataValue, s.externalRef, s.orderID, s.apiKey, s.webhookSecret, s.projectName, "metadata", "external_ref", "webhook"} {
+		for _, secret := range []string{s.webhookURL, "wh-path-7f3a", s.metadataValue, s.externalRef, s.orderID, s.apiKey, s.webhookSecret, "metadata", "external_ref", "webhook"} {
 			assert.NotContains(t, body, secret, what)
 		}
 		assert.NotContains(t, body, other, "%s names another payment", what)
@@ -260,6 +270,7 @@ func TestPayPagesDoNotLeakMerchantData(t *testing.T) {
 		page := e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()})
 		requireHTML(t, page, http.StatusOK)
 		check("page of "+id, page.Raw)
+		assert.Contains(t, page.Raw, `<h1 class="shop" id="shop">`+projectName+`</h1>`)
 		js := e.payCall(request{method: "GET", path: "/api/pay/" + id, ip: nextIP()})
 		require.Equal(t, http.StatusOK, js.Code)
 		check("status of "+id, js.Raw)
@@ -305,6 +316,9 @@ func TestPayStatusFollowsThePayment(t *testing.T) {
 	page := e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()}).Raw
 	assert.Contains(t, page, `data-state="confirming"`)
 	assert.Contains(t, page, `<span data-f="confirmations">39</span> of <span data-f="required_confirmations">40</span>`)
+	// A transfer is on its way: no wallet request to send another.
+	assert.NotContains(t, s.Body, "wallet_uri")
+	assert.Contains(t, page, `<div id="wallet" class="wallet" hidden>`)
 
 	// Confirmed, 20 of 50: partial, 30 missing.
 	chain.setHead(200)
@@ -314,6 +328,8 @@ func TestPayStatusFollowsThePayment(t *testing.T) {
 	assert.NotContains(t, s.Body, "confirmations")
 	page = e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()}).Raw
 	assert.Contains(t, page, `Still missing: <strong><span data-f="missing_amount">30.00</span>`)
+	// The wallet request asks for the rest only.
+	assert.Equal(t, []string{"30000000"}, parseEIP681(t, e.walletLinkOf(id)).params["uint256"])
 
 	// The rest, already deep: paid.
 	e.sendTransfer(id, paywatch.ARBITRUM, paywatch.USDT, txHash(2), "30", 100)
@@ -321,7 +337,9 @@ func TestPayStatusFollowsThePayment(t *testing.T) {
 	assert.Equal(t, "50.00", s.str("paid_amount"))
 	page = e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()}).Raw
 	assert.Contains(t, page, `data-state="paid"`)
-	assert.Regexp(t, `<section id="pay" hidden>`, page, "no address to pay to any more")
+	assert.Regexp(t, `<section id="pay" data-qr="address" hidden>`, page, "no address to pay to any more")
+	assert.Contains(t, page, `<h1 class="shop" id="shop">Shop shop</h1>`, "the paid page names the shop")
+	assert.Contains(t, page, `<code id="reference-id" class="ref-id">`+id+`</code>`, "and gives the reference to keep")
 	assert.Regexp(t, `id="countdown-box" class="countdown" hidden`, page)
 
 	// Overpaid.
@@ -360,7 +378,7 @@ func TestPayStatusShowsExpiredThreeMinutesAfterExpiry(t *testing.T) {
 	page = e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()}).Raw
 	assert.Contains(t, page, `data-state="expired"`)
 	assert.Contains(t, page, "Payment expired")
-	assert.Regexp(t, `<section id="pay" hidden>`, page)
+	assert.Regexp(t, `<section id="pay" data-qr="address" hidden>`, page)
 
 	// A network-less payment past its window offers no choice any more.
 	page = e.payCall(request{method: "GET", path: "/" + open, ip: nextIP()}).Raw

@@ -35,6 +35,11 @@ type payView struct {
 	// still confirming.
 	Confirmations         *int `json:"confirmations,omitempty"`
 	RequiredConfirmations *int `json:"required_confirmations,omitempty"`
+	// WalletURI and WalletQRCode are the EIP-681 payment request of an EVM
+	// payment with an address, pending or partial (pay_wallet.go), and its
+	// QR code.
+	WalletURI    string `json:"wallet_uri,omitempty"`
+	WalletQRCode string `json:"wallet_qr_code,omitempty"`
 
 	// available backs AvailableNetworks for the page.
 	available []paywatch.NetworkInfo
@@ -64,6 +69,12 @@ func (s *Server) payView(ctx context.Context, p *store.Payment) (payView, error)
 			return v, err
 		}
 		v.QRCode = &qr
+		if uri := s.walletURI(p, v.Status); uri != "" {
+			if v.WalletQRCode, err = s.qr.get(uri); err != nil {
+				return v, err
+			}
+			v.WalletURI = uri
+		}
 	}
 	if p.AwaitingNetwork() {
 		avail, err := s.choices(ctx, p)
@@ -187,6 +198,24 @@ type paymentPageData struct {
 	ShowCountdown bool
 	Networks      []networkChoice
 	Error         string
+
+	// Shop is the project's display name; Item the title of the payment
+	// link the payment came from ("" for an API payment, whose request has
+	// no description of what is bought); Reference what the buyer keeps
+	// to ask the merchant about the payment: its id, which the merchant
+	// finds in the dashboard, the API and every webhook. The merchant's
+	// external_ref and external_order_id stay off the page, as all
+	// merchant data does.
+	Shop      string
+	Item      string
+	Reference string
+	// WalletURI and WalletQR are the EIP-681 wallet link and its QR code
+	// (EVM payments with an address); ShowWalletQR shows that QR code
+	// instead of the address one (?qr=wallet, the toggle without
+	// JavaScript).
+	WalletURI    template.URL
+	WalletQR     template.URL
+	ShowWalletQR bool
 }
 
 // networkChoice is one network of the choice form with its token buttons.
@@ -216,7 +245,12 @@ func countdown(d time.Duration) string {
 // renderPayment renders the payment page of p with an optional error
 // (a refused network choice of the form fallback).
 func (s *Server) renderPayment(c echo.Context, status int, p *store.Payment, errMsg string) error {
-	v, err := s.payView(c.Request().Context(), p)
+	ctx := c.Request().Context()
+	v, err := s.payView(ctx, p)
+	if err != nil {
+		return err
+	}
+	info, err := s.deps.Store.PaymentPageInfo(ctx, p.ID)
 	if err != nil {
 		return err
 	}
@@ -239,9 +273,18 @@ func (s *Server) renderPayment(c echo.Context, status int, p *store.Payment, err
 		Countdown:   countdown(p.ExpiresAt.Sub(now)),
 		PaidAmount:  v.PaidAmount,
 		Error:       errMsg,
+		Shop:        info.Shop,
+		Item:        info.LinkTitle,
+		Reference:   p.ID,
 	}
 	if v.QRCode != nil {
 		d.QR = template.URL(*v.QRCode) // our own data:image/png URI
+	}
+	if v.WalletURI != "" {
+		// Our own ethereum: URI and data:image/png URI, which html/template
+		// would otherwise replace as unsafe schemes.
+		d.WalletURI, d.WalletQR = template.URL(v.WalletURI), template.URL(v.WalletQRCode)
+		d.ShowWalletQR = c.QueryParam("qr") == "wallet"
 	}
 	if v.Status == paywatch.StatusPartial {
 		d.MissingAmount = v.MissingAmount

@@ -114,7 +114,10 @@ type linkForm struct {
 
 // linkPageData is the data of the link template.
 type linkPageData struct {
-	Assets      pageAssets
+	Assets pageAssets
+	// Shop is the project's display name, the one the buyer pays; Title
+	// is the link's, what they pay for.
+	Shop        string
 	Slug        string
 	Title       string
 	Amount      string // "" when the buyer enters it
@@ -129,6 +132,9 @@ type linkPageData struct {
 // linkData builds the link page of l.
 func (s *Server) linkData(c echo.Context, l *store.PaymentLink) (linkPageData, error) {
 	d := linkPageData{Assets: assetURLs, Slug: l.Slug, Title: l.Title, Accepting: l.Accepting(), Errors: map[string]string{}}
+	if l.Project != nil {
+		d.Shop = l.Project.Name
+	}
 	if l.Amount != nil {
 		d.Amount = l.Amount.String()
 	}

@@ -186,7 +186,11 @@ func TestPaymentLinkFixedAmountFlow(t *testing.T) {
 
 	page := e.payGet("/l/hoodie")
 	requireHTML(t, page, http.StatusOK)
-	assert.Contains(t, page.Raw, `<h1 class="title">Paywatch hoodie &lt;size M&gt;</h1>`)
+	// The buyer pays the shop (the project's display name) for the item
+	// (the link's title).
+	assert.Contains(t, page.Raw, `<title>Pay Shop shop: Paywatch hoodie &lt;size M&gt;</title>`)
+	assert.Contains(t, page.Raw, `<h1 class="shop" id="shop">Pay Shop shop</h1>`)
+	assert.Contains(t, page.Raw, `<p class="item" id="item">Paywatch hoodie &lt;size M&gt;</p>`)
 	assert.Contains(t, page.Raw, `<span id="link-amount">25.00</span> USDT`)
 	assert.Contains(t, page.Raw, `<form method="post" action="/l/hoodie" id="link-form"`)
 	assert.NotContains(t, page.Raw, `name="amount"`, "the amount is fixed")
@@ -203,6 +207,12 @@ func TestPaymentLinkFixedAmountFlow(t *testing.T) {
 	assert.Contains(t, pay.Raw, `value="ARBITRUM:USDT"`)
 	assert.NotContains(t, pay.Raw, `value="ARBITRUM:USDC"`, "the link is for USDT")
 	assert.True(t, workflowRunning(t, id))
+	// The payment page names the shop and the item too, and gives the
+	// payment id as the reference to keep, not the link's external_ref.
+	assert.Contains(t, pay.Raw, `<h1 class="shop" id="shop">Shop shop</h1>`)
+	assert.Contains(t, pay.Raw, `<p class="item" id="item">Paywatch hoodie &lt;size M&gt;</p>`)
+	assert.Contains(t, pay.Raw, `<code id="reference-id" class="ref-id">`+id+`</code>`)
+	assert.NotContains(t, pay.Raw, "link:hoodie")
 
 	var ref, email, name, note, link string
 	require.NoError(t, e.store.Pool().QueryRow(context.Background(), `
@@ -222,6 +232,12 @@ func TestPaymentLinkFixedAmountFlow(t *testing.T) {
 	require.Equal(t, http.StatusOK, sel.Code, sel.Raw)
 	e.sendTransfer(id, paywatch.ARBITRUM, paywatch.USDT, txHash(7), "25", 10)
 	e.waitPayStatus(id, paywatch.StatusPaid, 30*time.Second)
+	pay = e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()})
+	assert.Contains(t, pay.Raw, `data-state="paid"`)
+	for _, want := range []string{`<h1 class="shop" id="shop">Shop shop</h1>`, `<p class="item" id="item">Paywatch hoodie &lt;size M&gt;</p>`,
+		`<code id="reference-id" class="ref-id">` + id + `</code>`, "Quote it if you contact Shop shop about this payment."} {
+		assert.Contains(t, pay.Raw, want, "the paid page")
+	}
 	var hook map[string]any
 	require.Eventually(t, func() bool { hook = sink.event("payment.completed"); return hook != nil }, 20*time.Second, 100*time.Millisecond)
 	assert.Equal(t, id, hook["payment_id"])

@@ -94,6 +94,13 @@ type Deps struct {
 	// DevnetNetworks are the networks served by devnet chains, whose
 	// transactions no public explorer knows: pages show them unlinked.
 	DevnetNetworks []paywatch.Network
+	// WalletTokens are the token contracts, by network and token, that the
+	// hosted page's EIP-681 wallet link of an EVM payment names: the ones
+	// the scanners watch (a devnet chain's, or PAYWATCH_*_CONTRACT
+	// overrides). Nil means the mainnet contracts on every EVM network; a
+	// network missing from a non-nil map gets no wallet link (its chain id
+	// is not known for sure).
+	WalletTokens map[paywatch.Network]map[paywatch.Token]string
 	// ObserveRequest, when set, is told of every answered request of
 	// both listeners: its Echo route pattern (never the raw path; "" when
 	// no route matched), status code and duration, for the service's

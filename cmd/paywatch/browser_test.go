@@ -204,6 +204,19 @@ func TestBrowserHostedPages(t *testing.T) {
 	c := apiClient{t: t, base: base}
 	master := map[string]string{"x-master-key": m.Config.MasterKey}
 	devnet := devnetCLI(base)
+	// devnetContract is a token's contract on a devnet chain (GET /devnet).
+	devnetContract := func(network, token string) string {
+		t.Helper()
+		code, body := c.do("GET", "/devnet", nil, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		for _, n := range body["networks"].([]any) {
+			if n := n.(map[string]any); n["network"] == network {
+				return n["tokens"].(map[string]any)[token].(string)
+			}
+		}
+		t.Fatalf("no devnet chain for %s", network)
+		return ""
+	}
 
 	code, body := c.do("POST", "/v1/accounts", master, map[string]any{"email": "ops@merchant.test", "plan": "pro"})
 	require.Equal(t, http.StatusCreated, code, body)
@@ -299,6 +312,29 @@ func TestBrowserHostedPages(t *testing.T) {
 		}
 		p.do(chromedp.Click(chromedp.ID("copy")))
 		p.waitFor("the copy confirmation", `/Copied|Select and copy/.test(document.getElementById('copy').textContent)`, 5*time.Second)
+		p.showsShopAndReference("Shop", "", id)
+
+		// The wallet link and QR code: an EIP-681 request for exactly this
+		// transfer, with the devnet's USDT contract; the address QR code
+		// stays the default, and the toggle switches in place.
+		p.waitFor("the wallet link", `/^ethereum:/.test(document.getElementById('wallet-link').getAttribute('href') || '') && !document.getElementById('wallet').hidden`, 15*time.Second)
+		req := parseWalletRequest(t, evalJS[string](p, `document.getElementById('wallet-link').getAttribute('href')`))
+		assert.Equal(t, walletRequest{contract: devnetContract("ERC20", "USDT"), chainID: "1", function: "transfer", to: address, units: "25000000"}, req)
+		assert.True(t, p.visible("#wallet-link"))
+		assert.Contains(t, p.text("#wallet-help"), "MetaMask mobile")
+		assert.True(t, p.visible("#qr"), "the address QR code is the default")
+		assert.False(t, p.visible("#wallet-qr"))
+		assert.Equal(t, "Show wallet QR (fills in amount)", p.text("#qr-toggle"))
+		p.do(chromedp.Click(chromedp.ID("qr-toggle")))
+		p.waitFor("the wallet QR code", `document.getElementById('wallet-qr').naturalWidth > 0 && document.getElementById('wallet-qr').getClientRects().length > 0`, 5*time.Second)
+		assert.False(t, p.visible("#qr"), "one QR code at a time")
+		assert.Equal(t, "Show address QR", p.text("#qr-toggle"))
+		assert.True(t, evalJS[bool](p, `window.__sameDocument === true`), "the toggle does not reload")
+		p.fitsPhone()
+		p.screenshot("02b-wallet-qr")
+		p.do(chromedp.Click(chromedp.ID("qr-toggle")))
+		p.waitFor("the address QR code again", `document.getElementById('qr').getClientRects().length > 0`, 5*time.Second)
+		assert.False(t, p.visible("#wallet-qr"))
 
 		// The customer pays on the devnet chain: one block deep it shows
 		// as confirming on the page's next refresh; with 12 blocks it is
@@ -306,11 +342,15 @@ func TestBrowserHostedPages(t *testing.T) {
 		send("ERC20", "USDT", address, "25")
 		p.waitState("confirming", 30*time.Second)
 		assert.Regexp(t, `\d+ of 12`, p.text(`.state[data-state="confirming"]`))
+		assert.False(t, p.visible("#wallet-link"), "no wallet request while a transfer confirms")
+		assert.True(t, p.visible("#qr"))
 		p.screenshot("03-confirming")
 		mine("ERC20", 12)
 		p.waitState("paid", 45*time.Second)
 		assert.True(t, evalJS[bool](p, `window.__sameDocument === true`), "the page must not reload")
 		assert.Contains(t, p.text(`.state[data-state="paid"]`), "25.00 USDT")
+		assert.Equal(t, "Payment received", p.text(`.state[data-state="paid"] h2`))
+		p.showsShopAndReference("Shop", "", id)
 		assert.False(t, p.visible("#pay"), "no address once paid")
 		assert.False(t, p.visible("#countdown"))
 		p.screenshot("04-paid")
@@ -321,7 +361,8 @@ func TestBrowserHostedPages(t *testing.T) {
 	t.Run("payment link to payment page", func(t *testing.T) {
 		p := newBrowserPage(t, browser, payBase, dir)
 		p.open("/l/tip-jar")
-		assert.Equal(t, "Tip jar for the coffee club", p.text("h1"))
+		assert.Equal(t, "Pay Shop", p.text("h1"), "the buyer pays the shop")
+		assert.Equal(t, "Tip jar for the coffee club", p.text("#item"), "for the link's item")
 		assert.True(t, p.visible("#amount"))
 		p.fitsPhone()
 		p.screenshot("05-link-form")
@@ -342,8 +383,12 @@ func TestBrowserHostedPages(t *testing.T) {
 		p.waitState("choose", 5*time.Second)
 		assert.Equal(t, "12.50", p.text(`[data-f="amount"]`))
 		assert.Equal(t, 0, evalJS[int](p, `document.querySelectorAll('button[data-pair$=":USDC"]').length`), "the link asks for USDT")
+		linkID := strings.TrimPrefix(loc, "/")
+		p.showsShopAndReference("Shop", "Tip jar for the coffee club", linkID)
+		assert.NotContains(t, p.text("body"), "link:tip-jar", "the link's external_ref is not the buyer's reference")
+		p.fitsPhone()
 		p.screenshot("07-link-payment")
-		got := payment(strings.TrimPrefix(loc, "/"))
+		got := payment(linkID)
 		assert.Equal(t, "12.50", got["amount"])
 		assert.Equal(t, "link:tip-jar:buyer@example.com", got["external_ref"])
 	})
@@ -378,6 +423,7 @@ func TestBrowserHostedPages(t *testing.T) {
 		p.open("/" + old)
 		p.waitState("expired", 5*time.Second)
 		assert.Contains(t, p.text("#states"), "Payment expired")
+		p.showsShopAndReference("Shop", "", old)
 		assert.False(t, p.visible("#pay"))
 		assert.False(t, p.visible("#countdown"))
 		p.screenshot("09-expired")
@@ -417,15 +463,18 @@ func TestBrowserHostedPages(t *testing.T) {
 		p.open("/" + partial)
 		p.waitState("partial", 5*time.Second)
 		assert.Contains(t, p.text("#states"), "Still missing: 20.00 USDT")
+		p.showsShopAndReference("Shop", "", partial)
 		assert.True(t, p.visible("#address"), "the rest goes to the same address")
 		p.screenshot("11-partial")
 		p.open("/" + overpaid)
 		p.waitState("overpaid", 5*time.Second)
 		assert.Contains(t, p.text("#states"), "15.00 USDT")
+		p.showsShopAndReference("Shop", "", overpaid)
 		p.screenshot("12-overpaid")
 		p.open("/" + cancelled)
 		p.waitState("cancelled", 5*time.Second)
 		assert.False(t, p.visible("#pay"))
+		p.showsShopAndReference("Shop", "", cancelled)
 		p.screenshot("13-cancelled")
 		p.open("/not-a-payment")
 		assert.Equal(t, "Not found", p.text("h1"))

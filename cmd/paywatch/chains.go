@@ -41,6 +41,11 @@ type chainRuntime struct {
 	// StartupLines describe the devnet chains for the start-up block: each
 	// chain's network, RPC URL and token contracts.
 	StartupLines []string
+	// WalletTokens are the token contracts of the offered EVM networks
+	// whose chain id is known (api.Deps.WalletTokens): every devnet chain,
+	// and every network with RPC URLs unless PAYWATCH_ALLOW_OTHER_CHAINS
+	// lets them serve another chain than the network's.
+	WalletTokens map[paywatch.Network]map[paywatch.Token]string
 }
 
 // devnetIdlePoll is the scanners' poll interval on devnet chains that make
@@ -59,7 +64,7 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 	if logger == nil {
 		logger = slog.Default()
 	}
-	rt := &chainRuntime{PollIntervals: map[paywatch.Network]time.Duration{}}
+	rt := &chainRuntime{PollIntervals: map[paywatch.Network]time.Duration{}, WalletTokens: map[paywatch.Network]map[paywatch.Token]string{}}
 	var devnets []paywatch.Network
 	for _, info := range paywatch.Networks() {
 		if len(cfg.RPCURLs[info.Network]) == 0 && cfg.Devnet {
@@ -87,6 +92,9 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 		n := info.Network
 		if urls := cfg.RPCURLs[n]; len(urls) > 0 {
 			cfgs = append(cfgs, providerConfig(cfg, n))
+			if info.Family == paywatch.FamilyEVM && !cfg.AllowOtherChains {
+				rt.WalletTokens[n] = contractsOf(n, cfg.Contracts[n])
+			}
 			continue
 		}
 		if rt.Devnet == nil {
@@ -100,6 +108,9 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 			logger.Warn("token contract overrides are ignored on a devnet chain; set an RPC URL to use them", "network", n)
 		}
 		cfgs = append(cfgs, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+		if info.Family == paywatch.FamilyEVM {
+			rt.WalletTokens[n] = st.Tokens
+		}
 		poll := cfg.DevnetBlockInterval
 		if d, ok := cfg.DevnetBlockIntervals[n]; ok {
 			poll = d

@@ -203,6 +203,7 @@ func TestStartRefusesTheWrongChain(t *testing.T) {
 		paywatch.ERC20: {bsc.RPCURL},
 	}}, nil, nil)
 	require.NoError(t, err, "PAYWATCH_ALLOW_OTHER_CHAINS: a warning, not a refusal")
+	assert.NotContains(t, rt.WalletTokens, paywatch.ERC20, "its chain id is not known: no wallet link")
 	rt.Close()
 
 	trc, _ := d.Network(paywatch.TRC20)

@@ -202,6 +202,16 @@ func TestStartChainsRunsDevnetForNetworksWithoutRPC(t *testing.T) {
 	}
 	assert.Contains(t, rt.StartupLines[1], devnet.TronUSDTContract)
 
+	// The hosted page's wallet links name the contracts the scanners
+	// watch: each EVM devnet chain's, and the RPC network's mainnet ones;
+	// Tron has no wallet link.
+	assert.NotContains(t, rt.WalletTokens, paywatch.TRC20)
+	for _, n := range []paywatch.Network{paywatch.BEP20, paywatch.POLYGON, paywatch.ARBITRUM} {
+		st, _ := rt.Devnet.Network(n)
+		assert.Equal(t, st.Tokens, rt.WalletTokens[n], n)
+	}
+	assert.Equal(t, contractsOf(paywatch.ERC20, nil), rt.WalletTokens[paywatch.ERC20])
+
 	// The devnet chains make blocks and serve the /devnet endpoints.
 	tron, err := rt.Set.Client(paywatch.TRC20)
 	require.NoError(t, err)

@@ -215,6 +215,9 @@ func (m *Main) Run(ctx context.Context) error {
 			InsecureCookies:  cfg.Mode == ModeDev,
 			RequireTwoFactor: cfg.RequireTwoFactor,
 			ObserveRequest:   m.requestObserver(),
+			// The hosted page's wallet links name the contracts the
+			// scanners watch.
+			WalletTokens: rt.WalletTokens,
 		})
 		// A payment row whose workflow start was lost (a crash between the
 		// insert and the start) gets its workflow from the reconciler.

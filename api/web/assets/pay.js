@@ -86,6 +86,13 @@
       var qr = document.getElementById('qr');
       if (qr && qr.getAttribute('src') !== d.qr_code) qr.setAttribute('src', d.qr_code);
     }
+    if (d.wallet_uri && d.wallet_qr_code) {
+      var link = document.getElementById('wallet-link');
+      var wqr = document.getElementById('wallet-qr');
+      if (link && link.getAttribute('href') !== d.wallet_uri) link.setAttribute('href', d.wallet_uri);
+      if (wqr && wqr.getAttribute('src') !== d.wallet_qr_code) wqr.setAttribute('src', d.wallet_qr_code);
+      show(document.getElementById('wallet'), true);
+    }
     setText('amount', d.amount);
     setText('token', d.token);
     setText('network_name', d.network_name);
@@ -180,6 +187,20 @@
       } else {
         fallback();
       }
+    });
+  }
+
+  // The QR toggle switches between the address QR code and the wallet one
+  // in place; without JavaScript it is a link to the page with ?qr=wallet.
+  var toggle = document.getElementById('qr-toggle');
+  var pay = document.getElementById('pay');
+  if (toggle && pay) {
+    toggle.addEventListener('click', function (ev) {
+      ev.preventDefault();
+      var kind = pay.getAttribute('data-qr') === 'wallet' ? 'address' : 'wallet';
+      pay.setAttribute('data-qr', kind);
+      // The link offers the other QR code, as it does without JavaScript.
+      toggle.setAttribute('href', toggle.getAttribute(kind === 'wallet' ? 'data-address-href' : 'data-wallet-href'));
     });
   }
 
