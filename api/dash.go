@@ -17,8 +17,9 @@ import (
 // embedded from web/dashboard, with one stylesheet and one small script
 // under the same strict Content-Security-Policy as the hosted pages: no
 // inline script or style, nothing from elsewhere. Every page works without
-// JavaScript; the script only refreshes a payment's status and copies link
-// URLs.
+// JavaScript; the script only refreshes a payment's status and the payment
+// list, writes dates in the viewer's time zone (dash_time.go), and copies
+// link URLs.
 //
 // The handlers are small files named for what they serve (dash_auth.go,
 // dash_security.go, dash_projects.go, dash_wallet.go, dash_links.go,
@@ -38,6 +39,7 @@ var dashFuncs = template.FuncMap{
 	"join":  strings.Join,
 	"short": shortID,
 	"upper": strings.ToUpper,
+	"when":  when,
 }
 
 func init() {
@@ -144,6 +146,7 @@ func (s *Server) projectRoutes() []projectRoute {
 	return []projectRoute{
 		{http.MethodGet, "", s.projectShow, false},
 		{http.MethodGet, "/payments", s.paymentsShow, false},
+		{http.MethodGet, "/payments/status", s.paymentsLive, false},
 		{http.MethodGet, "/payments/:id", s.paymentShow, false},
 		{http.MethodGet, "/payments/:id/status", s.paymentStatusJSON, false},
 		{http.MethodPost, "/payments/:id/recheck", s.paymentRecheck, true},

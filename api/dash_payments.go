@@ -1,11 +1,15 @@
 package api
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,14 +26,32 @@ const deliveriesShown = 100
 // paymentsPage is the data of a project's payment list.
 type paymentsPage struct {
 	dashPage
-	Payments []statusView
+	Payments []paymentRow
 	Statuses []paywatch.Status
 	// The filters as typed, and the pages before and after.
 	Status, CreatedAfter, UpdatedAfter string
+	// Filters names the filters in force, for the folded form's summary.
+	Filters string
 	// Link is the payment link whose payments are listed; "" for all.
 	Link                 string
 	Limit, Offset, Total int
 	Prev, Next           string
+	// LiveURL is what dash.js polls for this page of the list (the same
+	// query), "" when the filters are refused.
+	LiveURL string
+}
+
+// paymentRow is a payment as the dashboard shows it: the API's view and,
+// for a payment made through a payment link, the link and the buyer.
+type paymentRow struct {
+	statusView
+	Link *store.LinkPurchase
+}
+
+// paymentRowOf renders a payment for the dashboard.
+func (s *Server) paymentRowOf(p *store.Payment) (paymentRow, error) {
+	v, err := s.status(p, false)
+	return paymentRow{statusView: v, Link: p.Link}, err
 }
 
 // paymentsShow lists a project's payments with the filters and pagination
@@ -37,6 +59,39 @@ type paymentsPage struct {
 // link=<id> keeps the payments of one payment link (the links page links
 // there).
 func (s *Server) paymentsShow(c echo.Context) error {
+	pg, status, err := s.paymentsList(c)
+	if err != nil {
+		return err
+	}
+	refused := pg.Error
+	pg.dashPage = s.page(c, "Payments")
+	pg.Tab = "payments"
+	if refused != "" {
+		pg.Error = refused
+	}
+	return renderDash(c, status, "payments", pg)
+}
+
+// paymentsLive is GET .../payments/status: the count, rows and pages of
+// the list for the same query, which the list's script polls to show new
+// payments and changed ones without a reload.
+func (s *Server) paymentsLive(c echo.Context) error {
+	pg, status, err := s.paymentsList(c)
+	if err != nil {
+		return err
+	}
+	pg.Project = dashProject(c)
+	var buf bytes.Buffer
+	if err := dashPages["payments"].ExecuteTemplate(&buf, "payments-list", pg); err != nil {
+		return fmt.Errorf("render the payment list: %w", err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// paymentsList reads the list's query and loads its page of payments. A
+// refused filter is a status and the message in the page's Error, not an
+// error.
+func (s *Server) paymentsList(c echo.Context) (paymentsPage, int, error) {
 	q := c.QueryParams()
 	for k, v := range q {
 		if len(v) == 0 || v[0] == "" {
@@ -59,22 +114,23 @@ func (s *Server) paymentsShow(c echo.Context) error {
 		var ps []*store.Payment
 		ps, pg.Total, err = s.payments.List(c.Request().Context(), dashProject(c).ID, f)
 		for _, p := range ps {
-			v, verr := s.status(p, false)
+			v, verr := s.paymentRowOf(p)
 			if verr != nil {
-				return verr
+				return pg, 0, verr
 			}
 			pg.Payments = append(pg.Payments, v)
 		}
 	}
-	pg.dashPage = s.page(c, "Payments")
-	pg.Tab = "payments"
 	if err != nil {
 		st, msg, ok := formError(err)
 		if !ok {
-			return err
+			return pg, 0, err
 		}
 		status, pg.Error = st, msg
+	} else {
+		pg.LiveURL = DashboardPath + "/p/" + dashProject(c).Slug + "/payments/status?" + q.Encode()
 	}
+	pg.Filters = filterSummary(pg.Status, pg.CreatedAfter, pg.UpdatedAfter)
 	pg.Limit, pg.Offset = f.Limit, f.Offset
 	page := func(offset int) string {
 		v := url.Values{}
@@ -90,7 +146,33 @@ func (s *Server) paymentsShow(c echo.Context) error {
 	if f.Offset+len(pg.Payments) < pg.Total {
 		pg.Next = page(f.Offset + f.Limit)
 	}
-	return renderDash(c, status, "payments", pg)
+	return pg, status, nil
+}
+
+// filterSummary names the list's filters in force: "none", or for example
+// "paid · created after 1 Nov 2026". A typed date reads as the dashboard
+// writes dates; anything else as it was typed.
+func filterSummary(status, createdAfter, updatedAfter string) string {
+	date := func(s string) string {
+		if t, err := time.Parse("2006-01-02", s); err == nil {
+			return t.Format("2 Jan 2006")
+		}
+		return s
+	}
+	var parts []string
+	if status != "" {
+		parts = append(parts, status)
+	}
+	if createdAfter != "" {
+		parts = append(parts, "created after "+date(createdAfter))
+	}
+	if updatedAfter != "" {
+		parts = append(parts, "updated after "+date(updatedAfter))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " · ")
 }
 
 // txRow is a counted transfer with its explorer link.
@@ -102,7 +184,7 @@ type txRow struct {
 // paymentPage is the data of a payment's page.
 type paymentPage struct {
 	dashPage
-	Payment      statusView
+	Payment      paymentRow
 	Transactions []txRow
 	Timeline     []store.StatusChange
 	Deliveries   []store.Delivery
@@ -131,7 +213,7 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 	if gerr != nil {
 		return gerr
 	}
-	v, verr := s.status(p, false)
+	v, verr := s.paymentRowOf(p)
 	if verr != nil {
 		return verr
 	}

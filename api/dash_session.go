@@ -234,8 +234,9 @@ func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// statusPoll reports a request of the payment page's script, which reads
-// JSON and must not be redirected to a page.
+// statusPoll reports a request of the script of a payment's page or of
+// the payment list (.../payments/status), which must not be redirected to
+// a page: an answer of 401 or 403 stops it.
 func statusPoll(c echo.Context) bool {
 	return strings.HasSuffix(c.Path(), "/status")
 }

@@ -62,6 +62,15 @@ type Payment struct {
 	DustMinimum *paywatch.Amount
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Link is set for a payment made through a payment link.
+	Link *LinkPurchase
+}
+
+// LinkPurchase is what a payment made through a payment link records: the
+// link (its title as it reads now) and what the buyer entered.
+type LinkPurchase struct {
+	LinkID, LinkSlug, LinkTitle      string
+	BuyerEmail, BuyerName, BuyerNote string
 }
 
 // AwaitingNetwork reports whether the payment still waits for a network.
@@ -111,8 +120,10 @@ const paymentSelect = `
 	       pay.external_ref, pay.external_order_id, pay.metadata, pay.expires_at, pay.paid_at,
 	       pay.address_assigned_at, pay.start_block, pay.created_without_network, pay.workflow_started,
 	       pay.created_at, pay.updated_at, pr.min_amount::text,
-	       (SELECT c.head FROM chain_cursors c WHERE c.network = pay.network)
-	FROM payments pay JOIN projects pr ON pr.id = pay.project_id`
+	       (SELECT c.head FROM chain_cursors c WHERE c.network = pay.network),
+	       pay.payment_link_id::text, pl.slug, pl.title, pay.buyer_email, pay.buyer_name, pay.buyer_note
+	FROM payments pay JOIN projects pr ON pr.id = pay.project_id
+	LEFT JOIN payment_links pl ON pl.id = pay.payment_link_id`
 
 func scanPayment(row scanner) (*Payment, error) {
 	var p Payment
@@ -121,13 +132,19 @@ func scanPayment(row scanner) (*Payment, error) {
 	var decimals int
 	var startBlock, head *int64
 	var txs []byte
+	var linkID, linkSlug, linkTitle, buyerEmail, buyerName, buyerNote *string
 	if err := row.Scan(&p.ID, &p.ProjectID, &p.ProjectSlug, &p.Status, &p.Mode, &pool,
 		&network, &token, &address, &amount, &original, &decimals,
 		&p.MicroOffset, &paid, &txHash, &txs, &p.LatePayment,
 		&p.ExternalRef, &p.ExternalOrderID, &p.Metadata, &p.ExpiresAt, &p.PaidAt,
 		&p.AddressAssignedAt, &startBlock, &p.CreatedWithoutNetwork, &p.WorkflowStarted,
-		&p.CreatedAt, &p.UpdatedAt, &minAmount, &head); err != nil {
+		&p.CreatedAt, &p.UpdatedAt, &minAmount, &head,
+		&linkID, &linkSlug, &linkTitle, &buyerEmail, &buyerName, &buyerNote); err != nil {
 		return nil, err
+	}
+	if linkID != nil {
+		p.Link = &LinkPurchase{LinkID: *linkID, LinkSlug: deref(linkSlug), LinkTitle: deref(linkTitle),
+			BuyerEmail: deref(buyerEmail), BuyerName: deref(buyerName), BuyerNote: deref(buyerNote)}
 	}
 	if pool != nil && p.Mode == paywatch.ModePool {
 		p.PoolMatching = paywatch.PoolMatching(*pool)
