@@ -41,45 +41,53 @@ func (s *Service) Invitation(ctx context.Context, token string) (store.Invitatio
 	return s.deps.Store.InvitationByHash(ctx, hashToken(token))
 }
 
-// AcceptInvite opens an invitation: the invited address becomes a viewer
-// of the project, and an address without an account gets one with password
-// and is signed in at once (the session returned; nil for an existing
-// account, which accepts signed in already).
+// AcceptInvite opens an invitation, and returns it with, for an address
+// that had no account, the session of the account it made: the invited
+// address becomes a viewer of the project, and an address without an
+// account gets one with password and is signed in at once.
 //
 // The new account is plan free and active, its address confirmed by the
 // link; for an address with an account, password is ignored, and the
 // invitation is taken only by that account signed in (signedIn): a link
 // alone, forwarded or intercepted, must not add a project to someone
-// else's account. Of two acceptances at once, one wins and the other is
-// EGONE.
-func (s *Service) AcceptInvite(ctx context.Context, token, password string, signedIn *store.Account, ip, userAgent string) (*Session, error) {
+// else's account, nor sign anyone in to it. The store checks this again
+// in the transaction that uses the link, for an account made since. Of
+// two acceptances at once, one wins and the other is EGONE.
+func (s *Service) AcceptInvite(ctx context.Context, token, password string, signedIn *store.Account, ip, userAgent string) (store.Invitation, *Session, error) {
 	inv, err := s.Invitation(ctx, token)
 	if err != nil {
-		return nil, err
+		return inv, nil, err
 	}
 	if inv.HasAccount && (signedIn == nil || normalEmail(signedIn.Email) != normalEmail(inv.Email)) {
-		return nil, paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgInviteSignIn, inv.Email)
+		return inv, nil, paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgInviteSignIn, inv.Email)
 	}
-	if inv.HasAccount {
-		return nil, s.deps.Store.AcceptInvitation(ctx, hashToken(token), "")
+	var pw string
+	var as int64
+	if signedIn != nil {
+		as = signedIn.ID
 	}
-	if err := validatePassword(password); err != nil {
-		return nil, err
+	if !inv.HasAccount {
+		if err := validatePassword(password); err != nil {
+			return inv, nil, err
+		}
+		if pw, err = hashSecret(password); err != nil {
+			return inv, nil, err
+		}
 	}
-	pw, err := hashSecret(password)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.deps.Store.AcceptInvitation(ctx, hashToken(token), pw); err != nil {
-		return nil, err
+	accountID, created, err := s.deps.Store.AcceptInvitation(ctx, hashToken(token), pw, as)
+	// Someone signed in as another account keeps their session: the new
+	// account signs in when they choose.
+	if err != nil || !created || signedIn != nil {
+		return inv, nil, err
 	}
 	// The link proved the address and the form chose the password: asking
 	// for both again on a sign-in page would be a step for nothing.
-	auth, err := s.deps.Store.AccountAuthByEmail(ctx, inv.Email)
+	auth, err := s.deps.Store.AccountAuthByID(ctx, accountID)
 	if err != nil {
-		return nil, err
+		return inv, nil, err
 	}
-	return s.newSession(ctx, auth, ip, userAgent)
+	sess, err := s.newSession(ctx, auth, ip, userAgent)
+	return inv, sess, err
 }
 
 // Viewers lists a project's viewers and open invitations.

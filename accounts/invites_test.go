@@ -1,6 +1,7 @@
 package accounts_test
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -39,7 +40,8 @@ func TestInviteCreatesViewer(t *testing.T) {
 	// The page names the address, the project and who invited.
 	assert.Equal(t, store.Invitation{Email: "nia@example.com", ProjectSlug: "shop", ProjectName: "The Shop", InvitedBy: "owner@example.com"}, inv)
 	accept := func(tok, password string, as *store.Account) (*accounts.Session, error) {
-		return e.svc.AcceptInvite(e.ctx, tok, password, as, "192.0.2.1", "test")
+		_, sess, err := e.svc.AcceptInvite(e.ctx, tok, password, as, "192.0.2.1", "test")
+		return sess, err
 	}
 	_, err = accept(tok, "short", nil)
 	requireCode(t, err, paywatch.EINVALID, paywatch.MsgPasswordLength)
@@ -98,13 +100,43 @@ func TestInviteExistingAccount(t *testing.T) {
 	// item 20), and the refusals leave it open.
 	msg := fmt.Sprintf(paywatch.MsgInviteSignIn, "pat@example.com")
 	for _, as := range []*store.Account{nil, stranger} {
-		_, err := e.svc.AcceptInvite(e.ctx, tok, "", as, "192.0.2.1", "test")
+		_, _, err := e.svc.AcceptInvite(e.ctx, tok, "", as, "192.0.2.1", "test")
 		requireCode(t, err, paywatch.EFORBIDDEN, msg)
 	}
-	sess, err := e.svc.AcceptInvite(e.ctx, tok, "", pat, "192.0.2.1", "test")
+	_, sess, err := e.svc.AcceptInvite(e.ctx, tok, "", pat, "192.0.2.1", "test")
 	require.NoError(t, err)
 	assert.Nil(t, sess, "a signed-in account keeps its session")
 	e.signIn("pat@example.com")
+}
+
+// An account made for the address after its invitation was shown (its own
+// registration, the operator) is not joined, nor signed in to, by whoever
+// holds the link: the store checks again as it uses the link, which stays
+// open for the account itself.
+func TestInviteAccountMadeMeanwhile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := e.project("owner@example.com", "shop", "Shop")
+	require.NoError(t, e.svc.Invite(e.ctx, p.ID, "late@example.com"))
+	tok := e.token(e.lastMail("late@example.com"), "/invite")
+	inv, err := e.svc.Invitation(e.ctx, tok)
+	require.NoError(t, err)
+	require.False(t, inv.HasAccount)
+	late := e.signUp("late@example.com")
+	// The page was shown without an account: the service is told as much
+	// (the form's password), and the store must refuse.
+	hash := sha256.Sum256([]byte(tok)) // as links are looked up
+	_, _, err = e.store.AcceptInvitation(e.ctx, hash[:], "x-hash", 0)
+	requireCode(t, err, paywatch.EFORBIDDEN, fmt.Sprintf(paywatch.MsgInviteSignIn, "late@example.com"))
+	_, sess, err := e.svc.AcceptInvite(e.ctx, tok, password, nil, "192.0.2.1", "test")
+	requireCode(t, err, paywatch.EFORBIDDEN, fmt.Sprintf(paywatch.MsgInviteSignIn, "late@example.com"))
+	assert.Nil(t, sess)
+	role, err := e.svc.RoleIn(e.ctx, late.ID, p)
+	require.NoError(t, err)
+	assert.Equal(t, accounts.RoleNone, role)
+	_, sess, err = e.svc.AcceptInvite(e.ctx, tok, "", late, "192.0.2.1", "test")
+	require.NoError(t, err)
+	assert.Nil(t, sess)
 }
 
 // Roles: the project's owner, its viewers, and nobody else. An account's
@@ -119,7 +151,7 @@ func TestRolesAndProjects(t *testing.T) {
 	beta := e.project("other@example.com", "beta", "Beta")
 	for _, p := range []*store.Project{beta, alpha} {
 		require.NoError(t, e.svc.Invite(e.ctx, p.ID, "quinn@example.com"))
-		_, err := e.svc.AcceptInvite(e.ctx, e.token(e.lastMail("quinn@example.com"), "/invite"), "", q, "192.0.2.1", "test")
+		_, _, err := e.svc.AcceptInvite(e.ctx, e.token(e.lastMail("quinn@example.com"), "/invite"), "", q, "192.0.2.1", "test")
 		require.NoError(t, err)
 	}
 	for _, tc := range []struct {
@@ -160,7 +192,7 @@ func TestInviteAcceptedTwiceAtOnce(t *testing.T) {
 	tok := e.token(e.lastMail("ray@example.com"), "/invite")
 	var ok, gone atomic.Int32
 	parallel(4, func(int) {
-		_, err := e.svc.AcceptInvite(e.ctx, tok, password, nil, "192.0.2.1", "test")
+		_, _, err := e.svc.AcceptInvite(e.ctx, tok, password, nil, "192.0.2.1", "test")
 		switch paywatch.ErrorCode(err) {
 		case "":
 			ok.Add(1)

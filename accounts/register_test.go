@@ -151,7 +151,7 @@ func TestLinksExpireAndWorkOnce(t *testing.T) {
 		"invitation": func(email string) (string, func(string) error) {
 			require.NoError(t, e.svc.Invite(e.ctx, p.ID, email))
 			return e.token(e.lastMail(email), "/invite"), func(tok string) error {
-				_, err := e.svc.AcceptInvite(e.ctx, tok, password, nil, "192.0.2.1", "test")
+				_, _, err := e.svc.AcceptInvite(e.ctx, tok, password, nil, "192.0.2.1", "test")
 				return err
 			}
 		},

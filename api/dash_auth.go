@@ -46,7 +46,7 @@ func (s *Server) authPage(c echo.Context, name, title string, f authForm, err er
 func (s *Server) noticeShow(c echo.Context) error {
 	f := authForm{dashPage: s.page(c, "Check your inbox")}
 	f.Notice, f.Flash = f.Flash, ""
-	if f.Notice == "" {
+	if f.Notice != flashTexts[flashCheckInbox] && f.Notice != flashTexts[flashCheckReset] {
 		f.Notice = "If the address you typed can be used, an e-mail is on its way."
 	}
 	return renderDash(c, http.StatusOK, "notice", f)
@@ -213,16 +213,18 @@ func (s *Server) inviteSubmit(c echo.Context) error {
 	if sess := session(c); sess != nil {
 		signedIn = sess.Account
 	}
-	// Read before it is used: the page of a refusal shows it again, and
-	// the redirect names its project.
-	inv, _ := s.accounts.Invitation(ctx, token)
-	sess, err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password"), signedIn, c.RealIP(), c.Request().UserAgent())
+	inv, sess, err := s.accounts.AcceptInvite(ctx, token, c.FormValue("password"), signedIn, c.RealIP(), c.Request().UserAgent())
 	if err != nil {
 		return s.authPage(c, "invite", "Accept the invitation", s.inviteForm(c, token, inv), err)
 	}
-	if sess != nil {
+	switch {
+	case sess != nil:
 		s.endOldSession(c)
 		s.startSession(c, sess)
+	case signedIn != nil && !strings.EqualFold(signedIn.Email, inv.Email):
+		// Accepted for a new address while signed in as another account,
+		// whose session stays.
+		return s.redirect(c, DashboardPath, flashJoinedOther)
 	}
 	return s.redirect(c, DashboardPath+"/p/"+inv.ProjectSlug+"/payments", flashJoined)
 }

@@ -49,7 +49,7 @@ func (s *Server) keysRegenerate(c echo.Context) error {
 	if err != nil {
 		return s.keysRender(c, err)
 	}
-	if err := s.reveal(c, revealKeys, creds); err != nil {
+	if err := s.reveal(c, revealKeys, dashProject(c).Slug, creds); err != nil {
 		return err
 	}
 	return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/keys/new", "")
@@ -58,7 +58,7 @@ func (s *Server) keysRegenerate(c echo.Context) error {
 // keysNewShow shows the regenerated keys, once.
 func (s *Server) keysNewShow(c echo.Context) error {
 	var creds store.Credentials
-	if !s.takeReveal(c, revealKeys, &creds) {
+	if !s.takeReveal(c, revealKeys, dashProject(c).Slug, &creds) {
 		return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/keys", flashShownOnce)
 	}
 	pg := keysPage{dashPage: s.page(c, "New API keys"), ProtectionKeySet: true, Credentials: creds}

@@ -207,7 +207,7 @@ func (s *Server) projectNewSubmit(c echo.Context) error {
 	// The keys cross the redirect sealed (dash_reveal.go): a reload of the
 	// page that shows them neither creates the project again nor shows
 	// them twice.
-	if err := s.reveal(c, revealProject, creds); err != nil {
+	if err := s.reveal(c, revealProject, p.Slug, creds); err != nil {
 		return err
 	}
 	return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/created", "")
@@ -218,7 +218,7 @@ func (s *Server) projectNewSubmit(c echo.Context) error {
 func (s *Server) projectCreatedShow(c echo.Context) error {
 	var creds store.Credentials
 	p := dashProject(c)
-	if !s.takeReveal(c, revealProject, &creds) {
+	if !s.takeReveal(c, revealProject, p.Slug, &creds) {
 		return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/keys", flashShownOnce)
 	}
 	out := formOf(p)
@@ -253,7 +253,7 @@ func (s *Server) projectShow(c echo.Context) error {
 
 func (s *Server) settingsShow(c echo.Context) error {
 	f := formOf(dashProject(c))
-	s.takeReveal(c, revealTelegram, &f.TelegramLink)
+	s.takeReveal(c, revealTelegram, dashProject(c).Slug, &f.TelegramLink)
 	return s.projectFormRender(c, "settings", "Settings", f, nil)
 }
 
@@ -305,7 +305,7 @@ func (s *Server) telegramLinkMake(c echo.Context) error {
 	if err != nil {
 		return s.projectFormRender(c, "settings", "Settings", formOf(p), err)
 	}
-	if err := s.reveal(c, revealTelegram, l.URL); err != nil {
+	if err := s.reveal(c, revealTelegram, p.Slug, l.URL); err != nil {
 		return err
 	}
 	return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/settings#telegram-link", "")

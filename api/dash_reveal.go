@@ -19,6 +19,9 @@ import (
 // secrets no more. The cookie is HttpOnly, lives revealTTL, is sealed with
 // AES-GCM under a key derived from the master key (every replica opens
 // it), and names the session it was made for, so no other session opens it.
+// Each kind of secret, of each project, has a cookie of its own: two tabs
+// at work on two projects (or keys and recovery codes) lose nothing, and
+// no project's page shows another's secrets.
 const (
 	revealCookie = "paywatch_reveal"
 	revealTTL    = 5 * time.Minute
@@ -35,6 +38,7 @@ const (
 // revealed is a reveal cookie's sealed content.
 type revealed struct {
 	Kind    string          `json:"k"`
+	Scope   string          `json:"p"`
 	Session string          `json:"s"`
 	Expires int64           `json:"e"`
 	Data    json.RawMessage `json:"d"`
@@ -66,13 +70,22 @@ func revealBinding(c echo.Context) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
-// reveal seals v for the next page of kind to show once.
-func (s *Server) reveal(c echo.Context, kind string, v any) error {
+// revealName is the cookie of kind in scope (a project's slug, or "" for
+// the account's own secrets); slugs are cookie-name safe.
+func revealName(kind, scope string) string {
+	if scope == "" {
+		return revealCookie + "_" + kind
+	}
+	return revealCookie + "_" + kind + "_" + scope
+}
+
+// reveal seals v for the next page of kind in scope to show once.
+func (s *Server) reveal(c echo.Context, kind, scope string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	plain, err := json.Marshal(revealed{Kind: kind, Session: revealBinding(c), Expires: time.Now().Add(revealTTL).Unix(), Data: data})
+	plain, err := json.Marshal(revealed{Kind: kind, Scope: scope, Session: revealBinding(c), Expires: time.Now().Add(revealTTL).Unix(), Data: data})
 	if err != nil {
 		return err
 	}
@@ -81,15 +94,17 @@ func (s *Server) reveal(c echo.Context, kind string, v any) error {
 	if _, err := rand.Read(nonce); err != nil {
 		return err
 	}
-	sealed := aead.Seal(nonce, nonce, plain, []byte(revealCookie))
-	s.setCookie(c, revealCookie, base64.RawURLEncoding.EncodeToString(sealed), int(revealTTL/time.Second))
+	name := revealName(kind, scope)
+	sealed := aead.Seal(nonce, nonce, plain, []byte(name))
+	s.setCookie(c, name, base64.RawURLEncoding.EncodeToString(sealed), int(revealTTL/time.Second))
 	return nil
 }
 
-// takeReveal opens the reveal cookie of kind into v and clears it; false
-// when there is none (already shown, expired, another session's or kind's).
-func (s *Server) takeReveal(c echo.Context, kind string, v any) bool {
-	ck, err := s.cookie(c, revealCookie)
+// takeReveal opens the reveal cookie of kind in scope into v and clears it;
+// false when there is none (already shown, expired, another session's).
+func (s *Server) takeReveal(c echo.Context, kind, scope string, v any) bool {
+	name := revealName(kind, scope)
+	ck, err := s.cookie(c, name)
 	if err != nil || ck.Value == "" {
 		return false
 	}
@@ -98,14 +113,14 @@ func (s *Server) takeReveal(c echo.Context, kind string, v any) bool {
 	if err != nil || len(sealed) < aead.NonceSize() {
 		return false
 	}
-	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(revealCookie))
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(name))
 	if err != nil {
 		return false
 	}
 	var r revealed
-	if json.Unmarshal(plain, &r) != nil || r.Kind != kind || r.Session != revealBinding(c) || time.Now().Unix() > r.Expires {
+	if json.Unmarshal(plain, &r) != nil || r.Kind != kind || r.Scope != scope || r.Session != revealBinding(c) || time.Now().Unix() > r.Expires {
 		return false
 	}
-	s.setCookie(c, revealCookie, "", -1)
+	s.setCookie(c, name, "", -1)
 	return json.Unmarshal(r.Data, v) == nil
 }

@@ -95,7 +95,7 @@ func (s *Server) totpEnable(c echo.Context) error {
 		}
 		return s.totpSetup(c, secret, url, err)
 	}
-	if err := s.reveal(c, revealCodes, codes); err != nil {
+	if err := s.reveal(c, revealCodes, "", codes); err != nil {
 		return err
 	}
 	return s.redirect(c, DashboardPath+"/security/codes", "")
@@ -104,7 +104,7 @@ func (s *Server) totpEnable(c echo.Context) error {
 // codesShow shows the recovery codes just made, once.
 func (s *Server) codesShow(c echo.Context) error {
 	var codes []string
-	if !s.takeReveal(c, revealCodes, &codes) {
+	if !s.takeReveal(c, revealCodes, "", &codes) {
 		return s.redirect(c, DashboardPath+"/security", flashShownOnce)
 	}
 	pg := securityPage{Codes: codes}

@@ -336,6 +336,7 @@ const (
 	flashActivated     = "activated"
 	flashHandled       = "handled"
 	flashShownOnce     = "shownonce"
+	flashJoinedOther   = "joinedother"
 	flashCheckInbox    = "inbox"
 	flashCheckReset    = "inboxreset"
 )
@@ -362,7 +363,8 @@ var flashTexts = map[string]string{
 	flashDeactivated:   "Project deactivated: its API key and payment pages no longer work.",
 	flashActivated:     "Project active again.",
 	flashHandled:       "Transfer marked as handled.",
-	flashShownOnce:     "Secrets are shown once, and that page was already shown. If you did not store them, make new ones.",
+	flashShownOnce:     "Secrets are shown once, and that page was already shown. If you did not store them, make new ones: regenerate the keys, or turn two-factor sign-in off and on again for new recovery codes.",
+	flashJoinedOther:   "The invitation is accepted, and an account made for its address. You are still signed in as yourself: sign out, then sign in with that address to view the project.",
 	flashCheckInbox:    paywatch.MsgCheckInbox,
 	flashCheckReset:    paywatch.MsgCheckInboxReset,
 }

@@ -241,6 +241,10 @@ func TestDashboardViewerCannotActAsOwner(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, got.Code, "%s %s", r.Method, path)
 		assert.Contains(t, got.Body, html.EscapeString(paywatch.MsgOwnerOnly), "%s %s", r.Method, path)
 	}
+	// A new project's keys page, outside the route table (dash.go), is
+	// the owner's too.
+	got := viewer.send(http.MethodGet, "/dashboard/p/owned/created", nil)
+	assert.Equal(t, http.StatusForbidden, got.Code)
 	// A project the account has no role in does not exist for it.
 	e.merchant("elsewhere", "free", nil, nil)
 	assert.Equal(t, http.StatusNotFound, viewer.get("/dashboard/p/elsewhere/payments").Code)

@@ -97,11 +97,15 @@ func (s *Store) InvitationByHash(ctx context.Context, hash []byte) (Invitation, 
 // AcceptInvitation uses an invitation link: its address becomes a viewer
 // of the project, in the transaction that uses the link. An address
 // without an account gets one (plan free, active, confirmed) with
-// passwordHash; when passwordHash is "" it gives EINVALID
-// MsgPasswordLength and leaves the link open. Of two concurrent uses, one
-// wins and the other gets EGONE.
-func (s *Store) AcceptInvitation(ctx context.Context, hash []byte, passwordHash string) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+// passwordHash, and created is true; when passwordHash is "" it gives
+// EINVALID MsgPasswordLength and leaves the link open. An address with an
+// account is taken only by that account signed in (signedIn, its id; 0
+// for nobody), checked inside the transaction so that an account made
+// since the page was shown is not joined by whoever holds the link:
+// EFORBIDDEN MsgInviteSignIn, the link left open. Of two concurrent uses,
+// one wins and the other gets EGONE.
+func (s *Store) AcceptInvitation(ctx context.Context, hash []byte, passwordHash string, signedIn int64) (accountID int64, created bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		email, _, projectID, _, err := s.consumeToken(ctx, tx, hash, TokenInvite)
 		if err != nil {
 			return err
@@ -109,7 +113,6 @@ func (s *Store) AcceptInvitation(ctx context.Context, hash []byte, passwordHash 
 		if projectID == nil {
 			return linkGone()
 		}
-		var accountID int64
 		err = tx.QueryRow(ctx, `SELECT id FROM accounts WHERE email = $1`, email).Scan(&accountID)
 		switch {
 		case noRows(err) && passwordHash == "":
@@ -118,8 +121,11 @@ func (s *Store) AcceptInvitation(ctx context.Context, hash []byte, passwordHash 
 			if accountID, err = s.createDashboardAccount(ctx, tx, email, passwordHash); err != nil {
 				return err
 			}
+			created = true
 		case err != nil:
 			return fmt.Errorf("load account: %w", err)
+		case accountID != signedIn:
+			return paywatch.Errorf(paywatch.EFORBIDDEN, paywatch.MsgInviteSignIn, email)
 		}
 		// The owner (if the project changed hands to this address) needs
 		// no viewer row.
@@ -131,6 +137,10 @@ func (s *Store) AcceptInvitation(ctx context.Context, hash []byte, passwordHash 
 		}
 		return nil
 	})
+	if err != nil {
+		return 0, false, err
+	}
+	return accountID, created, nil
 }
 
 // ProjectViewers lists a project's viewers and its open invitations (of
