@@ -331,8 +331,19 @@ func TestPayStatusFollowsThePayment(t *testing.T) {
 	// The wallet request asks for the rest only.
 	assert.Equal(t, []string{"30000000"}, parseEIP681(t, e.walletLinkOf(id)).params["uint256"])
 
-	// The rest, already deep: paid.
-	e.sendTransfer(id, paywatch.ARBITRUM, paywatch.USDT, txHash(2), "30", 100)
+	// The rest, 5 blocks deep: the status stays partial while it
+	// confirms, and the page no longer asks for the rest.
+	e.sendTransfer(id, paywatch.ARBITRUM, paywatch.USDT, txHash(2), "30", 195)
+	require.Eventually(t, func() bool {
+		s = e.payCall(request{method: "GET", path: "/api/pay/" + id, ip: nextIP()})
+		return s.Body["confirmations"] != nil
+	}, 10*time.Second, 50*time.Millisecond, "the follow-up transfer shows as confirming")
+	assert.Equal(t, "partial", s.str("status"))
+	e.noWalletLink(id, "the rest is on its way")
+	assert.Contains(t, e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()}).Raw, `data-state="confirming"`)
+
+	// Confirmed: paid.
+	chain.setHead(300)
 	s = e.waitPayStatus(id, paywatch.StatusPaid, 30*time.Second)
 	assert.Equal(t, "50.00", s.str("paid_amount"))
 	page = e.payCall(request{method: "GET", path: "/" + id, ip: nextIP()}).Raw

@@ -36,8 +36,8 @@ type payView struct {
 	Confirmations         *int `json:"confirmations,omitempty"`
 	RequiredConfirmations *int `json:"required_confirmations,omitempty"`
 	// WalletURI and WalletQRCode are the EIP-681 payment request of an EVM
-	// payment with an address, pending or partial (pay_wallet.go), and its
-	// QR code.
+	// payment with an address, pending or partial, open and with nothing
+	// confirming (pay_wallet.go), and its QR code.
 	WalletURI    string `json:"wallet_uri,omitempty"`
 	WalletQRCode string `json:"wallet_qr_code,omitempty"`
 
@@ -69,7 +69,7 @@ func (s *Server) payView(ctx context.Context, p *store.Payment) (payView, error)
 			return v, err
 		}
 		v.QRCode = &qr
-		if uri := s.walletURI(p, v.Status); uri != "" {
+		if uri := s.walletURI(p, v.Status, now); uri != "" {
 			if v.WalletQRCode, err = s.qr.get(uri); err != nil {
 				return v, err
 			}
@@ -149,14 +149,21 @@ func tokensLabel(infos []paywatch.NetworkInfo) string {
 }
 
 // pageState is the state the page shows: the status, refined by whether a
-// network was chosen and whether the window is still open (pay.js's
-// stateOf does the same in the browser).
-func pageState(status paywatch.Status, awaitingNetwork bool, expiresAt, now time.Time) string {
-	if status != paywatch.StatusPending {
-		return string(status)
-	}
+// network was chosen, whether a transfer is still confirming and whether
+// the window is still open (pay.js's stateOf does the same in the
+// browser). A partial payment stays partial while its follow-up transfer
+// confirms, and may read partial past expires_at (the confirming grace, a
+// deadline check waiting out an outage): the page then says a transfer is
+// confirming, or that time is up, rather than asking for the rest.
+func pageState(status paywatch.Status, awaitingNetwork, unconfirmed bool, expiresAt, now time.Time) string {
 	open := now.Before(expiresAt)
 	switch {
+	case status == paywatch.StatusPartial && unconfirmed:
+		return "confirming"
+	case status == paywatch.StatusPartial && !open:
+		return "pending-late"
+	case status != paywatch.StatusPending:
+		return string(status)
 	case awaitingNetwork && open:
 		return "choose"
 	case awaitingNetwork:
@@ -259,7 +266,7 @@ func (s *Server) renderPayment(c echo.Context, status int, p *store.Payment, err
 		Assets:      assetURLs,
 		ID:          p.ID,
 		Status:      v.Status,
-		State:       pageState(v.Status, p.AwaitingNetwork(), p.ExpiresAt, now),
+		State:       pageState(v.Status, p.AwaitingNetwork(), hasUnconfirmed(p.Transactions), p.ExpiresAt, now),
 		Network:     string(p.Network),
 		NetworkName: v.NetworkName,
 		Amount:      v.Amount,

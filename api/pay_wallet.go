@@ -2,7 +2,9 @@ package api
 
 import (
 	"math/big"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
@@ -18,25 +20,45 @@ import (
 // contract for the recipient.
 
 // walletURI returns the EIP-681 token transfer request of p, shown with
-// status,
+// status at now,
 //
 //	ethereum:<token contract>@<chain id>/transfer?address=<deposit address>&uint256=<amount in base units>
 //
 // with the amount as a plain integer (never an exponent, which some wallets
 // read wrongly): the amount while pending, what is still missing once
-// partial. It returns "" in any other status (a detected transfer is
-// confirming, or nothing is to be sent), for a Tron payment, a payment
-// without an address yet, and a network without a known contract
-// (Deps.WalletTokens).
-func (s *Server) walletURI(p *store.Payment, status paywatch.Status) string {
+// partial. A request asks a wallet to send money, so it is offered only
+// while sending is what the buyer should do; it returns "":
+//   - in any other status (a detected transfer is confirming, or nothing is
+//     to be sent), and once expires_at has passed, in whatever status the
+//     payment still reads (the confirming grace, a deadline check waiting
+//     out an RPC outage): funds sent late do not count in every mode;
+//   - while any transfer of p is unconfirmed: a partial payment stays
+//     partial while its follow-up transfer confirms (the workflow's
+//     table has no partial → confirming row), and a request for the
+//     rest then would have the buyer pay it twice;
+//   - for the rest of a partial payment whose address policy counts only
+//     a transfer of the exact amount (pool + micro_amount), which a
+//     remainder never is;
+//   - for a network served by a devnet chain (Deps.DevnetNetworks): it has
+//     its network's mainnet chain id but its own contracts, so a real
+//     wallet would call transfer on a mainnet contract;
+//   - for a Tron payment, a payment without an address yet, and a network
+//     without a known contract (Deps.WalletTokens).
+func (s *Server) walletURI(p *store.Payment, status paywatch.Status, now time.Time) string {
 	info, ok := paywatch.LookupNetwork(p.Network)
 	if !ok || info.Family != paywatch.FamilyEVM || info.ChainID <= 0 || p.Address == "" {
+		return ""
+	}
+	if !now.Before(p.ExpiresAt) || hasUnconfirmed(p.Transactions) || slices.Contains(s.deps.DevnetNetworks, p.Network) {
 		return ""
 	}
 	amount := p.Amount
 	switch status {
 	case paywatch.StatusPending:
 	case paywatch.StatusPartial:
+		if paywatch.PolicyOf(p.Mode, p.PoolMatching).ExactMatch {
+			return ""
+		}
 		amount = p.Amount.Sub(p.PaidAmount)
 	default:
 		return ""
@@ -50,6 +72,11 @@ func (s *Server) walletURI(p *store.Payment, status paywatch.Status) string {
 		return ""
 	}
 	return eip681Transfer(contract, info.ChainID, p.Address, units.Units())
+}
+
+// hasUnconfirmed reports whether a transfer of txs is still confirming.
+func hasUnconfirmed(txs []paywatch.Transaction) bool {
+	return slices.ContainsFunc(txs, func(tx paywatch.Transaction) bool { return !tx.Confirmed })
 }
 
 // eip681Transfer formats an EIP-681 request for the ERC-20 transfer of

@@ -160,7 +160,7 @@ func TestWalletLinkCarriesTheMicroOffset(t *testing.T) {
 
 func TestWalletLinkNamesTheWatchedContracts(t *testing.T) {
 	t.Parallel()
-	// A devnet's contract, given in lower case; Arbitrum has none (a
+	// An override's contract, given in lower case; Arbitrum has none (a
 	// network whose chain id is not known for sure).
 	e := newEnv(t, envOptions{noWorkflows: true, walletTokens: map[paywatch.Network]map[paywatch.Token]string{
 		paywatch.ERC20: {paywatch.USDT: "0x5fbdb2315678afecb367f032d93f642f64180aa3"},
@@ -188,7 +188,7 @@ func TestWalletQRToggleWithoutJavaScript(t *testing.T) {
 	assert.Contains(t, page, `<div id="wallet" class="wallet">`)
 	assert.Contains(t, page, `<a id="qr-toggle" class="toggle" href="/`+id+`?qr=wallet"`)
 	assert.Contains(t, page, "Show wallet QR (fills in amount)")
-	assert.Contains(t, page, "MetaMask mobile reads payment requests")
+	assert.Contains(t, page, "Recent MetaMask mobile versions read payment requests")
 
 	// ?qr=wallet shows the wallet QR code, and the toggle links back.
 	page = e.payGet("/" + id + "?qr=wallet").Raw

@@ -42,9 +42,12 @@ type chainRuntime struct {
 	// chain's network, RPC URL and token contracts.
 	StartupLines []string
 	// WalletTokens are the token contracts of the offered EVM networks
-	// whose chain id is known (api.Deps.WalletTokens): every devnet chain,
-	// and every network with RPC URLs unless PAYWATCH_ALLOW_OTHER_CHAINS
-	// lets them serve another chain than the network's.
+	// whose chain id is known (api.Deps.WalletTokens), the networks the
+	// hosted page offers a wallet request for: those with RPC URLs every
+	// one of which answered the start-up chain id check with the
+	// network's, unless PAYWATCH_ALLOW_OTHER_CHAINS is set. Never a devnet
+	// chain's: it has its network's mainnet chain id but its own
+	// contracts, and a real wallet would call transfer on the mainnet one.
 	WalletTokens map[paywatch.Network]map[paywatch.Token]string
 }
 
@@ -92,9 +95,6 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 		n := info.Network
 		if urls := cfg.RPCURLs[n]; len(urls) > 0 {
 			cfgs = append(cfgs, providerConfig(cfg, n))
-			if info.Family == paywatch.FamilyEVM && !cfg.AllowOtherChains {
-				rt.WalletTokens[n] = contractsOf(n, cfg.Contracts[n])
-			}
 			continue
 		}
 		if rt.Devnet == nil {
@@ -108,9 +108,6 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 			logger.Warn("token contract overrides are ignored on a devnet chain; set an RPC URL to use them", "network", n)
 		}
 		cfgs = append(cfgs, chains.Config{Network: n, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
-		if info.Family == paywatch.FamilyEVM {
-			rt.WalletTokens[n] = st.Tokens
-		}
 		poll := cfg.DevnetBlockInterval
 		if d, ok := cfg.DevnetBlockIntervals[n]; ok {
 			poll = d
@@ -120,9 +117,15 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 		}
 		rt.PollIntervals[n] = poll
 	}
-	if err := verifyChains(ctx, cfg, logger); err != nil {
+	verified, err := verifyChains(ctx, cfg, logger)
+	if err != nil {
 		_ = rt.Close()
 		return nil, err
+	}
+	for _, n := range verified {
+		if info, _ := paywatch.LookupNetwork(n); info.Family == paywatch.FamilyEVM && !cfg.AllowOtherChains {
+			rt.WalletTokens[n] = contractsOf(n, cfg.Contracts[n])
+		}
 	}
 	if observe != nil {
 		for i := range cfgs {
@@ -156,10 +159,13 @@ const identityTimeout = 5 * time.Second
 // than its network's (a testnet URL, or one network's URL under
 // another's), as the scanners would then watch the wrong chain. An
 // endpoint that does not answer only gets a warning: an outage at start
-// must not keep the service down, and the scanners retry.
-func verifyChains(ctx context.Context, cfg Config, logger *slog.Logger) error {
+// must not keep the service down, and the scanners retry. verified lists,
+// in API order, the networks every endpoint of which answered with the
+// network's chain.
+func verifyChains(ctx context.Context, cfg Config, logger *slog.Logger) (verified []paywatch.Network, err error) {
 	var mu sync.Mutex
 	var errs []error
+	ok := map[paywatch.Network]bool{}
 	var wg sync.WaitGroup
 	for _, info := range paywatch.Networks() {
 		n := info.Network
@@ -173,23 +179,32 @@ func verifyChains(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			for _, d := range down {
 				logger.Warn("an RPC endpoint did not say which chain it serves; starting anyway", "network", n, "endpoint", d)
 			}
-			if err != nil && cfg.AllowOtherChains && errors.Is(err, chains.ErrWrongChain) {
+			other := err != nil && cfg.AllowOtherChains && errors.Is(err, chains.ErrWrongChain)
+			if other {
 				logger.Warn("an RPC endpoint serves another chain than its network's; starting anyway (PAYWATCH_ALLOW_OTHER_CHAINS)",
 					"network", n, "error", err)
 				err = nil
 			}
-			if err != nil {
-				mu.Lock()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
 				errs = append(errs, err)
-				mu.Unlock()
+			case len(down) == 0 && !other:
+				ok[n] = true
 			}
 		}()
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return fmt.Errorf("%w (run `paywatch check` for details)", errors.Join(errs...))
+		return nil, fmt.Errorf("%w (run `paywatch check` for details)", errors.Join(errs...))
 	}
-	return nil
+	for _, info := range paywatch.Networks() {
+		if ok[info.Network] {
+			verified = append(verified, info.Network)
+		}
+	}
+	return verified, nil
 }
 
 // contractsOf returns network n's token contracts: the mainnet ones with

@@ -193,13 +193,21 @@ func TestCheckFindsEachProblem(t *testing.T) {
 func TestStartRefusesTheWrongChain(t *testing.T) {
 	d := checkDevnet(t, 0)
 	bsc, _ := d.Network(paywatch.BEP20)
-	_, err := startChains(context.Background(), Config{RPCURLs: map[paywatch.Network][]string{
+	rt, err := startChains(context.Background(), Config{RPCURLs: map[paywatch.Network][]string{
+		paywatch.BEP20: {bsc.RPCURL},
+	}}, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[paywatch.Network]map[paywatch.Token]string{paywatch.BEP20: contractsOf(paywatch.BEP20, nil)}, rt.WalletTokens,
+		"the endpoint says it serves chain id 56: wallet links on BEP20")
+	rt.Close()
+
+	_, err = startChains(context.Background(), Config{RPCURLs: map[paywatch.Network][]string{
 		paywatch.ERC20: {bsc.RPCURL},
 	}}, nil, nil)
 	require.ErrorIs(t, err, chains.ErrWrongChain)
 	assert.Contains(t, err.Error(), "serves chain id 56")
 	assert.Contains(t, err.Error(), "paywatch check")
-	rt, err := startChains(context.Background(), Config{AllowOtherChains: true, RPCURLs: map[paywatch.Network][]string{
+	rt, err = startChains(context.Background(), Config{AllowOtherChains: true, RPCURLs: map[paywatch.Network][]string{
 		paywatch.ERC20: {bsc.RPCURL},
 	}}, nil, nil)
 	require.NoError(t, err, "PAYWATCH_ALLOW_OTHER_CHAINS: a warning, not a refusal")
@@ -212,5 +220,6 @@ func TestStartRefusesTheWrongChain(t *testing.T) {
 		RPCHeaders: map[paywatch.Network][]http.Header{paywatch.TRC20: {{"TRON-PRO-API-KEY": {tronKey}}}},
 	}, nil, nil)
 	require.NoError(t, err, "the devnet's TRON chain is accepted, and a down endpoint only warns")
+	assert.NotContains(t, rt.WalletTokens, paywatch.POLYGON, "its chain id is not known: no wallet link")
 	rt.Close()
 }

@@ -8,6 +8,8 @@
   var FINAL = { paid: true, overpaid: true, cancelled: true };
   var OPEN = { choose: true, pending: true, confirming: true, partial: true };
   var PAY = { pending: true, 'pending-late': true, confirming: true, partial: true };
+  // The wallet request is offered only where the buyer should send now.
+  var WALLET = { pending: true, partial: true };
 
   var root = document.getElementById('payment');
   if (!root) return;
@@ -16,10 +18,16 @@
   // The server's clock decides expiry; keep the countdown on it even when
   // the device's clock is off.
   var skew = Number(root.getAttribute('data-now')) - Date.now();
+  var wallet = document.getElementById('wallet');
   var data = {
     status: root.getAttribute('data-status'),
     network: root.getAttribute('data-network') || null,
-    expiresMs: Number(root.getAttribute('data-expires'))
+    expiresMs: Number(root.getAttribute('data-expires')),
+    // A transfer is still confirming (a partial payment reads partial
+    // while its follow-up confirms).
+    unconfirmed: root.getAttribute('data-state') === 'confirming',
+    // The server offered a wallet request.
+    wallet: !!wallet && !wallet.hidden
   };
   var timer = null;
   var busy = false;
@@ -27,10 +35,13 @@
   function now() { return Date.now() + skew; }
 
   // stateOf mirrors the server's pageState: the status, refined by whether
-  // a network was chosen and whether the window is still open.
+  // a network was chosen, whether a transfer is still confirming and
+  // whether the window is still open.
   function stateOf(d) {
-    if (d.status !== 'pending') return d.status;
     var open = now() < d.expiresMs;
+    if (d.status === 'partial' && d.unconfirmed) return 'confirming';
+    if (d.status === 'partial' && !open) return 'pending-late';
+    if (d.status !== 'pending') return d.status;
     if (!d.network) return open ? 'choose' : 'choose-closed';
     return open ? 'pending' : 'pending-late';
   }
@@ -70,7 +81,32 @@
     show(document.getElementById('choose'), state === 'choose');
     show(document.getElementById('pay'), !!PAY[state] && !!data.address);
     show(document.getElementById('countdown-box'), !!OPEN[state]);
+    showWallet(!!WALLET[state] && data.wallet);
     show(document.getElementById('network-line'), !!data.network);
+  }
+
+  // showWallet shows or hides the wallet link and toggle; hidden, the
+  // address QR code is shown in place of the wallet one.
+  function showWallet(on) {
+    show(wallet, on);
+    var pay = document.getElementById('pay');
+    var toggle = document.getElementById('qr-toggle');
+    if (!on && pay && pay.getAttribute('data-qr') === 'wallet') {
+      pay.setAttribute('data-qr', 'address');
+      if (toggle) toggle.setAttribute('href', toggle.getAttribute('data-wallet-href'));
+    }
+  }
+
+  // setWallet takes the wallet request of a status answer d, or withdraws
+  // it (d null): no link and no QR code of it stay in the page.
+  function setWallet(d) {
+    var link = document.getElementById('wallet-link');
+    var wqr = document.getElementById('wallet-qr');
+    var uri = d ? d.wallet_uri : '';
+    if (link && link.getAttribute('href') !== uri) link.setAttribute('href', uri);
+    if (wqr && d && wqr.getAttribute('src') !== d.wallet_qr_code) wqr.setAttribute('src', d.wallet_qr_code);
+    if (wqr && !d) wqr.removeAttribute('src');
+    data.wallet = !!d;
   }
 
   // apply takes a status response (or a select-network answer) into the page.
@@ -86,12 +122,11 @@
       var qr = document.getElementById('qr');
       if (qr && qr.getAttribute('src') !== d.qr_code) qr.setAttribute('src', d.qr_code);
     }
-    if (d.wallet_uri && d.wallet_qr_code) {
-      var link = document.getElementById('wallet-link');
-      var wqr = document.getElementById('wallet-qr');
-      if (link && link.getAttribute('href') !== d.wallet_uri) link.setAttribute('href', d.wallet_uri);
-      if (wqr && wqr.getAttribute('src') !== d.wallet_qr_code) wqr.setAttribute('src', d.wallet_qr_code);
-      show(document.getElementById('wallet'), true);
+    if (d.status) {
+      // A status answer without wallet_uri withdraws the request: a
+      // transfer is confirming, time is up, or nothing is to be sent.
+      data.unconfirmed = d.confirmations !== undefined && d.confirmations !== null;
+      setWallet(d.wallet_uri && d.wallet_qr_code ? d : null);
     }
     setText('amount', d.amount);
     setText('token', d.token);
