@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"strconv"
+	"time"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/store"
@@ -25,10 +26,25 @@ func idKey(id int64) string { return strconv.FormatInt(id, 10) }
 // to show. The account is read fresh, and the session's last use is
 // written at most once a minute.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Session, error) {
+	return s.authenticate(ctx, token, touchEvery)
+}
+
+// AuthenticatePoll returns the session of a cookie token as Authenticate
+// does, for a request a page's script makes by itself (the live status of
+// a payment or of the payment list): it is not the user's use of the
+// session, so it leaves the last use alone, and a page left open does not
+// keep a session alive past its 2 idle hours.
+func (s *Service) AuthenticatePoll(ctx context.Context, token string) (*Session, error) {
+	return s.authenticate(ctx, token, 0)
+}
+
+// authenticate loads a session, writing its last use at most once per
+// touch (0: never).
+func (s *Service) authenticate(ctx context.Context, token string, touch time.Duration) (*Session, error) {
 	if token == "" {
 		return nil, sessionEnded()
 	}
-	rec, err := s.deps.Store.SessionByHash(ctx, hashToken(token), SessionIdle, touchEvery)
+	rec, err := s.deps.Store.SessionByHash(ctx, hashToken(token), SessionIdle, touch)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,26 @@ func TestSessionExpiry(t *testing.T) {
 	requireCode(t, err, paywatch.EUNAUTHORIZED, paywatch.MsgSessionEnded)
 }
 
+// A page's poll (AuthenticatePoll) finds the session but is not its use:
+// a session only polled ends after 2 hours, as an idle one does.
+func TestSessionPollIsNotUse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.signUp("ivy@example.com")
+	polled := e.signIn("ivy@example.com")
+	for range 11 {
+		e.clk.Add(10 * time.Minute)
+		got, err := e.svc.AuthenticatePoll(e.ctx, polled.Token)
+		require.NoError(t, err, "at %s", e.clk.Now())
+		assert.True(t, got.CheckCSRF(polled.CSRF))
+	}
+	e.clk.Add(10 * time.Minute) // 2 hours after sign-in, polled all along
+	_, err := e.svc.AuthenticatePoll(e.ctx, polled.Token)
+	requireCode(t, err, paywatch.EUNAUTHORIZED, paywatch.MsgSessionEnded)
+	_, err = e.svc.Authenticate(e.ctx, polled.Token)
+	requireCode(t, err, paywatch.EUNAUTHORIZED, paywatch.MsgSessionEnded)
+}
+
 // Wrong addresses and passwords get one answer; suspended and closed
 // accounts get interface.md's texts at sign-in and on their open
 // sessions. Failures are logged with address and IP, never the password.

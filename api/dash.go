@@ -36,10 +36,11 @@ var dashPages = map[string]*template.Template{}
 
 // dashFuncs are the helpers the templates use.
 var dashFuncs = template.FuncMap{
-	"join":  strings.Join,
-	"short": shortID,
-	"upper": strings.ToUpper,
-	"when":  when,
+	"join":   strings.Join,
+	"mailto": mailtoURL,
+	"short":  shortID,
+	"upper":  strings.ToUpper,
+	"when":   when,
 }
 
 func init() {
@@ -60,6 +61,37 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// mailtoURL is the mailto: link of an e-mail address a buyer typed. An
+// address may hold ?, &, = and # before its @ ("x?cc=a@b.test&subject=..."
+// is one), which in a mailto: URL would start header fields (cc, subject,
+// body) the merchant's mail client fills in. So every byte but letters,
+// digits, "-._~+" and the @ before the domain is percent-encoded (RFC 6068
+// allows that anywhere), and the link names the one address, nothing else.
+func mailtoURL(addr string) template.URL {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 {
+		return template.URL("mailto:" + mailtoEscape(addr))
+	}
+	return template.URL("mailto:" + mailtoEscape(addr[:at]) + "@" + mailtoEscape(addr[at+1:]))
+}
+
+// mailtoEscape percent-encodes what mailtoURL does not keep.
+func mailtoEscape(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
 }
 
 // dashHeaders marks every dashboard answer: never cached, never framed, no

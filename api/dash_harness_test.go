@@ -43,12 +43,21 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 func (b *browser) send(method, path string, form url.Values) page {
 	b.t.Helper()
+	return b.sendHeader(method, path, form, nil)
+}
+
+// sendHeader sends a request with extra headers, as a page's script does.
+func (b *browser) sendHeader(method, path string, form url.Values, header http.Header) page {
+	b.t.Helper()
 	var req *http.Request
 	if form != nil {
 		req = httptest.NewRequest(method, path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	} else {
 		req = httptest.NewRequest(method, path, nil)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	req.Host = apiHost
 	req.RemoteAddr = b.ip + ":5555"

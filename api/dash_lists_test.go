@@ -166,6 +166,11 @@ func TestDashboardOneDateFormat(t *testing.T) {
 		rest := attrs.ReplaceAllString(timeElement.ReplaceAllString(p.Body, ""), "")
 		assert.Empty(t, oldForms.FindAllString(rest, -1), "%s prints a date another way", path)
 	}
-	assert.Contains(t, b.get("/dashboard/p/dts/payments?created_after=2026-01-01").Body, "created after 1 Jan 2026")
+	// The filters count UTC days while the rows show the viewer's time:
+	// they say so.
+	filtered := b.get("/dashboard/p/dts/payments?created_after=2026-01-01").Body
+	assert.Contains(t, filtered, "created after 1 Jan 2026 (UTC)")
+	assert.Contains(t, filtered, `<label for="created_after">Created after (UTC)</label>`)
+	assert.Contains(t, filtered, `<label for="updated_after">Updated after (UTC)</label>`)
 	assert.True(t, strings.Contains(b.get("/dashboard/p/dts/payments/"+shop.payment).Body, "Handled by"), "the later transfer is marked handled")
 }

@@ -2,7 +2,10 @@ package api
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -39,6 +42,11 @@ type paymentsPage struct {
 	// LiveURL is what dash.js polls for this page of the list (the same
 	// query), "" when the filters are refused.
 	LiveURL string
+	// List is the rendered count, rows and pages (payments-list), and
+	// ETag its validator, which the first poll sends: the poll answers
+	// 304 while nothing changed.
+	List template.HTML
+	ETag string
 }
 
 // paymentRow is a payment as the dashboard shows it: the API's view and,
@@ -69,23 +77,65 @@ func (s *Server) paymentsShow(c echo.Context) error {
 	if refused != "" {
 		pg.Error = refused
 	}
+	list, err := renderList(pg)
+	if err != nil {
+		return err
+	}
+	// The list was rendered, and escaped, by html/template.
+	pg.List, pg.ETag = template.HTML(list), listETag(list)
 	return renderDash(c, status, "payments", pg)
 }
 
 // paymentsLive is GET .../payments/status: the count, rows and pages of
 // the list for the same query, which the list's script polls to show new
-// payments and changed ones without a reload.
+// payments and changed ones without a reload. Its ETag is a hash of the
+// answer, and a poll whose If-None-Match names it gets 304 and no body:
+// most polls find nothing new, and a page of 100 rows is not small.
 func (s *Server) paymentsLive(c echo.Context) error {
 	pg, status, err := s.paymentsList(c)
 	if err != nil {
 		return err
 	}
 	pg.Project = dashProject(c)
+	list, err := renderList(pg)
+	if err != nil {
+		return err
+	}
+	etag := listETag(list)
+	c.Response().Header().Set("ETag", etag)
+	if status == http.StatusOK && etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.HTMLBlob(status, list)
+}
+
+// renderList renders the part of the list that updates itself, the same
+// bytes for the page and for its poll.
+func renderList(pg paymentsPage) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := dashPages["payments"].ExecuteTemplate(&buf, "payments-list", pg); err != nil {
-		return fmt.Errorf("render the payment list: %w", err)
+		return nil, fmt.Errorf("render the payment list: %w", err)
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return buf.Bytes(), nil
+}
+
+// listETag is the strong validator of a rendering of the list: a hash of
+// its bytes.
+func listETag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+}
+
+// etagMatches reports whether an If-None-Match header names etag, weakly
+// compared (RFC 9110 §13.1.2), or is "*".
+func etagMatches(header, etag string) bool {
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // paymentsList reads the list's query and loads its page of payments. A
@@ -150,8 +200,9 @@ func (s *Server) paymentsList(c echo.Context) (paymentsPage, int, error) {
 }
 
 // filterSummary names the list's filters in force: "none", or for example
-// "paid · created after 1 Nov 2026". A typed date reads as the dashboard
-// writes dates; anything else as it was typed.
+// "paid · created after 1 Nov 2026 (UTC)". A typed date reads as the
+// dashboard writes dates, marked UTC since the filters count UTC days
+// while the rows show the viewer's time; anything else as it was typed.
 func filterSummary(status, createdAfter, updatedAfter string) string {
 	date := func(s string) string {
 		if t, err := time.Parse("2006-01-02", s); err == nil {
@@ -164,10 +215,10 @@ func filterSummary(status, createdAfter, updatedAfter string) string {
 		parts = append(parts, status)
 	}
 	if createdAfter != "" {
-		parts = append(parts, "created after "+date(createdAfter))
+		parts = append(parts, "created after "+date(createdAfter)+" (UTC)")
 	}
 	if updatedAfter != "" {
-		parts = append(parts, "updated after "+date(updatedAfter))
+		parts = append(parts, "updated after "+date(updatedAfter)+" (UTC)")
 	}
 	if len(parts) == 0 {
 		return "none"

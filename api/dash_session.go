@@ -80,11 +80,18 @@ func session(c echo.Context) *accounts.Session {
 
 // loadSession finds the session of the request's cookie. A session that
 // ended (expired, signed out, or its account suspended or closed) is
-// forgotten, and why is kept for the sign-in page.
+// forgotten, and why is kept for the sign-in page. A status poll does not
+// count as the session's use (accounts.Service.AuthenticatePoll).
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if ck, err := s.cookie(c, sessionCookie); err == nil && ck.Value != "" {
-			sess, err := s.accounts.Authenticate(c.Request().Context(), ck.Value)
+			authenticate := s.accounts.Authenticate
+			if statusPoll(c) {
+				// A page's script polls by itself: that is not use, and an
+				// open page must not keep an idle session alive.
+				authenticate = s.accounts.AuthenticatePoll
+			}
+			sess, err := authenticate(c.Request().Context(), ck.Value)
 			switch code := paywatch.ErrorCode(err); code {
 			case "":
 				c.Set(ctxSession, sess)
@@ -236,7 +243,9 @@ func (s *Server) signedIn(next echo.HandlerFunc) echo.HandlerFunc {
 
 // statusPoll reports a request of the script of a payment's page or of
 // the payment list (.../payments/status), which must not be redirected to
-// a page: an answer of 401 or 403 stops it.
+// a page (an answer of 401 or 403 stops it) and is not the user's use of
+// the session. It reads the matched route, so it works in the group's
+// middleware, which Echo runs after routing.
 func statusPoll(c echo.Context) bool {
 	return strings.HasSuffix(c.Path(), "/status")
 }

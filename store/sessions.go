@@ -63,7 +63,8 @@ func (s *Store) createSession(ctx context.Context, q querier, ns NewSession) (ti
 // SessionByHash returns the full (not pending) session of a token hash
 // with its account. A session unknown, past its absolute expiry, or idle
 // longer than idle gives EUNAUTHORIZED MsgSessionEnded. last_seen_at moves
-// at most once per touch, so most requests only read.
+// at most once per touch, so most requests only read; touch 0 never moves
+// it, for requests that are not the user's own use of the session.
 func (s *Store) SessionByHash(ctx context.Context, hash []byte, idle, touch time.Duration) (*SessionRecord, error) {
 	now := s.clock()
 	var r SessionRecord
@@ -80,7 +81,7 @@ func (s *Store) SessionByHash(ctx context.Context, hash []byte, idle, touch time
 	}
 	r.Auth = auth
 	r.CreatedAt, r.LastSeenAt, r.ExpiresAt = r.CreatedAt.UTC(), r.LastSeenAt.UTC(), r.ExpiresAt.UTC()
-	if now.Sub(r.LastSeenAt) >= touch {
+	if touch > 0 && now.Sub(r.LastSeenAt) >= touch {
 		if _, err := s.pool.Exec(ctx, `
 			UPDATE dashboard_sessions SET last_seen_at = $2 WHERE token_hash = $1 AND last_seen_at < $2`,
 			hash, now); err != nil {

@@ -127,6 +127,10 @@ func TestBrowserDashboardLists(t *testing.T) {
 	assert.False(t, evalJS[bool](p, `document.getElementById('filters').open`), "the filters are folded on a phone")
 	assert.False(t, evalJS[bool](p, `document.getElementById('filter-form').checkVisibility()`))
 	assert.Regexp(t, `^Filters:\s+none$`, p.text("#filters summary"))
+	marker := `getComputedStyle(document.querySelector('#filters summary'), '::before')`
+	assert.Equal(t, "8px", evalJS[string](p, marker+`.borderLeftWidth`), "the folded filters show a disclosure triangle")
+	assert.Equal(t, "none", evalJS[string](p, marker+`.transform`), "pointing right while folded")
+	assert.Equal(t, "Created after (UTC)", evalJS[string](p, `document.querySelector('label[for=created_after]').textContent`), "the date filters say they count UTC days")
 	assert.Less(t, evalJS[float64](p, `document.querySelector('#payments tbody tr').getBoundingClientRect().top`), float64(viewportHeight), "the first payment is on the first screen")
 	row := func(id string) string { return fmt.Sprintf(`#payments tr[data-id=%q]`, id) }
 	for _, cell := range []string{"td[data-label=Status] .badge", "td[data-label=Amount]", "td[data-label=Received]"} {
@@ -147,22 +151,51 @@ func TestBrowserDashboardLists(t *testing.T) {
 	assert.Equal(t, at.UTC().Format("2006-01-02 15:04:05 UTC"), evalJS[string](p, `document.querySelector('`+tm+`').title`))
 	p.screenshot("dashboard-lists-phone")
 
+	// The first poll sends the page's ETag and, the list being as shown,
+	// leaves it alone: the same table, the focus where it was.
+	evalJS[bool](p, `(function () {
+		window.__polls = [];
+		var f = window.fetch;
+		window.fetch = function (u, o) {
+			var poll = { url: String(u), etag: ((o && o.headers) || {})['If-None-Match'] || '' };
+			window.__polls.push(poll);
+			return f.apply(this, arguments).then(function (r) { poll.status = r.status; return r; });
+		};
+		document.getElementById('payments').__shown = true;
+		document.querySelector('#payments a').focus();
+		return true })()`)
+	p.waitFor("the first poll", `window.__polls.length > 0 && window.__polls[0].status`, 15*time.Second)
+	assert.Equal(t, evalJS[string](p, `document.getElementById('payments-live').getAttribute('data-etag')`), evalJS[string](p, `window.__polls[0].etag`))
+	assert.EqualValues(t, http.StatusNotModified, evalJS[float64](p, `window.__polls[0].status`))
+	assert.True(t, evalJS[bool](p, `document.getElementById('payments').__shown === true`), "the table is not replaced by an unchanged one")
+	assert.True(t, evalJS[bool](p, `document.activeElement === document.querySelector('#payments a')`), "the focus stays")
+	assert.Contains(t, p.text("[data-live=checked]"), "Updated")
+
 	// Live: a new payment appears, a cancelled one and a paid one change.
 	fresh, _ := create("order-3")
 	code, body = c.do("PATCH", "/v1/payments/"+toCancel, merchant, map[string]any{"status": "cancelled"})
 	require.Equal(t, http.StatusOK, code, body)
+	changed := func(id string) bool {
+		return evalJS[bool](p, `document.querySelector('`+row(id)+`').classList.contains('changed')`)
+	}
 	p.waitFor("the new payment", `document.querySelector('`+row(fresh)+`')`, 30*time.Second)
+	assert.True(t, changed(fresh), "the new row is marked")
+	freshAt, err := time.Parse(time.RFC3339, evalJS[string](p, `document.querySelector('`+row(fresh)+` time').getAttribute('datetime')`))
+	require.NoError(t, err)
+	assert.Equal(t, freshAt.In(tokyo).Format("2 Jan 2006, 15:04"), p.text(row(fresh)+" time"), "new rows get local dates too")
 	p.waitFor("the cancelled status", `document.querySelector('`+row(toCancel)+` .badge').textContent === 'cancelled'`, 30*time.Second)
+	assert.True(t, changed(toCancel), "the cancelled row is marked")
 	code, _, errOut := devnet("send", "--network", "TRC20", "--token", "USDT", "--to", address, "--amount", "7.5")
 	require.Equal(t, 0, code, errOut)
 	code, _, errOut = devnet("blocks", "--network", "TRC20", "--count", "20")
 	require.Equal(t, 0, code, errOut)
 	p.waitFor("the paid status", `document.querySelector('`+row(toPay)+` .badge').textContent === 'paid'`, 60*time.Second)
+	assert.True(t, changed(toPay), "the paid row is marked")
 	assert.Equal(t, "7.50", p.text(row(toPay)+" td[data-label=Received]"))
 	assert.Contains(t, p.text("#payments-total"), "4 payments")
 	assert.True(t, evalJS[bool](p, `window.__sameDocument === true`), "the list changes without a reload")
 	assert.Empty(t, evalJS[[]string](p, `window.__csp`), "no Content-Security-Policy violation")
-	assert.Equal(t, at.In(tokyo).Format("2 Jan 2006, 15:04"), p.text(tm), "new rows get local dates too")
+	assert.Equal(t, at.In(tokyo).Format("2 Jan 2006, 15:04"), p.text(tm), "replaced rows keep local dates")
 	p.fitsPhone()
 
 	// The paid payment's page: its delivery's state and "Send again" are
@@ -188,6 +221,7 @@ func TestBrowserDashboardLists(t *testing.T) {
 	p.open("/dashboard/p/lees-shop/payments?status=paid")
 	assert.True(t, evalJS[bool](p, `document.getElementById('filters').open && document.getElementById('filter-form').checkVisibility()`))
 	assert.Contains(t, p.text("#filters summary"), "paid")
+	p.waitFor("the triangle pointing down", marker+`.transform !== 'none'`, 5*time.Second)
 	p.screenshot("dashboard-lists-laptop")
 	p.do(chromedp.EmulateViewport(viewportWidth, viewportHeight))
 }

@@ -130,8 +130,10 @@
 
   // ---- Live updates -----------------------------------------------------
   // The payment page and the payment list poll every 5 seconds while the
-  // tab is shown; a tab in the background waits, and polls again when
-  // shown. A signed-out session, or a project no longer ours, stops them.
+  // tab is shown (the list slower while it does not change); a tab in the
+  // background waits, and polls again when shown. A signed-out session, or
+  // a project no longer ours, stops them. The polls do not keep a session
+  // alive: one nobody uses ends after its 2 idle hours, and they stop.
 
   var FAST_MS = 5000;
   var SLOW_MS = 30000;
@@ -141,7 +143,8 @@
   }
 
   // poller calls fetchOnce (which returns a promise of false to stop) at
-  // the pace delay() says, one call at a time.
+  // the pace delay() says, one call at a time. wake() starts the wait
+  // again at the pace delay() says now (after it dropped).
   function poller(fetchOnce, delay) {
     var timer = null;
     var busy = false;
@@ -169,6 +172,9 @@
       if (!document.hidden && !stopped && !busy && !timer && delay()) run();
     });
     schedule();
+    return {
+      wake: function () { if (!busy && !document.hidden) schedule(); }
+    };
   }
 
   // ended reports an answer that means the updates must stop: signed
@@ -249,12 +255,18 @@
   // ---- Live payment list ------------------------------------------------
   // #payments-live[data-rows-url] holds the count, rows and pages of the
   // list; the URL answers them afresh for the same filters and page, and
-  // they replace the ones shown when they differ. Rows that are new or
-  // whose status or amount received changed are marked for a while.
+  // they replace the ones shown when they differ. Each poll sends the ETag
+  // of what is shown (the page's data-etag at first), so an unchanged list
+  // is a 304 with no body and nothing on the page moves. Rows that are new
+  // or whose status or amount received changed are marked until the next
+  // change. The pace is 5 s; after every 3 unchanged answers in a row the
+  // wait doubles, up to 30 s, and it is 5 s again after a change or when
+  // the user does something on the page.
 
   function liveList(list, url) {
     var note = document.querySelector('[data-live="checked"]');
-    var last = null;
+    var etag = list.getAttribute('data-etag') || '';
+    var unchanged = 0;
 
     function states() {
       var out = {};
@@ -264,10 +276,8 @@
     }
 
     function apply(html) {
-      if (html === last) return;
       var before = states();
       var focused = document.activeElement && list.contains(document.activeElement) ? document.activeElement.getAttribute('href') : null;
-      last = html;
       list.innerHTML = html;
       localizeTimes(list);
       var rows = list.querySelectorAll('tr[data-id]');
@@ -283,23 +293,55 @@
       }
     }
 
-    poller(function () {
+    function checked() {
+      if (note) note.textContent = 'Updated ' + clock(new Date()) + '.';
+    }
+
+    function pace() {
+      return Math.min(FAST_MS * Math.pow(2, Math.floor(unchanged / 3)), SLOW_MS);
+    }
+
+    var polls = poller(function () {
+      var headers = { Accept: 'text/html' };
+      if (etag) headers['If-None-Match'] = etag;
       return fetch(url, {
         credentials: 'same-origin',
         cache: 'no-store',
-        headers: { Accept: 'text/html' }
+        headers: headers
       }).then(function (r) {
         if (ended(r)) {
           if (note) note.textContent = 'Live updates stopped: reload the page.';
           return false;
         }
+        if (r.status === 304) {
+          unchanged++;
+          checked();
+          return null;
+        }
         if (!r.ok) return null;
+        var next = r.headers.get('ETag') || '';
         return r.text().then(function (html) {
-          apply(html);
-          if (note) note.textContent = 'Updated ' + clock(new Date()) + '.';
+          if (next && next === etag) {
+            unchanged++;
+          } else {
+            unchanged = 0;
+            apply(html);
+          }
+          etag = next;
+          checked();
         });
       });
-    }, function () { return FAST_MS; });
+    }, pace);
+
+    // The user is here: back to the fast pace.
+    function active() {
+      var slow = pace() > FAST_MS;
+      unchanged = 0;
+      if (slow) polls.wake();
+    }
+    var events = ['pointerdown', 'keydown', 'wheel', 'touchstart'];
+    for (var k = 0; k < events.length; k++) document.addEventListener(events[k], active, { passive: true });
+    document.addEventListener('visibilitychange', function () { if (!document.hidden) active(); });
   }
 
   var live = document.getElementById('payment-live');
