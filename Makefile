@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # environment wins, and .ci/setup leaves a non-local one alone.
 export PAYWATCH_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/paywatch_ci?sslmode=disable
 
-.PHONY: run test test-cluster test-deps bench bench-scale bench-rpc build lint migrate clean
+.PHONY: run test test-cluster test-deps bench bench-scale bench-rpc build lint migrate apiref-update clean
 
 ## run: everything in one process: API, pages, worker, embedded Temporal + Web UI, devnet chains
 ## (starts the local PostgreSQL cluster first if it is down)
@@ -69,6 +69,22 @@ lint:
 ## migrate: apply database migrations (DATABASE_URL, or the local dev database)
 migrate:
 	$(GO) run ./cmd/paywatch migrate
+
+## apiref-update: vendor swagger-ui-dist (npm) into api/web/apiref/swagger-ui, the renderer of {base_url}/docs;
+## SWAGGER_UI_VERSION=x.y.z picks the release (npm view swagger-ui-dist version: the latest). Files are copied
+## unchanged; then run the API reference tests (see api/apiref.go)
+SWAGGER_UI_VERSION ?= 5.35.0
+APIREF_DIR := api/web/apiref/swagger-ui
+apiref-update:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	npm pack --silent --pack-destination "$$tmp" swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && \
+	tar -xzf "$$tmp"/swagger-ui-dist-*.tgz -C "$$tmp" && \
+	mkdir -p $(APIREF_DIR) && \
+	for f in swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE; do \
+		cp "$$tmp/package/$$f" $(APIREF_DIR)/$$f || exit 1; \
+	done && \
+	node -p 'require(process.argv[1]).version' "$$tmp/package/package.json" > $(APIREF_DIR)/VERSION && \
+	echo "swagger-ui-dist $$(cat $(APIREF_DIR)/VERSION) in $(APIREF_DIR):" && ls -l $(APIREF_DIR)
 
 clean:
 	rm -rf bin

@@ -111,11 +111,11 @@ func loadContract() error {
 }
 
 // skippedRoute reports whether an Echo route of the API listener is
-// outside the document on purpose: HTML pages (the dashboard, the guide,
-// the dev outbox as a browser sees it) and the devnet endpoints of
-// paywatch dev.
+// outside the document on purpose: HTML pages (the dashboard, the API
+// reference and the guide under /docs, the dev outbox as a browser sees
+// it) and the devnet endpoints of paywatch dev.
 func skippedRoute(path string) bool {
-	for _, p := range []string{"/dashboard", "/docs/getting-started", "/dev/mail", "/devnet"} {
+	for _, p := range []string{"/dashboard", "/docs", "/dev/mail", "/devnet"} {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return true
 		}

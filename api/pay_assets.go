@@ -49,14 +49,7 @@ func init() {
 			panic(err)
 		}
 		sum := sha256.Sum256(body)
-		ctype := mime.TypeByExtension(path.Ext(e.Name()))
-		switch path.Ext(e.Name()) {
-		case ".js":
-			ctype = "text/javascript; charset=utf-8"
-		case ".css":
-			ctype = "text/css; charset=utf-8"
-		}
-		assetFiles[e.Name()] = asset{body: body, ctype: ctype, hash: hex.EncodeToString(sum[:6])}
+		assetFiles[e.Name()] = asset{body: body, ctype: assetType(e.Name()), hash: hex.EncodeToString(sum[:6])}
 	}
 	assetURLs = pageAssets{
 		CSS: "/assets/pay.css?v=" + assetFiles["pay.css"].hash,
@@ -65,6 +58,20 @@ func init() {
 	for _, name := range []string{"payment", "link", "error"} {
 		pages[name] = template.Must(template.New(name).ParseFS(webFS, "web/templates/base.html", "web/templates/"+name+".html"))
 	}
+}
+
+// assetType is the Content-Type of an embedded file, by its name: text
+// for the license files, which have no extension.
+func assetType(name string) string {
+	switch path.Ext(name) {
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case "", ".txt":
+		return "text/plain; charset=utf-8"
+	}
+	return mime.TypeByExtension(path.Ext(name))
 }
 
 // serveAsset serves an embedded stylesheet or script.

@@ -249,6 +249,7 @@ func (s *Server) routes() {
 	}
 	s.api.GET(GuidePath, s.guide, s.limitPerIP("guide"))
 	s.api.GET(OpenAPIPath, s.openAPI, s.limitPerIP("openapi"))
+	s.apiRefRoutes()
 	if s.deps.DevMail {
 		s.api.GET(DevMailPath, s.devMail)
 	}
