@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -23,7 +24,7 @@ func (s *Service) Invite(ctx context.Context, projectID int64, email string) err
 	token, hash := newToken()
 	m, err := s.deps.Store.IssueInvitation(ctx,
 		store.NewToken{Hash: hash, Email: email, ProjectID: projectID, TTL: InviteTTL},
-		func(p *store.Project) store.Mail { return s.inviteMail(p, email, token) })
+		func(p *store.Project) store.Mail { return s.inviteMail(locale.FromContext(ctx), p, email, token) })
 	if err != nil {
 		return err
 	}

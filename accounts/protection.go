@@ -2,10 +2,10 @@ package accounts
 
 import (
 	"context"
-	"fmt"
 	"unicode/utf8"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -101,13 +101,12 @@ func (s *Service) checkProtectionKey(ctx context.Context, accountID int64, hash,
 // and is told by e-mail, in the transaction that clears it.
 func (s *Service) ClearProtectionKey(ctx context.Context, email string) error {
 	m, err := s.deps.Store.ClearProtectionKey(ctx, email, func(a *store.Account) store.Mail {
+		l := locale.FromContext(ctx)
 		return store.Mail{
 			To:      a.Email,
-			Subject: "Security alert: your paywatch protection key was removed",
-			Text: fmt.Sprintf("Your paywatch operator removed the protection key of your account %s on %s UTC.\n\n"+
-				"Set a new one on the dashboard's security page (%s/security); it asks for your password.\n\n"+
-				"If you did not ask for this, tell your paywatch operator now.\n",
-				a.Email, s.deps.Now().UTC().Format("2006-01-02 15:04:05"), s.dashboardURL()),
+			Subject: l.T("mail.key_removed.subject"),
+			Text: l.T("mail.key_removed.text", "Email", a.Email,
+				"At", s.deps.Now().UTC().Format("2006-01-02 15:04:05"), "Dashboard", s.dashboardURL()),
 		}
 	})
 	if err != nil {

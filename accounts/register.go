@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -48,10 +49,10 @@ func (s *Service) Register(ctx context.Context, email, password, ip string) erro
 		store.NewToken{Purpose: store.TokenConfirm, Hash: hash, Email: email, PasswordHash: pw, TTL: ConfirmTTL},
 		func(a *store.Account) (*store.Mail, bool) {
 			if a != nil {
-				m := s.registeredAgainMail(email)
+				m := s.registeredAgainMail(locale.FromContext(ctx), email)
 				return &m, false
 			}
-			m := s.confirmMail(email, token)
+			m := s.confirmMail(locale.FromContext(ctx), email, token)
 			return &m, true
 		})
 	if err != nil {
@@ -77,7 +78,7 @@ func (s *Service) ResendConfirmation(ctx context.Context, email, ip string) erro
 	token, hash := newToken()
 	m, err := s.deps.Store.ReissueConfirmation(ctx,
 		store.NewToken{Hash: hash, Email: email, TTL: ConfirmTTL}, registrationMaxAge,
-		func() store.Mail { return s.confirmMail(email, token) })
+		func() store.Mail { return s.confirmMail(locale.FromContext(ctx), email, token) })
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (s *Service) AccountCreated(ctx context.Context, a *store.Account) error {
 			if found == nil {
 				return nil, false
 			}
-			m := s.setPasswordMail(found, token)
+			m := s.setPasswordMail(locale.FromContext(ctx), found, token)
 			return &m, true
 		})
 	if err != nil {
@@ -148,7 +149,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, ip string) er
 			if a == nil || a.Status == store.AccountClosed {
 				return nil, false
 			}
-			m := s.resetMail(email, token)
+			m := s.resetMail(locale.FromContext(ctx), email, token)
 			return &m, true
 		})
 	if err != nil {

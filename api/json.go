@@ -13,6 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 )
 
 // decodeBody reads a JSON object into dst (whose fields are usually
@@ -247,6 +250,21 @@ func optString(raw json.RawMessage) (*string, error) {
 		return nil, errInvalidBody
 	}
 	return &s, nil
+}
+
+// optLocale reads the optional `locale` of a payment or payment link: a
+// language the hosted pages speak (any case), as its tag; "" when absent
+// or null, and 400 MsgLocale for any other string.
+func optLocale(raw json.RawMessage) (string, error) {
+	s, err := optString(raw)
+	if err != nil || s == nil {
+		return "", err
+	}
+	l, ok := locale.Parse(*s)
+	if !ok {
+		return "", paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgLocale(locale.Languages()))
+	}
+	return string(l), nil
 }
 
 // optNumber reads an optional JSON number field, as text; nil when absent

@@ -79,22 +79,23 @@ type errorPage struct {
 // internals.
 func renderHTMLError(c echo.Context, status int, msg string) {
 	p := errorPage{Assets: assetURLs, Code: status}
+	l := pageLang(c)
 	switch {
 	case status == http.StatusNotFound:
-		p.Heading = "Not found"
-		p.Message = "This page does not exist. Check the link you were given."
+		p.Heading = l.T("error.not_found.title")
+		p.Message = l.T("error.not_found.text")
 		if msg == paywatch.MsgPaymentNotFound {
-			p.Message = "This payment does not exist. Check the link you were given."
+			p.Message = l.T("error.payment_not_found.text")
 		}
 	case status == http.StatusTooManyRequests:
-		p.Heading = paywatch.MsgTooManyRequests
-		p.Message = "Please wait a minute, then try again."
+		p.Heading = l.T("msg.too_many")
+		p.Message = l.T("error.too_many.text")
 	case status >= 500:
-		p.Heading = "Something went wrong"
-		p.Message = "Please try again in a moment."
+		p.Heading = l.T("error.failed.title")
+		p.Message = l.T("error.failed.text")
 	default:
-		p.Heading = "Cannot continue"
-		p.Message = msg
+		p.Heading = l.T("error.refused.title")
+		p.Message = buyerMessage(l, msg)
 	}
 	if err := render(c, status, "error", p); err != nil {
 		_ = c.String(status, p.Heading)

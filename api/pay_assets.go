@@ -13,6 +13,8 @@ import (
 	"path"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch/locale"
 )
 
 //go:embed web
@@ -35,7 +37,9 @@ type pageAssets struct {
 var (
 	assetFiles = map[string]asset{}
 	assetURLs  pageAssets
-	pages      = map[string]*template.Template{}
+	// pages holds each page template once per language, with the
+	// language's functions (pageFuncs).
+	pages = map[locale.Lang]map[string]*template.Template{}
 )
 
 func init() {
@@ -55,8 +59,11 @@ func init() {
 		CSS: "/assets/pay.css?v=" + assetFiles["pay.css"].hash,
 		JS:  "/assets/pay.js?v=" + assetFiles["pay.js"].hash,
 	}
-	for _, name := range []string{"payment", "link", "error"} {
-		pages[name] = template.Must(template.New(name).ParseFS(webFS, "web/templates/base.html", "web/templates/"+name+".html"))
+	for _, l := range locale.Languages() {
+		pages[l] = map[string]*template.Template{}
+		for _, name := range []string{"payment", "link", "error"} {
+			pages[l][name] = template.Must(template.New(name).Funcs(pageFuncs(l)).ParseFS(webFS, "web/templates/base.html", "web/templates/"+name+".html"))
+		}
 	}
 }
 
@@ -88,10 +95,10 @@ func (s *Server) serveAsset(c echo.Context) error {
 	return c.Blob(http.StatusOK, a.ctype, a.body)
 }
 
-// render writes a page template.
+// render writes a page template in the page's language (pageLang).
 func render(c echo.Context, status int, name string, data any) error {
 	var buf bytes.Buffer
-	if err := pages[name].ExecuteTemplate(&buf, "base", data); err != nil {
+	if err := pages[pageLang(c)][name].ExecuteTemplate(&buf, "base", data); err != nil {
 		return fmt.Errorf("render %s page: %w", name, err)
 	}
 	return c.HTMLBlob(status, buf.Bytes())

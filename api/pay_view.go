@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -238,6 +239,16 @@ type pairChoice struct {
 	Token string
 }
 
+// expiresText is the expiry as the page shows it before its script writes
+// it in the buyer's time zone: in English "2 Jan 2006, 15:04 UTC", in the
+// other languages the numeric form that needs no month names.
+func expiresText(l locale.Lang, at time.Time) string {
+	if l == locale.English {
+		return at.UTC().Format("2 Jan 2006, 15:04 UTC")
+	}
+	return at.UTC().Format("2006-01-02 15:04 UTC")
+}
+
 // countdown formats the time left as the page's script does: m:ss under an
 // hour, h:mm:ss above.
 func countdown(d time.Duration) string {
@@ -252,6 +263,7 @@ func countdown(d time.Duration) string {
 // renderPayment renders the payment page of p with an optional error
 // (a refused network choice of the form fallback).
 func (s *Server) renderPayment(c echo.Context, status int, p *store.Payment, errMsg string) error {
+	merchantLang(c, p.Locale)
 	ctx := c.Request().Context()
 	v, err := s.payView(ctx, p)
 	if err != nil {
@@ -276,7 +288,7 @@ func (s *Server) renderPayment(c echo.Context, status int, p *store.Payment, err
 		NowMs:       now.UnixMilli(),
 		ExpiresMs:   p.ExpiresAt.UnixMilli(),
 		ExpiresAt:   v.ExpiresAt,
-		ExpiresText: p.ExpiresAt.UTC().Format("2 Jan 2006, 15:04 UTC"),
+		ExpiresText: expiresText(pageLang(c), p.ExpiresAt),
 		Countdown:   countdown(p.ExpiresAt.Sub(now)),
 		PaidAmount:  v.PaidAmount,
 		Error:       errMsg,

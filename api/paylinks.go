@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 )
@@ -27,6 +27,7 @@ type paymentLinkRequest struct {
 	Amount  json.RawMessage `json:"amount"`
 	Token   json.RawMessage `json:"token"`
 	Network json.RawMessage `json:"network"`
+	Locale  json.RawMessage `json:"locale"`
 }
 
 // createPaymentLink is POST /v1/projects/{slug}/payment-links (operations.md
@@ -90,6 +91,9 @@ func paymentLinkOf(projectSlug string, req paymentLinkRequest) (store.NewPayment
 			return nl, err
 		}
 	}
+	if nl.Locale, err = optLocale(req.Locale); err != nil {
+		return nl, err
+	}
 	amount, err := optNumber(req.Amount)
 	if err != nil {
 		return nl, err
@@ -131,6 +135,7 @@ type linkPageData struct {
 
 // linkData builds the link page of l.
 func (s *Server) linkData(c echo.Context, l *store.PaymentLink) (linkPageData, error) {
+	merchantLang(c, l.Locale)
 	d := linkPageData{Assets: assetURLs, Slug: l.Slug, Title: l.Title, Accepting: l.Accepting(), Errors: map[string]string{}}
 	if l.Project != nil {
 		d.Shop = l.Project.Name
@@ -224,7 +229,7 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	np := store.NewPayment{ProjectID: l.ProjectID, Network: l.Network, Token: token}
 	if l.Amount != nil {
 		np.Amount = *l.Amount
-	} else if a, msg := parseBuyerAmount(d.Form.Amount, decimals, paywatch.DustMinimum(l.Project.MinAmount)); msg != "" {
+	} else if a, msg := parseBuyerAmount(pageLang(c), d.Form.Amount, decimals, paywatch.DustMinimum(l.Project.MinAmount)); msg != "" {
 		d.Errors["amount"] = msg
 	} else {
 		np.Amount = a
@@ -275,20 +280,24 @@ func (s *Server) linkSubmit(c echo.Context) error {
 }
 
 // parseBuyerAmount reads a typed amount exactly at the given decimals; a
-// non-empty message says what is wrong with it.
-func parseBuyerAmount(text string, decimals int, minimum paywatch.Amount) (paywatch.Amount, string) {
+// non-empty message says, in l, what is wrong with it. In a language that
+// writes a decimal comma, "25,50" is read as 25.50.
+func parseBuyerAmount(l locale.Lang, text string, decimals int, minimum paywatch.Amount) (paywatch.Amount, string) {
+	if _, dec := l.Separators(); dec == "," && strings.Count(text, ",") == 1 && !strings.Contains(text, ".") {
+		text = strings.Replace(text, ",", ".", 1)
+	}
 	if !buyerAmount.MatchString(text) {
-		return paywatch.Amount{}, paywatch.MsgBuyerAmount
+		return paywatch.Amount{}, l.T("msg.buyer_amount")
 	}
 	if strings.Trim(text, "0.") == "" {
-		return paywatch.Amount{}, paywatch.MsgBuyerAmountZero
+		return paywatch.Amount{}, l.T("msg.buyer_amount_zero")
 	}
 	a, err := paywatch.ParseAmountNumber(json.Number(text), decimals)
 	if err != nil {
-		return paywatch.Amount{}, fmt.Sprintf(paywatch.MsgBuyerAmountDigits, decimals)
+		return paywatch.Amount{}, l.N("msg.buyer_amount_digits", decimals)
 	}
 	if a.Cmp(minimum) < 0 {
-		return paywatch.Amount{}, fmt.Sprintf(paywatch.MsgBuyerAmountMin, minimum.String())
+		return paywatch.Amount{}, l.T("msg.buyer_amount_min", "Minimum", l.Amount(minimum.String()))
 	}
 	return a, ""
 }

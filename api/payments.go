@@ -30,6 +30,7 @@ type createPaymentRequest struct {
 	ExpiresIn       json.RawMessage `json:"expires_in"`
 	Address         json.RawMessage `json:"address"`
 	Metadata        json.RawMessage `json:"metadata"`
+	Locale          json.RawMessage `json:"locale"`
 }
 
 // networkLessDecimals is the precision of an amount whose network is not
@@ -108,6 +109,9 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 	}
 	if address != nil {
 		np.Address = strings.TrimSpace(*address)
+	}
+	if np.Locale, err = optLocale(req.Locale); err != nil {
+		return np, err
 	}
 	np.Metadata, err = optObject(req.Metadata)
 	if err != nil || len(np.Metadata) > store.MaxMetadataBytes {

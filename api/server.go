@@ -17,6 +17,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/accounts"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/payments"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/telegram"
@@ -182,7 +183,19 @@ func (s *Server) newEcho(publicURL string, headers echo.MiddlewareFunc) *echo.Ec
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("64K"))
 	e.Use(storablePath)
+	e.Use(requestLang)
 	return e
+}
+
+// requestLang gives the request's context the language of the person
+// making it (Accept-Language; English without one it speaks), for what
+// the request sends: e-mails are written in it (locale.FromContext).
+func requestLang(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		l := locale.Choose(c.Request().Header.Get("Accept-Language"))
+		c.SetRequest(c.Request().WithContext(locale.WithLang(c.Request().Context(), l)))
+		return next(c)
+	}
 }
 
 // apiHeaders sets the headers of every API-listener answer: no MIME

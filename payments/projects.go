@@ -3,11 +3,11 @@ package payments
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/webhooks"
 )
@@ -83,7 +83,7 @@ func (s *Service) PutWallet(ctx context.Context, slug string, u store.WalletUpda
 			if p.Owner == nil {
 				return nil
 			}
-			m := walletAlert(p, u, s.now())
+			m := walletAlert(locale.FromContext(ctx), p, u, s.now())
 			return &m
 		}
 	}
@@ -115,17 +115,17 @@ func WalletChangeRedirects(u store.WalletUpdate) bool {
 }
 
 // walletAlert is the e-mail an owner gets when a wallet's xPubs or static
-// addresses change.
-func walletAlert(p *store.Project, u store.WalletUpdate, at time.Time) store.Mail {
+// addresses change, in the language of whoever changed it.
+func walletAlert(l locale.Lang, p *store.Project, u store.WalletUpdate, at time.Time) store.Mail {
 	var changes []string
 	for _, f := range paywatch.Families() {
 		x, ok := u.XPubs[string(f)]
 		switch {
 		case !ok:
 		case x == nil || *x == "":
-			changes = append(changes, fmt.Sprintf("- the %s xPub was removed", f))
+			changes = append(changes, l.T("mail.wallet.xpub_removed", "Family", string(f)))
 		default:
-			changes = append(changes, fmt.Sprintf("- the %s xPub was set", f))
+			changes = append(changes, l.T("mail.wallet.xpub_set", "Family", string(f)))
 		}
 	}
 	added := 0
@@ -133,14 +133,13 @@ func walletAlert(p *store.Project, u store.WalletUpdate, at time.Time) store.Mai
 		added += len(as)
 	}
 	if added > 0 {
-		changes = append(changes, fmt.Sprintf("- %d static address(es) were submitted", added))
+		changes = append(changes, l.T("mail.wallet.addresses", "Count", added))
 	}
 	return store.Mail{
 		To:      p.Owner.Email,
-		Subject: fmt.Sprintf("Security alert: the wallet of %s changed", p.Name),
-		Text: fmt.Sprintf("The wallet of your paywatch project %s (%s) changed on %s UTC:\n\n%s\n\n"+
-			"New payments go to the addresses of this wallet. If you did not do this, tell your paywatch operator now.\n",
-			p.Name, p.Slug, at.UTC().Format("2006-01-02 15:04:05"), strings.Join(changes, "\n")),
+		Subject: l.T("mail.wallet.subject", "Project", p.Name),
+		Text: l.T("mail.wallet.text", "Project", p.Name, "Slug", p.Slug,
+			"At", at.UTC().Format("2006-01-02 15:04:05"), "Changes", strings.Join(changes, "\n")),
 	}
 }
 

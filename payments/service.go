@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/telegram"
 	"github.com/paywatch/paywatch/workflows"
@@ -309,7 +310,7 @@ func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Creden
 		if p.Owner == nil {
 			return nil
 		}
-		m := securityAlert(p, at)
+		m := securityAlert(locale.FromContext(ctx), p, at)
 		return &m
 	})
 	if err != nil {
@@ -322,15 +323,13 @@ func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Creden
 }
 
 // securityAlert is the e-mail an owner gets when a project's keys are
-// regenerated.
-func securityAlert(p *store.Project, at time.Time) store.Mail {
+// regenerated, in the language of whoever regenerated them.
+func securityAlert(l locale.Lang, p *store.Project, at time.Time) store.Mail {
 	return store.Mail{
 		To:      p.Owner.Email,
-		Subject: fmt.Sprintf("Security alert: the keys of %s were regenerated", p.Name),
-		Text: fmt.Sprintf("The API key, API secret and webhook secret of your paywatch project %s (%s) were regenerated on %s UTC.\n\n"+
-			"The old ones stopped working at once: update your integration and your webhook verification with the new ones.\n\n"+
-			"If you did not do this, tell your paywatch operator now.\n",
-			p.Name, p.Slug, at.UTC().Format("2006-01-02 15:04:05")),
+		Subject: l.T("mail.keys.subject", "Project", p.Name),
+		Text: l.T("mail.keys.text", "Project", p.Name, "Slug", p.Slug,
+			"At", at.UTC().Format("2006-01-02 15:04:05")),
 	}
 }
 

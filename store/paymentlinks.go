@@ -35,6 +35,9 @@ type PaymentLink struct {
 	Network   paywatch.Network
 	Active    bool
 	CreatedAt time.Time
+	// Locale is the merchant's default language for the link's pages and
+	// its payments'; "" for none.
+	Locale string
 	// Project is the link's project with its owner, for the checks a buyer's
 	// submission needs (active project, active owner, minimum amount).
 	Project *Project
@@ -58,6 +61,7 @@ type NewPaymentLink struct {
 	Amount  *paywatch.Amount
 	Token   paywatch.Token   // "" for any
 	Network paywatch.Network // "" for the buyer's choice
+	Locale  string           // a locale.Lang tag, validated by the caller; "" for none
 }
 
 // CreatePaymentLink adds a payment link to a project. It counts against the
@@ -125,11 +129,11 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 		now := s.clock()
 		var id string
 		err = tx.QueryRow(ctx, `
-			INSERT INTO payment_links (id, project_id, slug, title, amount, decimals, token, network, created_at, updated_at)
-			VALUES (gen_random_uuid(), $1, $2, $3, $4::numeric, $5, $6, $7, $8, $8)
+			INSERT INTO payment_links (id, project_id, slug, title, amount, decimals, token, network, created_at, updated_at, locale)
+			VALUES (gen_random_uuid(), $1, $2, $3, $4::numeric, $5, $6, $7, $8, $8, $9)
 			ON CONFLICT (slug) DO NOTHING
 			RETURNING id::text`,
-			prj.ID, nl.Slug, nl.Title, amount, decimals, optionalText(string(nl.Token)), optionalText(string(nl.Network)), now).Scan(&id)
+			prj.ID, nl.Slug, nl.Title, amount, decimals, optionalText(string(nl.Token)), optionalText(string(nl.Network)), now, optionalText(nl.Locale)).Scan(&id)
 		if noRows(err) {
 			return conflict(paywatch.MsgLinkSlugTaken)
 		}
@@ -180,16 +184,17 @@ func (s *Store) PaymentLinkBySlug(ctx context.Context, slug string) (*PaymentLin
 }
 
 // linkColumns are the columns scanPaymentLink reads, of payment_links l.
-const linkColumns = `l.id::text, l.project_id, l.slug, l.title, l.amount::text, l.decimals, l.token, l.network, l.active, l.created_at`
+const linkColumns = `l.id::text, l.project_id, l.slug, l.title, l.amount::text, l.decimals, l.token, l.network, l.active, l.created_at, l.locale`
 
 // scanPaymentLink reads linkColumns; Project is left nil.
 func scanPaymentLink(row scanner) (*PaymentLink, error) {
 	var l PaymentLink
-	var amount, token, network *string
+	var amount, token, network, locale *string
 	var decimals *int
-	if err := row.Scan(&l.ID, &l.ProjectID, &l.Slug, &l.Title, &amount, &decimals, &token, &network, &l.Active, &l.CreatedAt); err != nil {
+	if err := row.Scan(&l.ID, &l.ProjectID, &l.Slug, &l.Title, &amount, &decimals, &token, &network, &l.Active, &l.CreatedAt, &locale); err != nil {
 		return nil, err
 	}
+	l.Locale = deref(locale)
 	if amount != nil && decimals != nil {
 		a, err := amountOf(*amount, *decimals)
 		if err != nil {
@@ -238,6 +243,9 @@ const MaxLinkPaymentsPerHour = 60
 // counter included.
 func (s *Store) CreateLinkPayment(ctx context.Context, link *PaymentLink, np NewPayment, b Buyer) (*Payment, bool, error) {
 	np.ProjectID = link.ProjectID
+	if np.Locale == "" {
+		np.Locale = link.Locale
+	}
 	var out *Payment
 	var existing bool
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {

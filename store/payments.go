@@ -64,6 +64,9 @@ type Payment struct {
 	UpdatedAt   time.Time
 	// Link is set for a payment made through a payment link.
 	Link *LinkPurchase
+	// Locale is the merchant's default language for the hosted pages; ""
+	// for none.
+	Locale string
 }
 
 // LinkPurchase is what a payment made through a payment link records: the
@@ -121,7 +124,8 @@ const paymentSelect = `
 	       pay.address_assigned_at, pay.start_block, pay.created_without_network, pay.workflow_started,
 	       pay.created_at, pay.updated_at, pr.min_amount::text,
 	       (SELECT c.head FROM chain_cursors c WHERE c.network = pay.network),
-	       pay.payment_link_id::text, pl.slug, pl.title, pay.buyer_email, pay.buyer_name, pay.buyer_note
+	       pay.payment_link_id::text, pl.slug, pl.title, pay.buyer_email, pay.buyer_name, pay.buyer_note,
+	       pay.locale
 	FROM payments pay JOIN projects pr ON pr.id = pay.project_id
 	LEFT JOIN payment_links pl ON pl.id = pay.payment_link_id`
 
@@ -132,14 +136,14 @@ func scanPayment(row scanner) (*Payment, error) {
 	var decimals int
 	var startBlock, head *int64
 	var txs []byte
-	var linkID, linkSlug, linkTitle, buyerEmail, buyerName, buyerNote *string
+	var linkID, linkSlug, linkTitle, buyerEmail, buyerName, buyerNote, locale *string
 	if err := row.Scan(&p.ID, &p.ProjectID, &p.ProjectSlug, &p.Status, &p.Mode, &pool,
 		&network, &token, &address, &amount, &original, &decimals,
 		&p.MicroOffset, &paid, &txHash, &txs, &p.LatePayment,
 		&p.ExternalRef, &p.ExternalOrderID, &p.Metadata, &p.ExpiresAt, &p.PaidAt,
 		&p.AddressAssignedAt, &startBlock, &p.CreatedWithoutNetwork, &p.WorkflowStarted,
 		&p.CreatedAt, &p.UpdatedAt, &minAmount, &head,
-		&linkID, &linkSlug, &linkTitle, &buyerEmail, &buyerName, &buyerNote); err != nil {
+		&linkID, &linkSlug, &linkTitle, &buyerEmail, &buyerName, &buyerNote, &locale); err != nil {
 		return nil, err
 	}
 	if linkID != nil {
@@ -149,6 +153,7 @@ func scanPayment(row scanner) (*Payment, error) {
 	if pool != nil && p.Mode == paywatch.ModePool {
 		p.PoolMatching = paywatch.PoolMatching(*pool)
 	}
+	p.Locale = deref(locale)
 	p.Network = paywatch.Network(deref(network))
 	p.Token = paywatch.Token(deref(token))
 	p.Address = deref(address)

@@ -29,6 +29,9 @@ type NewPayment struct {
 	// Address pre-assigns a static address (dedicated mode only); "" for none.
 	Address  string
 	Metadata json.RawMessage
+	// Locale is the merchant's default language for the hosted pages
+	// (a locale.Lang tag, validated by the caller); "" for none.
+	Locale string
 }
 
 // CreatePayment writes a new payment with its address, or returns the
@@ -149,12 +152,12 @@ func (s *Store) createPayment(ctx context.Context, tx pgx.Tx, np NewPayment, res
 	err = tx.QueryRow(ctx, `
 		INSERT INTO payments (id, project_id, address_mode, pool_matching, network, token, amount, decimals,
 		                      external_ref, external_order_id, metadata, expires_at, created_without_network,
-		                      created_at, updated_at)
-		VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6::numeric, $7, $8, $9, $10::jsonb, $11, $12, $13, $13)
+		                      created_at, updated_at, locale)
+		VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6::numeric, $7, $8, $9, $10::jsonb, $11, $12, $13, $13, $14)
 		ON CONFLICT DO NOTHING
 		RETURNING id::text`,
 		prj.ID, prj.AddressMode, poolMatching, network, token, units(np.Amount), np.Amount.Decimals(),
-		np.ExternalRef, orderID, metadata, now.Add(expiresIn), np.Network == "", now).Scan(&id)
+		np.ExternalRef, orderID, metadata, now.Add(expiresIn), np.Network == "", now, optionalText(np.Locale)).Scan(&id)
 	if noRows(err) {
 		// A concurrent request inserted the same order or in-progress
 		// payment and has committed: the next attempt returns it.

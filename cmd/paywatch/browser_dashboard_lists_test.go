@@ -191,7 +191,7 @@ func TestBrowserDashboardLists(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	p.waitFor("the paid status", `document.querySelector('`+row(toPay)+` .badge').textContent === 'paid'`, 60*time.Second)
 	assert.True(t, changed(toPay), "the paid row is marked")
-	assert.Equal(t, "7.50", p.text(row(toPay)+" td[data-label=Received]"))
+	assert.Equal(t, "7.50 USDT", p.text(row(toPay)+" td[data-label=Received]"), "the amount received, with its token")
 	assert.Contains(t, p.text("#payments-total"), "4 payments")
 	assert.True(t, evalJS[bool](p, `window.__sameDocument === true`), "the list changes without a reload")
 	assert.Empty(t, evalJS[[]string](p, `window.__csp`), "no Content-Security-Policy violation")

@@ -46,8 +46,25 @@
     return open ? 'pending' : 'pending-late';
   }
 
+  // Amounts are written as the page's language writes them (the server's
+  // locale.Amount): its thousands and decimal separators, every digit kept.
+  var GROUP = root.getAttribute('data-group') || ',';
+  var DECIMAL = root.getAttribute('data-decimal') || '.';
+  var AMOUNTS = { amount: true, paid_amount: true, missing_amount: true };
+  function amountText(v) {
+    var s = String(v), sign = '';
+    if (s.charAt(0) === '-') { sign = '-'; s = s.slice(1); }
+    var parts = s.split('.'), whole = parts[0], out = '';
+    for (var i = 0; i < whole.length; i++) {
+      if (i > 0 && (whole.length - i) % 3 === 0) out += GROUP;
+      out += whole.charAt(i);
+    }
+    return sign + out + (parts.length > 1 ? DECIMAL + parts[1] : '');
+  }
+
   function setText(name, value) {
     if (value === undefined || value === null) return;
+    if (AMOUNTS[name]) value = amountText(value);
     var els = root.querySelectorAll('[data-f="' + name + '"]');
     for (var i = 0; i < els.length; i++) {
       if (els[i].textContent !== String(value)) els[i].textContent = String(value);
@@ -155,6 +172,10 @@
       .catch(function () { /* offline for a moment: the next round retries */ });
   }
 
+  function errorText(attr) {
+    return root.getAttribute(attr) || '';
+  }
+
   function showError(msg) {
     var el = document.getElementById('error');
     if (!el) return;
@@ -184,14 +205,14 @@
         })
         .then(function (res) {
           if (!res.ok) {
-            showError(res.body && res.body.error ? res.body.error : 'Something went wrong. Please try again.');
+            showError(res.body && res.body.error ? res.body.error : errorText('data-failed'));
             return refresh();
           }
           res.body.network_name = btn.getAttribute('data-name');
           apply(res.body);
           return refresh();
         })
-        .catch(function () { showError('Could not reach the server. Please try again.'); })
+        .catch(function () { showError(errorText('data-offline')); })
         .then(function () {
           busy = false;
           for (var i = 0; i < buttons.length; i++) buttons[i].disabled = false;
@@ -202,11 +223,12 @@
   var copy = document.getElementById('copy');
   if (copy) {
     copy.hidden = false;
+    var copyText = copy.textContent;
     copy.addEventListener('click', function () {
       var text = data.address || (document.getElementById('address') || {}).textContent || '';
       var done = function (ok) {
-        copy.textContent = ok ? 'Copied' : 'Select and copy';
-        setTimeout(function () { copy.textContent = 'Copy'; }, 2000);
+        copy.textContent = copy.getAttribute(ok ? 'data-copied' : 'data-select');
+        setTimeout(function () { copy.textContent = copyText; }, 2000);
       };
       var fallback = function () {
         var sel = window.getSelection(), range = document.createRange();
@@ -237,6 +259,19 @@
       // The link offers the other QR code, as it does without JavaScript.
       toggle.setAttribute('href', toggle.getAttribute(kind === 'wallet' ? 'data-address-href' : 'data-wallet-href'));
     });
+  }
+
+  // Times in the buyer's own time zone, as the page's language writes
+  // them; the server wrote UTC.
+  var lang = root.getAttribute('data-lang') || 'en';
+  var times = root.querySelectorAll('time[datetime]');
+  for (var t = 0; t < times.length; t++) {
+    var when = new Date(times[t].getAttribute('datetime'));
+    if (isNaN(when.getTime()) || !window.Intl) continue;
+    try {
+      times[t].title = times[t].textContent;
+      times[t].textContent = new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'short' }).format(when);
+    } catch (e) { /* an old browser: the UTC text stays */ }
   }
 
   var jsOnly = root.querySelectorAll('.js-only');

@@ -1,0 +1,122 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
+)
+
+// langOf is the language a page says it is in.
+func langOf(t *testing.T, r response) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(r.Raw, `<html lang="`)
+	require.True(t, ok, r.Raw)
+	lang, _, _ := strings.Cut(rest, `"`)
+	return lang
+}
+
+// The page's language (issue 29): ?lang=, then the buyer's cookie, then
+// the merchant's `locale` of the payment or link, then Accept-Language,
+// then English; `locale` is validated on creation; the JSON API's
+// messages stay English while the pages translate the ones a buyer meets.
+func TestHostedPageLanguage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.merchant("lang", "pro", nil, hdWallet())
+	create := func(body map[string]any) string {
+		t.Helper()
+		r := e.call(key, "POST", "/v1/payments", body)
+		require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+		return r.str("payment.id")
+	}
+	plain := create(map[string]any{"amount": json.Number("1234.5"), "external_ref": "a", "network": "TRC20"})
+	spanish := create(map[string]any{"amount": json.Number("5"), "external_ref": "b", "network": "TRC20", "locale": "ES"})
+
+	get := func(path string, header map[string]string) response {
+		t.Helper()
+		r := e.payCall(request{method: "GET", path: path, header: header})
+		requireHTML(t, r, http.StatusOK)
+		return r
+	}
+	german := map[string]string{"Accept-Language": "de-DE,de;q=0.9,en;q=0.5"}
+	assert.Equal(t, "en", langOf(t, get("/"+plain, nil)))
+	de := get("/"+plain, german)
+	assert.Equal(t, "de", langOf(t, de))
+	assert.Contains(t, de.Raw, ">1.234,50</span>", "amounts in the language's separators")
+	assert.Contains(t, de.Raw, locale.Lang("de").T("pay.pending.title"))
+	assert.Equal(t, "es", langOf(t, get("/"+spanish, german)), "the merchant's locale before the browser's")
+	fr := get("/"+spanish+"?lang=fr", german)
+	assert.Equal(t, "fr", langOf(t, fr), "the buyer's choice first")
+	var kept string
+	for _, c := range fr.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, "paywatch_lang=fr;") {
+			kept = c
+		}
+	}
+	require.NotEmpty(t, kept, "the choice is kept")
+	assert.Contains(t, kept, "HttpOnly")
+	assert.Equal(t, "uk", langOf(t, get("/"+spanish, map[string]string{"Cookie": "paywatch_lang=uk"})))
+	assert.Equal(t, "en", langOf(t, get("/"+plain+"?lang=xx", nil)), "a language not spoken changes nothing")
+	ar := get("/"+plain+"?lang=ar", nil)
+	assert.Contains(t, ar.Raw, `<html lang="ar" dir="rtl">`)
+
+	// `locale` is validated, and stays the merchant's default.
+	msg := paywatch.MsgLocale(locale.Languages())
+	for _, bad := range []any{"xx", "en-US", ""} {
+		requireError(t, e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": "c", "locale": bad}), http.StatusBadRequest, msg)
+	}
+	requireError(t, e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": "c", "locale": 7}), http.StatusBadRequest, paywatch.MsgInvalidRequestBody)
+	assert.Equal(t, "locale must be one of en, es, pt-BR, ru, uk, tr, zh-Hans, vi, id, fr, de, ar", msg)
+
+	// A link's locale is its pages' and its payments'.
+	r := e.createLink("lang", map[string]any{"slug": "cafe", "title": "Café", "amount": 3, "token": "USDT", "locale": "pt-br"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	requireError(t, e.createLink("lang", map[string]any{"slug": "cafe2", "title": "Café", "locale": "klingon"}), http.StatusBadRequest, msg)
+	page := get("/l/cafe", german)
+	assert.Equal(t, "pt-BR", langOf(t, page))
+	id := paymentIDOf(t, e.submitLink("cafe", url.Values{}))
+	assert.Equal(t, "pt-BR", langOf(t, get("/"+id, german)))
+
+	// A buyer on a decimal-comma language types 2,50; its errors are in
+	// the language; the JSON API's stay English.
+	r = e.createLink("lang", map[string]any{"slug": "tip", "title": "Tip", "token": "USDT"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	form := e.payCall(request{method: "POST", path: "/l/tip", header: german, body: url.Values{"amount": {"abc"}}})
+	assert.Equal(t, http.StatusBadRequest, form.Code)
+	assert.Contains(t, form.Raw, locale.Lang("de").T("msg.buyer_amount"))
+	assert.NotEqual(t, paywatch.MsgBuyerAmount, locale.Lang("de").T("msg.buyer_amount"))
+	ok := e.payCall(request{method: "POST", path: "/l/tip", header: german, body: url.Values{"amount": {"2,50"}}})
+	require.Equal(t, http.StatusSeeOther, ok.Code, ok.Raw)
+	tip := strings.TrimPrefix(ok.Header.Get("Location"), "/")
+	assert.Contains(t, get("/"+tip, german).Raw, ">2,50</span>")
+	api := e.payCall(request{method: "GET", path: "/api/pay/00000000-0000-4000-8000-000000000000", header: german})
+	requireError(t, api, http.StatusNotFound, paywatch.MsgPaymentNotFound)
+}
+
+// The request's Accept-Language is the language of the e-mails it sends:
+// keys regenerated by someone reading French alert the owner in French;
+// without the header, English (issue 29).
+func TestMailFollowsTheRequestsLanguage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	e.merchant("mailfr", "pro", nil, nil)
+	fr := locale.Lang("fr")
+	r := e.do(request{method: "POST", path: "/v1/projects/mailfr/regenerate-keys", masterKey: testMasterKey,
+		header: map[string]string{"Accept-Language": "fr-FR,fr;q=0.9"}})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	subject := fr.T("mail.keys.subject", "Project", "Shop mailfr")
+	assert.NotEqual(t, "Security alert: the keys of Shop mailfr were regenerated", subject)
+	m := e.mailTo(t, "mailfr@example.com", subject)
+	assert.Contains(t, m.Text, "mailfr")
+	r = e.op("POST", "/v1/projects/mailfr/regenerate-keys", nil)
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	e.mailTo(t, "mailfr@example.com", "Security alert: the keys of Shop mailfr were regenerated")
+}

@@ -1,0 +1,125 @@
+package locale_test
+
+import (
+	"encoding/json"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/locale"
+)
+
+// catalogue reads one language's file as its translators edit it.
+func catalogue(t *testing.T, l locale.Lang) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("catalogue/active." + string(l) + ".json")
+	require.NoError(t, err, "every language has its catalogue file")
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m), "%s: not JSON", l)
+	return m
+}
+
+// fields lists the {{.Field}} names of a message, sorted.
+func fields(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, "{{.")[1:] {
+		name, _, _ := strings.Cut(part, "}}")
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Every language has every message of English and no other, with the
+// same fields (a translation that drops {{.Token}} would hide which token
+// to send), plural messages with an "other" form, and nothing empty.
+func TestCatalogues(t *testing.T) {
+	en := catalogue(t, locale.English)
+	require.NotEmpty(t, en)
+	for _, l := range locale.Languages() {
+		got := catalogue(t, l)
+		for id, want := range en {
+			tr, ok := got[id]
+			if !assert.True(t, ok, "%s lacks %q", l, id) {
+				continue
+			}
+			switch w := want.(type) {
+			case string:
+				s, ok := tr.(string)
+				if assert.True(t, ok, "%s: %q is a plain message", l, id) {
+					assert.NotEmpty(t, strings.TrimSpace(s), "%s: %q is empty", l, id)
+					assert.Equal(t, fields(w), fields(s), "%s: %q has the fields of English", l, id)
+				}
+			case map[string]any:
+				forms, ok := tr.(map[string]any)
+				if assert.True(t, ok, "%s: %q has plural forms", l, id) {
+					assert.Contains(t, forms, "other", "%s: %q", l, id)
+					for form, s := range forms {
+						assert.NotEmpty(t, s, "%s: %q %s", l, id, form)
+					}
+				}
+			}
+		}
+		for id := range got {
+			assert.Contains(t, en, id, "%s has %q, which English does not", l, id)
+		}
+	}
+}
+
+// Messages in place, plural forms, the fallback, and the choice of a
+// language from what the buyer and the merchant say.
+func TestLanguages(t *testing.T) {
+	assert.Equal(t, "Pay Shop", locale.English.T("link.pay_shop", "Shop", "Shop"))
+	assert.Equal(t, "1 confirmation", locale.English.N("pay.confirmations", 1))
+	assert.Equal(t, "15 confirmations", locale.English.N("pay.confirmations", 15))
+	assert.Equal(t, "no.such.id", locale.English.T("no.such.id"))
+
+	for _, tc := range []struct {
+		accept     string
+		candidates []string
+		want       locale.Lang
+	}{
+		{"", nil, locale.English},
+		{"de-DE,de;q=0.9,en;q=0.8", nil, "de"},
+		{"pt-BR,pt;q=0.9", nil, "pt-BR"},
+		{"pt-PT", nil, "pt-BR"},
+		{"zh-CN,zh;q=0.9", nil, "zh-Hans"},
+		{"ar-EG", nil, "ar"},
+		{"ja-JP", nil, locale.English},
+		{"garbage;;q=", nil, locale.English},
+		{"de-DE", []string{"tr"}, "tr"},
+		{"de-DE", []string{"xx", "FR"}, "fr"},
+		{"de-DE", []string{"", "es"}, "es"},
+	} {
+		assert.Equal(t, tc.want, locale.Choose(tc.accept, tc.candidates...), "%q %v", tc.accept, tc.candidates)
+	}
+	_, ok := locale.Parse("en-US")
+	assert.False(t, ok, "a merchant's locale names a language spoken exactly")
+	l, ok := locale.Parse("PT-br")
+	assert.True(t, ok)
+	assert.Equal(t, locale.Lang("pt-BR"), l)
+	assert.Equal(t, "rtl", locale.Lang("ar").Dir())
+	assert.Equal(t, "ltr", locale.Lang("de").Dir())
+}
+
+// Amounts keep every digit, in the language's separators.
+func TestAmounts(t *testing.T) {
+	for _, tc := range []struct {
+		lang     locale.Lang
+		in, want string
+	}{
+		{"en", "1234567.123456789012345678", "1,234,567.123456789012345678"},
+		{"de", "1234.50", "1.234,50"},
+		{"fr", "1234.50", "1\u202f234,50"},
+		{"ru", "25.50", "25,50"},
+		{"en", "100", "100"},
+		{"en", "999.99", "999.99"},
+		{"es", "-1000.5", "-1.000,5"},
+	} {
+		assert.Equal(t, tc.want, tc.lang.Amount(tc.in), "%s %s", tc.lang, tc.in)
+	}
+}

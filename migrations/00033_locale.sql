@@ -1,0 +1,10 @@
+-- +goose Up
+-- The buyer's language (issue 29): a merchant may give a payment or a
+-- payment link a default language for its hosted pages (`locale` on
+-- creation). NULL leaves the choice to the buyer's browser.
+ALTER TABLE payments ADD COLUMN locale TEXT;
+ALTER TABLE payment_links ADD COLUMN locale TEXT;
+
+-- +goose Down
+ALTER TABLE payment_links DROP COLUMN locale;
+ALTER TABLE payments DROP COLUMN locale;
