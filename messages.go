@@ -1,9 +1,6 @@
 package paywatch
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // The catalogue of every message paywatch answers with: each is written
 // here once and used by every edge and layer that gives it. The texts are
@@ -96,15 +93,6 @@ const (
 // is st.
 func MsgCancelRefused(st Status) string {
 	return fmt.Sprintf("Cannot cancel payment with status %q. Only pending payments can be cancelled.", string(st))
-}
-
-// MsgLocale is the 400 of a `locale` the hosted pages do not speak.
-func MsgLocale[T ~string](langs []T) string {
-	names := make([]string, len(langs))
-	for i, l := range langs {
-		names[i] = string(l)
-	}
-	return "locale must be one of " + strings.Join(names, ", ")
 }
 
 // MsgNotAvailable is the 400 of a network and token the merchant does not

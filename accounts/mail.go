@@ -66,6 +66,18 @@ func (s *Service) inviteMail(l locale.Lang, p *store.Project, email, token strin
 	}
 }
 
+// accountLang is the language of mail to an existing account: its own
+// (recorded at sign-in), never the language of whoever asked for the mail,
+// who may be someone else; English for an account that never signed in.
+func accountLang(a *store.Account) locale.Lang {
+	if a != nil {
+		if l, ok := locale.Parse(a.Locale); ok {
+			return l
+		}
+	}
+	return locale.English
+}
+
 // dashboardURL is where the dashboard's sign-in page is.
 func (s *Service) dashboardURL() string {
 	return strings.TrimRight(s.deps.BaseURL, "/") + "/dashboard"

@@ -5,7 +5,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -101,7 +100,7 @@ func (s *Service) checkProtectionKey(ctx context.Context, accountID int64, hash,
 // and is told by e-mail, in the transaction that clears it.
 func (s *Service) ClearProtectionKey(ctx context.Context, email string) error {
 	m, err := s.deps.Store.ClearProtectionKey(ctx, email, func(a *store.Account) store.Mail {
-		l := locale.FromContext(ctx)
+		l := accountLang(a)
 		return store.Mail{
 			To:      a.Email,
 			Subject: l.T("mail.key_removed.subject"),

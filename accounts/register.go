@@ -49,7 +49,7 @@ func (s *Service) Register(ctx context.Context, email, password, ip string) erro
 		store.NewToken{Purpose: store.TokenConfirm, Hash: hash, Email: email, PasswordHash: pw, TTL: ConfirmTTL},
 		func(a *store.Account) (*store.Mail, bool) {
 			if a != nil {
-				m := s.registeredAgainMail(locale.FromContext(ctx), email)
+				m := s.registeredAgainMail(accountLang(a), email)
 				return &m, false
 			}
 			m := s.confirmMail(locale.FromContext(ctx), email, token)
@@ -149,7 +149,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, ip string) er
 			if a == nil || a.Status == store.AccountClosed {
 				return nil, false
 			}
-			m := s.resetMail(locale.FromContext(ctx), email, token)
+			m := s.resetMail(accountLang(a), email, token)
 			return &m, true
 		})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/store"
 )
 
@@ -83,6 +84,13 @@ func (s *Service) newSession(ctx context.Context, auth *store.AccountAuth, ip, u
 		return nil, err
 	}
 	sess.ExpiresAt = expires
+	// The account's language is its browser's at its latest sign-in:
+	// mail to it (a reset, a security alert) speaks it, whoever asks.
+	if l := locale.FromContext(ctx); string(l) != auth.Account.Locale {
+		if err := s.deps.Store.SetAccountLocale(ctx, auth.Account.ID, string(l)); err != nil {
+			s.deps.Logger.Warn("account language not recorded", "accountId", auth.Account.ID, "error", err)
+		}
+	}
 	return sess, nil
 }
 
@@ -145,5 +153,12 @@ func (s *Service) SecondFactor(ctx context.Context, pending, code, ip, userAgent
 		return nil, invalidCode()
 	}
 	sess.ExpiresAt = expires
+	// The account's language is its browser's at its latest sign-in:
+	// mail to it (a reset, a security alert) speaks it, whoever asks.
+	if l := locale.FromContext(ctx); string(l) != auth.Account.Locale {
+		if err := s.deps.Store.SetAccountLocale(ctx, auth.Account.ID, string(l)); err != nil {
+			s.deps.Logger.Warn("account language not recorded", "accountId", auth.Account.ID, "error", err)
+		}
+	}
 	return sess, nil
 }

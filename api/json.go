@@ -14,7 +14,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/locale"
 )
 
@@ -253,16 +252,18 @@ func optString(raw json.RawMessage) (*string, error) {
 }
 
 // optLocale reads the optional `locale` of a payment or payment link: a
-// language the hosted pages speak (any case), as its tag; "" when absent
-// or null, and 400 MsgLocale for any other string.
+// BCP 47 tag of a language the hosted pages speak, or a close variant of
+// one ("en-US" is en), as the spoken language's tag; "" when absent, null
+// or empty. Any other value is a schema failure: 400 "Invalid request
+// body", as the contract says of every validation failure.
 func optLocale(raw json.RawMessage) (string, error) {
 	s, err := optString(raw)
-	if err != nil || s == nil {
+	if err != nil || s == nil || *s == "" {
 		return "", err
 	}
-	l, ok := locale.Parse(*s)
+	l, ok := locale.ParseTag(*s)
 	if !ok {
-		return "", paywatch.Errorf(paywatch.EINVALID, "%s", paywatch.MsgLocale(locale.Languages()))
+		return "", errInvalidBody
 	}
 	return string(l), nil
 }

@@ -34,7 +34,7 @@ func merchantLang(c echo.Context, merchant string) {
 		kept = ck.Value
 	}
 	asked := c.QueryParam("lang")
-	if _, ok := locale.Parse(asked); ok {
+	if _, ok := locale.ParseTag(asked); ok {
 		return
 	}
 	if _, ok := locale.Parse(kept); ok {
@@ -56,7 +56,7 @@ func pageLang(c echo.Context) locale.Lang {
 	}
 	asked := c.QueryParam("lang")
 	l := locale.Choose(c.Request().Header.Get("Accept-Language"), asked, kept)
-	if l2, ok := locale.Parse(asked); ok && string(l2) != kept {
+	if l2, ok := locale.ParseTag(asked); ok && string(l2) != kept {
 		c.SetCookie(&http.Cookie{
 			Name: langCookie, Value: string(l2), Path: "/", MaxAge: int(365 * 24 * time.Hour / time.Second),
 			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https",
@@ -113,8 +113,7 @@ func pageFuncs(l locale.Lang) template.FuncMap {
 		"amt":     l.Amount,
 		"strong":  func(h template.HTML) template.HTML { return "<strong>" + h + "</strong>" },
 		"msg":     func(english string) string { return buyerMessage(l, english) },
-		"group":   func() string { g, _ := l.Separators(); return g },
-		"decimal": func() string { _, d := l.Separators(); return d },
+		"decimal": l.Decimal,
 		// when is a time the page's script writes in the buyer's time
 		// zone and language; text is the server's (UTC) form.
 		"when": func(iso, text string) template.HTML {

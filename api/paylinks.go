@@ -279,12 +279,24 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/"+p.ID)
 }
 
+// ambiguousThousands is an amount such as "1.000" or "12.500": a dot before
+// exactly three digits, which a decimal-comma reader means as thousands.
+var ambiguousThousands = regexp.MustCompile(`^\s*\d+\.\d{3}\s*$`)
+
 // parseBuyerAmount reads a typed amount exactly at the given decimals; a
 // non-empty message says, in l, what is wrong with it. In a language that
 // writes a decimal comma, "25,50" is read as 25.50.
 func parseBuyerAmount(l locale.Lang, text string, decimals int, minimum paywatch.Amount) (paywatch.Amount, string) {
-	if _, dec := l.Separators(); dec == "," && strings.Count(text, ",") == 1 && !strings.Contains(text, ".") {
-		text = strings.Replace(text, ",", ".", 1)
+	if l.Decimal() == "," {
+		// "1.000" is a thousand to a reader of a decimal-comma language
+		// and one to the parser: a dot before exactly three digits is
+		// refused rather than guessed.
+		if ambiguousThousands.MatchString(text) {
+			return paywatch.Amount{}, l.T("msg.buyer_amount")
+		}
+		if strings.Count(text, ",") == 1 && !strings.Contains(text, ".") {
+			text = strings.Replace(text, ",", ".", 1)
+		}
 	}
 	if !buyerAmount.MatchString(text) {
 		return paywatch.Amount{}, l.T("msg.buyer_amount")

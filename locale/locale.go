@@ -35,24 +35,27 @@ type info struct {
 	// name is the language's own name, for the switcher.
 	name string
 	rtl  bool
-	// group and decimal separate an amount's thousands and its fraction.
-	group, decimal string
+	// decimal separates an amount's fraction. Thousands are never
+	// grouped: "1.234" is a thousand and more in German and a little over
+	// one in English, and an amount a buyer copies into a wallet must not
+	// be read as another.
+	decimal string
 }
 
 // languages are the languages spoken, in the switcher's order.
 var languages = []info{
-	{"en", "English", false, ",", "."},
-	{"es", "Español", false, ".", ","},
-	{"pt-BR", "Português (Brasil)", false, ".", ","},
-	{"ru", "Русский", false, "\u00a0", ","},
-	{"uk", "Українська", false, "\u00a0", ","},
-	{"tr", "Türkçe", false, ".", ","},
-	{"zh-Hans", "简体中文", false, ",", "."},
-	{"vi", "Tiếng Việt", false, ".", ","},
-	{"id", "Bahasa Indonesia", false, ".", ","},
-	{"fr", "Français", false, "\u202f", ","},
-	{"de", "Deutsch", false, ".", ","},
-	{"ar", "العربية", true, ",", "."},
+	{"en", "English", false, "."},
+	{"es", "Español", false, ","},
+	{"pt-BR", "Português (Brasil)", false, ","},
+	{"ru", "Русский", false, ","},
+	{"uk", "Українська", false, ","},
+	{"tr", "Türkçe", false, ","},
+	{"zh-Hans", "简体中文", false, "."},
+	{"vi", "Tiếng Việt", false, ","},
+	{"id", "Bahasa Indonesia", false, ","},
+	{"fr", "Français", false, ","},
+	{"de", "Deutsch", false, ","},
+	{"ar", "العربية", true, "."},
 }
 
 var (
@@ -100,6 +103,25 @@ func Parse(s string) (Lang, bool) {
 	return l.lang, ok
 }
 
+// ParseTag returns the language a BCP 47 tag names: exactly (any case), or
+// as a close variant ("en-US", "pt", "zh-CN", "de-AT"); false for a tag
+// the pages do not speak (a far match such as "zh-TW" for Simplified
+// Chinese is refused rather than guessed).
+func ParseTag(s string) (Lang, bool) {
+	if l, ok := Parse(s); ok {
+		return l, true
+	}
+	tag, err := language.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return "", false
+	}
+	_, i, conf := matcher.Match(tag)
+	if conf < language.High {
+		return "", false
+	}
+	return languages[i].lang, true
+}
+
 // Match picks the language of an Accept-Language header: the best of the
 // languages spoken, or "" when none is close (the caller falls back).
 func Match(acceptLanguage string) Lang {
@@ -120,7 +142,7 @@ func Match(acceptLanguage string) Lang {
 // then the browser's Accept-Language, then English.
 func Choose(acceptLanguage string, candidates ...string) Lang {
 	for _, c := range candidates {
-		if l, ok := Parse(c); ok {
+		if l, ok := ParseTag(c); ok {
 			return l
 		}
 	}
@@ -183,50 +205,34 @@ func (l Lang) localize(id string, count any, data []any) string {
 // (template.HTML, such as a live-updated <span>): the translation itself
 // is escaped, and only those fields are put in as they are.
 func (l Lang) HTML(id string, data ...any) template.HTML {
-	var marks []template.HTML
+	var pairs []string
 	plain := make([]any, len(data))
 	copy(plain, data)
 	for i := 1; i < len(plain); i += 2 {
 		if h, ok := plain[i].(template.HTML); ok {
-			plain[i] = fmt.Sprintf("\ue000%d\ue001", len(marks))
-			marks = append(marks, h)
+			mark := fmt.Sprintf("\ue000%d\ue001", len(pairs)/2)
+			plain[i] = mark
+			pairs = append(pairs, mark, string(h))
+		} else {
+			plain[i] = strings.NewReplacer("\ue000", "", "\ue001", "").Replace(fmt.Sprint(plain[i]))
 		}
 	}
-	out := template.HTMLEscapeString(l.T(id, plain...))
-	for i, h := range marks {
-		out = strings.ReplaceAll(out, fmt.Sprintf("\ue000%d\ue001", i), string(h))
-	}
+	text := l.T(id, plain...)
+	// One pass, so markup put in is never scanned again: no value or
+	// translation can bring a mark of its own and splice markup.
+	out := strings.NewReplacer(pairs...).Replace(template.HTMLEscapeString(text))
 	return template.HTML(out) //nolint:gosec // escaped above, but for the page's own markup
 }
 
-// Separators are the language's thousands and decimal separators, for a
-// script that writes amounts as Amount does.
-func (l Lang) Separators() (group, decimal string) {
-	i := l.info()
-	return i.group, i.decimal
-}
+// Decimal is the language's decimal separator, for a script that writes
+// amounts as Amount does.
+func (l Lang) Decimal() string { return l.info().decimal }
 
-// Amount writes a decimal amount ("1234.50", as the API gives it) in the
-// language's conventions ("1.234,50" in German), digit for digit.
+// Amount writes a decimal amount ("1234.50", as the API gives it) with the
+// language's decimal separator ("1234,50" in German), digit for digit and
+// without grouping thousands.
 func (l Lang) Amount(amount string) string {
-	i := l.info()
-	whole, frac, hasFrac := strings.Cut(amount, ".")
-	sign := ""
-	if strings.HasPrefix(whole, "-") {
-		sign, whole = "-", whole[1:]
-	}
-	var b strings.Builder
-	for k, r := range whole {
-		if k > 0 && (len(whole)-k)%3 == 0 {
-			b.WriteString(i.group)
-		}
-		b.WriteRune(r)
-	}
-	if hasFrac {
-		b.WriteString(i.decimal)
-		b.WriteString(frac)
-	}
-	return sign + b.String()
+	return strings.Replace(amount, ".", l.info().decimal, 1)
 }
 
 // langKey is the context key of the language of the person acting.

@@ -2,7 +2,10 @@ package locale_test
 
 import (
 	"encoding/json"
+	"html/template"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -59,7 +62,9 @@ func TestCatalogues(t *testing.T) {
 				if assert.True(t, ok, "%s: %q has plural forms", l, id) {
 					assert.Contains(t, forms, "other", "%s: %q", l, id)
 					for form, s := range forms {
+						s, _ := s.(string)
 						assert.NotEmpty(t, s, "%s: %q %s", l, id, form)
+						assert.Equal(t, fields(w["other"].(string)), fields(s), "%s: %q %s has the fields of English", l, id, form)
 					}
 				}
 			}
@@ -106,20 +111,63 @@ func TestLanguages(t *testing.T) {
 	assert.Equal(t, "ltr", locale.Lang("de").Dir())
 }
 
-// Amounts keep every digit, in the language's separators.
+// Amounts keep every digit, in the language's decimal separator, never
+// grouping thousands (a figure copied into a wallet must not read as
+// another).
 func TestAmounts(t *testing.T) {
 	for _, tc := range []struct {
 		lang     locale.Lang
 		in, want string
 	}{
-		{"en", "1234567.123456789012345678", "1,234,567.123456789012345678"},
-		{"de", "1234.50", "1.234,50"},
-		{"fr", "1234.50", "1\u202f234,50"},
+		{"en", "1234567.123456789012345678", "1234567.123456789012345678"},
+		{"de", "1234.50", "1234,50"},
+		{"fr", "1234.50", "1234,50"},
 		{"ru", "25.50", "25,50"},
 		{"en", "100", "100"},
-		{"en", "999.99", "999.99"},
-		{"es", "-1000.5", "-1.000,5"},
+		{"zh-Hans", "999.99", "999.99"},
+		{"es", "-1000.5", "-1000,5"},
 	} {
 		assert.Equal(t, tc.want, tc.lang.Amount(tc.in), "%s %s", tc.lang, tc.in)
+	}
+}
+
+// Lang.HTML escapes the translation and every plain value, and puts in
+// only the page's own markup, once: a value bringing the placeholder
+// characters cannot splice markup in.
+func TestHTMLFields(t *testing.T) {
+	forged := "\ue0000\ue001<b>"
+	got := string(locale.English.HTML("pay.partial.text",
+		"Received", template.HTML(`<span data-f="paid_amount">1</span>`),
+		"Missing", forged, "Token", "<i>USDT</i>"))
+	assert.Contains(t, got, `<span data-f="paid_amount">1</span>`)
+	assert.Contains(t, got, "&lt;b&gt;")
+	assert.Contains(t, got, "&lt;i&gt;USDT&lt;/i&gt;")
+	assert.Equal(t, 1, strings.Count(got, "<span"), got)
+	assert.NotContains(t, got, "\ue000")
+}
+
+// Every message of the catalogue is used: its id appears, quoted, in the
+// code or a template outside this package and outside tests. A message
+// left behind by a change would otherwise go on being translated for
+// nothing.
+func TestCataloguesHaveNoUnusedMessages(t *testing.T) {
+	var sources strings.Builder
+	require.NoError(t, filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "locale" || d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || strings.HasSuffix(path, "_test.go") || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".html")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		sources.Write(b)
+		return err
+	}))
+	code := sources.String()
+	for id := range catalogue(t, locale.English) {
+		assert.True(t, strings.Contains(code, `"`+id+`"`), "%q is in the catalogue and used nowhere", id)
 	}
 }

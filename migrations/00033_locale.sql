@@ -4,7 +4,12 @@
 -- creation). NULL leaves the choice to the buyer's browser.
 ALTER TABLE payments ADD COLUMN locale TEXT;
 ALTER TABLE payment_links ADD COLUMN locale TEXT;
+-- An account's language: its browser's at its latest sign-in. Mail to an
+-- existing account (password reset, security alerts) speaks it, whoever
+-- asked for the mail; NULL is English.
+ALTER TABLE accounts ADD COLUMN locale TEXT;
 
 -- +goose Down
+ALTER TABLE accounts DROP COLUMN locale;
 ALTER TABLE payment_links DROP COLUMN locale;
 ALTER TABLE payments DROP COLUMN locale;

@@ -83,7 +83,7 @@ func (s *Service) PutWallet(ctx context.Context, slug string, u store.WalletUpda
 			if p.Owner == nil {
 				return nil
 			}
-			m := walletAlert(locale.FromContext(ctx), p, u, s.now())
+			m := walletAlert(ownerLang(p), p, u, s.now())
 			return &m
 		}
 	}
@@ -115,7 +115,7 @@ func WalletChangeRedirects(u store.WalletUpdate) bool {
 }
 
 // walletAlert is the e-mail an owner gets when a wallet's xPubs or static
-// addresses change, in the language of whoever changed it.
+// addresses change, in the owner's language.
 func walletAlert(l locale.Lang, p *store.Project, u store.WalletUpdate, at time.Time) store.Mail {
 	var changes []string
 	for _, f := range paywatch.Families() {

@@ -310,7 +310,7 @@ func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Creden
 		if p.Owner == nil {
 			return nil
 		}
-		m := securityAlert(locale.FromContext(ctx), p, at)
+		m := securityAlert(ownerLang(p), p, at)
 		return &m
 	})
 	if err != nil {
@@ -322,8 +322,20 @@ func (s *Service) RegenerateKeys(ctx context.Context, slug string) (store.Creden
 	return creds, nil
 }
 
+// ownerLang is the language of mail to a project's owner: the owner's own
+// (recorded at sign-in), not that of whoever acted, who may be a thief the
+// alert is about; English for an owner who never signed in.
+func ownerLang(p *store.Project) locale.Lang {
+	if p.Owner != nil {
+		if l, ok := locale.Parse(p.Owner.Locale); ok {
+			return l
+		}
+	}
+	return locale.English
+}
+
 // securityAlert is the e-mail an owner gets when a project's keys are
-// regenerated, in the language of whoever regenerated them.
+// regenerated, in the owner's language.
 func securityAlert(l locale.Lang, p *store.Project, at time.Time) store.Mail {
 	return store.Mail{
 		To:      p.Owner.Email,

@@ -42,6 +42,9 @@ type Account struct {
 	Overrides paywatch.LimitOverrides
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Locale is the account's language (its browser's at its latest
+	// sign-in); "" for none yet, which mail takes as English.
+	Locale string
 }
 
 // Unlimited is the override value that lifts a limit altogether.
@@ -67,12 +70,12 @@ func NormalizeEmail(s string) (string, error) {
 	return s, nil
 }
 
-const accountColumns = `id, email, plan, status, limits, created_at, updated_at`
+const accountColumns = `id, email, plan, status, limits, created_at, updated_at, COALESCE(locale, '')`
 
 func scanAccount(row scanner) (*Account, error) {
 	var a Account
 	var limits []byte
-	if err := row.Scan(&a.ID, &a.Email, &a.Plan, &a.Status, &limits, &a.CreatedAt, &a.UpdatedAt); err != nil {
+	if err := row.Scan(&a.ID, &a.Email, &a.Plan, &a.Status, &limits, &a.CreatedAt, &a.UpdatedAt, &a.Locale); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(limits, &a.Overrides); err != nil {
@@ -193,3 +196,13 @@ func mergeOverrides(o *paywatch.LimitOverrides, in paywatch.LimitOverrides, clea
 
 // LimitNames are the JSON names of the limit overrides, in display order.
 var LimitNames = []string{"projects", "wallets", "payment_links", "api_calls_per_day", "webhooks_per_day", "chat_notifications_per_day"}
+
+// SetAccountLocale records an account's language (its browser's at
+// sign-in); writing only when it changed.
+func (s *Store) SetAccountLocale(ctx context.Context, accountID int64, locale string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE accounts SET locale = $2 WHERE id = $1 AND locale IS DISTINCT FROM $2`,
+		accountID, optionalText(locale)); err != nil {
+		return fmt.Errorf("set account locale: %w", err)
+	}
+	return nil
+}

@@ -41,7 +41,7 @@ type AccountAuth struct {
 }
 
 // authColumns are the columns scanAuth reads, over accounts aliased a.
-const authColumns = `a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at,
+const authColumns = `a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at, COALESCE(a.locale, ''),
 	COALESCE(a.password_hash, ''), a.email_confirmed_at IS NOT NULL, COALESCE(a.totp_secret, ''),
 	COALESCE(a.totp_pending_secret, ''), COALESCE(a.totp_last_step, -1), COALESCE(a.protection_key_hash, ''),
 	EXISTS (SELECT 1 FROM projects op WHERE op.owner_id = a.id)`
@@ -51,7 +51,7 @@ func scanAuth(row scanner, extra ...any) (*AccountAuth, error) {
 	var a Account
 	var x AccountAuth
 	var limits []byte
-	dest := append([]any{&a.ID, &a.Email, &a.Plan, &a.Status, &limits, &a.CreatedAt, &a.UpdatedAt,
+	dest := append([]any{&a.ID, &a.Email, &a.Plan, &a.Status, &limits, &a.CreatedAt, &a.UpdatedAt, &a.Locale,
 		&x.PasswordHash, &x.EmailConfirmed, &x.TOTPSecret, &x.TOTPPendingSecret, &x.TOTPLastStep,
 		&x.ProtectionKeyHash, &x.OwnsProjects}, extra...)
 	if err := row.Scan(dest...); err != nil {

@@ -90,7 +90,7 @@ const projectColumns = `p.id, p.slug, p.name, p.webhook_url, p.active, p.address
 	       p.payment_expiry_minutes, p.api_key_prefix, p.api_key_hash, p.created_at, p.updated_at,
 	       COALESCE(p.telegram_chat_id, ''), p.unmatched_webhooks,
 	       EXISTS (SELECT 1 FROM wallets w WHERE w.project_id = p.id),
-	       a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at`
+	       a.id, a.email, a.plan, a.status, a.limits, a.created_at, a.updated_at, a.locale`
 
 // projectFrom joins a project to its owner.
 const projectFrom = `
@@ -104,7 +104,7 @@ func scanProject(row scanner, extra ...any) (*Project, error) {
 	var p Project
 	var webhook, minAmount, rotation, prefix *string
 	var ownerID *int64
-	var email, plan, status *string
+	var email, plan, status, ownerLocale *string
 	var limits []byte
 	var oc, ou *time.Time
 	dest := append([]any{&p.ID, &p.Slug, &p.Name, &webhook, &p.Active, &p.AddressMode, &p.PoolMatching,
@@ -112,7 +112,7 @@ func scanProject(row scanner, extra ...any) (*Project, error) {
 		&p.PaymentExpiryMinutes, &prefix, &p.apiKeyHash, &p.CreatedAt, &p.UpdatedAt,
 		&p.TelegramChatID, &p.UnmatchedWebhooks,
 		&p.HasWallet,
-		&ownerID, &email, &plan, &status, &limits, &oc, &ou}, extra...)
+		&ownerID, &email, &plan, &status, &limits, &oc, &ou, &ownerLocale}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func scanProject(row scanner, extra ...any) (*Project, error) {
 		return nil, err
 	}
 	if ownerID != nil {
-		a := &Account{ID: *ownerID, Email: *email, Plan: paywatch.Plan(*plan), Status: AccountStatus(*status), CreatedAt: *oc, UpdatedAt: *ou}
+		a := &Account{ID: *ownerID, Email: *email, Plan: paywatch.Plan(*plan), Status: AccountStatus(*status), CreatedAt: *oc, UpdatedAt: *ou, Locale: deref(ownerLocale)}
 		if err := json.Unmarshal(limits, &a.Overrides); err != nil {
 			return nil, fmt.Errorf("account %d limits: %w", a.ID, err)
 		}

@@ -47,19 +47,12 @@
   }
 
   // Amounts are written as the page's language writes them (the server's
-  // locale.Amount): its thousands and decimal separators, every digit kept.
-  var GROUP = root.getAttribute('data-group') || ',';
+  // locale.Amount): its decimal separator, every digit kept, thousands
+  // never grouped.
   var DECIMAL = root.getAttribute('data-decimal') || '.';
   var AMOUNTS = { amount: true, paid_amount: true, missing_amount: true };
   function amountText(v) {
-    var s = String(v), sign = '';
-    if (s.charAt(0) === '-') { sign = '-'; s = s.slice(1); }
-    var parts = s.split('.'), whole = parts[0], out = '';
-    for (var i = 0; i < whole.length; i++) {
-      if (i > 0 && (whole.length - i) % 3 === 0) out += GROUP;
-      out += whole.charAt(i);
-    }
-    return sign + out + (parts.length > 1 ? DECIMAL + parts[1] : '');
+    return String(v).replace('.', DECIMAL);
   }
 
   function setText(name, value) {
@@ -153,8 +146,13 @@
     setText('confirmations', d.confirmations);
     setText('required_confirmations', d.required_confirmations);
     if ('notice' in d || d.status) {
-      setText('notice', d.notice || '');
-      show(document.getElementById('notice'), !!d.notice);
+      // The API's notice is the contract's English; the page says the
+      // same in its language, with the amount written as the page does.
+      var box = document.getElementById('notice');
+      var text = d.notice && box ? (root.getAttribute('data-notice') || d.notice)
+        .replace('{amount}', amountText(d.amount)).replace('{token}', d.token || '') : '';
+      setText('notice', text);
+      show(box, !!d.notice);
     }
     render();
   }
