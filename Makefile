@@ -34,7 +34,7 @@ test-cluster: test-deps bin/paywatch
 test-deps:
 	.ci/setup test
 
-## bench: the benchmarks whose figures the README quotes
+## bench: the benchmarks whose figures docs/scale-and-performance.md quotes
 bench:
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkRPCCost$$' -benchmem -timeout 30m ./...
 
@@ -45,7 +45,7 @@ bench-rpc: test-deps
 	$(GO) test -run '^$$' -bench '^BenchmarkRPCCost$$' -benchtime 1x -timeout 30m ./activities
 
 ## bench-scale: `paywatch dev` grown to 100,000 open payments (about 30-45 min on 2 cores; not part of
-## bench). PAYWATCH_SCALE_CHECKPOINTS=2000 make bench-scale is a quick run; see the README's Scale section
+## bench). PAYWATCH_SCALE_CHECKPOINTS=2000 make bench-scale is a quick run; see docs/scale-and-performance.md
 bench-scale:
 	PAYWATCH_SCALE_CHECKPOINTS=$${PAYWATCH_SCALE_CHECKPOINTS:-10000,50000,100000} \
 		$(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 60m ./cmd/paywatch

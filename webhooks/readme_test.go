@@ -29,11 +29,12 @@ import (
 	"github.com/paywatch/paywatch/workflows"
 )
 
-// Issue 17, part 3: the webhook verifiers of the README's "Webhooks"
-// section, in Go, Node, Python and PHP, are run as the README prints them
-// against real signed deliveries: payloads built by the code that builds
-// every webhook, signed and POSTed by the Sender that makes every attempt,
-// captured as a receiver gets them. Each must accept what paywatch sends
+// Issue 17, part 3: the webhook verifiers of the "Webhooks" section of
+// docs/integrating.md (the README's until issue 30 moved it there), in Go,
+// Node, Python and PHP, are run as the page prints them against real
+// signed deliveries: payloads built by the code that builds every webhook,
+// signed and POSTed by the Sender that makes every attempt, captured as a
+// receiver gets them. Each must accept what paywatch sends
 // and refuse the forgeries a receiver must refuse. A missing interpreter
 // fails the test: .ci/setup test installs node, python3 and php from
 // Debian's packages.
@@ -47,14 +48,17 @@ type delivery struct {
 	Timestamp *string `json:"timestamp"`
 }
 
+// verifierPage is the page whose "Webhooks" section holds the verifiers.
+const verifierPage = "docs/integrating.md"
+
 // readmeVerifiers returns the Webhooks section's code blocks by language.
 func readmeVerifiers(t *testing.T) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../" + verifierPage)
 	require.NoError(t, err)
 	text := string(raw)
 	start := strings.Index(text, "\n## Webhooks\n")
-	require.GreaterOrEqual(t, start, 0, "README.md has no Webhooks section")
+	require.GreaterOrEqual(t, start, 0, "%s has no Webhooks section", verifierPage)
 	section := text[start+1:]
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
@@ -62,11 +66,11 @@ func readmeVerifiers(t *testing.T) map[string]string {
 	blocks := map[string]string{}
 	for _, m := range regexp.MustCompile("(?s)```(go|js|python|php)\n(.*?)```").FindAllStringSubmatch(section, -1) {
 		_, dup := blocks[m[1]]
-		require.False(t, dup, "two %s blocks in the README's Webhooks section", m[1])
+		require.False(t, dup, "two %s blocks in the Webhooks section of %s", m[1], verifierPage)
 		blocks[m[1]] = m[2]
 	}
 	for _, lang := range []string{"go", "js", "python", "php"} {
-		require.Contains(t, blocks, lang, "the README's Webhooks section has no %s verifier", lang)
+		require.Contains(t, blocks, lang, "the Webhooks section of %s has no %s verifier", verifierPage, lang)
 	}
 	return blocks
 }
@@ -157,7 +161,7 @@ func interpreter(t *testing.T, name, pkg string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("%s is missing: the README's verifier needs it (.ci/setup test installs Debian's %s, or apt-get install -y %s)", name, pkg, pkg)
+		t.Fatalf("%s is missing: the documented verifier needs it (.ci/setup test installs Debian's %s, or apt-get install -y %s)", name, pkg, pkg)
 	}
 	return path
 }
@@ -268,8 +272,8 @@ func bodyOnlyMAC(secret string, body []byte) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
-// The drivers below follow each README block: they read the deliveries
-// (JSON, bodies in base64) on stdin, call the README's function with each
+// The drivers below follow each documented block: they read the deliveries
+// (JSON, bodies in base64) on stdin, call the documented function with each
 // as a receiver's framework hands it over (absent headers as null or
 // undefined), and print the verdicts as a JSON array. An exception is
 // printed as an error, which the test reports: a verifier must refuse,
@@ -310,7 +314,7 @@ foreach ($deliveries as $d) {
 echo json_encode($out);
 `
 
-// goDriver serves each delivery to the README's handler, as net/http
+// goDriver serves each delivery to the documented handler, as net/http
 // would, and reads its verdict from the status: 2xx accepts.
 const goDriver = `package main
 
@@ -349,7 +353,7 @@ func main() {
 }
 `
 
-// goVerifier builds the README's Go block, as printed, into a program of
+// goVerifier builds the documented Go block, as printed, into a program of
 // this module: the go command's overlay puts it and its driver in
 // webhooks/testdata/readme_go without writing into the tree, so the block
 // compiles against this checkout's paywatch package.
@@ -366,7 +370,7 @@ func goVerifier(t *testing.T, block string, write func(name, text string) string
 	bin := filepath.Join(filepath.Dir(write("overlay.json", string(overlay))), "verify")
 	build := exec.Command(goCmd, "build", "-overlay", filepath.Join(filepath.Dir(bin), "overlay.json"), "-o", bin, "./testdata/readme_go")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go verifier does not build: %v\n%s", err, out)
+		t.Fatalf("the documented Go verifier does not build: %v\n%s", err, out)
 	}
 	return exec.Command(bin)
 }
