@@ -133,6 +133,8 @@ func TestDevHealthDrainAndShutdown(t *testing.T) {
 	assert.Contains(t, printed, "Pay pages    "+cfg.PayURL)
 	assert.Contains(t, printed, "Temporal UI  http://"+cfg.TemporalUIAddr)
 	assert.Contains(t, printed, "Master key   mk_")
+	// The block the README and docs/getting-started.md show is this one.
+	assertDocBannersMatch(t, printed)
 
 	// The embedded Web UI serves its single-page app.
 	resp, err = http.Get("http://" + cfg.TemporalUIAddr + "/")
