@@ -230,7 +230,7 @@ func (s *Server) projectCreatedShow(c echo.Context) error {
 
 // createOwnProject checks the new-project form and creates the project.
 func (s *Server) createOwnProject(c echo.Context, f projectForm) (*store.Project, store.Credentials, error) {
-	if err := store.ValidateSlug(f.Slug); err != nil {
+	if err := paywatch.ValidateSlug(f.Slug); err != nil {
 		return nil, store.Credentials{}, err
 	}
 	req, err := f.request(false)

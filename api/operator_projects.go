@@ -204,7 +204,7 @@ func (s *Server) newProject(c echo.Context) (*store.Project, store.Credentials, 
 		return nil, store.Credentials{}, err
 	}
 	if slug == nil {
-		return nil, store.Credentials{}, store.ValidateSlug("")
+		return nil, store.Credentials{}, paywatch.ValidateSlug("")
 	}
 	ps, err := projectSettings(req)
 	if err != nil {

@@ -66,7 +66,7 @@ func paymentLinkOf(projectSlug string, req paymentLinkRequest) (store.NewPayment
 		return nl, err
 	}
 	if slug == nil {
-		return nl, store.ValidateSlug("")
+		return nl, paywatch.ValidateSlug("")
 	}
 	nl.Slug = *slug
 	title, err := optString(req.Title)
@@ -236,18 +236,18 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	}
 	var b store.Buyer
 	if d.Form.Email != "" {
-		if e, err := store.NormalizeEmail(d.Form.Email); err != nil || utf8.RuneCountInString(e) > store.MaxBuyerEmailLength {
+		if e, err := paywatch.NormalizeEmail(d.Form.Email); err != nil || utf8.RuneCountInString(e) > paywatch.MaxBuyerEmailLength {
 			d.Errors["email"] = paywatch.MsgBuyerEmail
 		} else {
 			b.Email = e
 		}
 	}
-	if utf8.RuneCountInString(d.Form.Name) > store.MaxBuyerNameLength || store.HasControlChars(d.Form.Name, false) {
+	if utf8.RuneCountInString(d.Form.Name) > paywatch.MaxBuyerNameLength || paywatch.HasControlChars(d.Form.Name, false) {
 		d.Errors["name"] = paywatch.MsgBuyerName
 	} else {
 		b.Name = d.Form.Name
 	}
-	if utf8.RuneCountInString(d.Form.Note) > store.MaxBuyerNoteLength || store.HasControlChars(d.Form.Note, true) {
+	if utf8.RuneCountInString(d.Form.Note) > paywatch.MaxBuyerNoteLength || paywatch.HasControlChars(d.Form.Note, true) {
 		d.Errors["note"] = paywatch.MsgBuyerNote
 	} else {
 		b.Note = d.Form.Note
@@ -322,7 +322,7 @@ func linkExternalRef(slug, email string) string {
 		return "link:" + slug + ":" + strings.ToLower(rand.Text()[:16])
 	}
 	ref := "link:" + slug + ":" + email
-	if utf8.RuneCountInString(ref) > store.MaxExternalRefLength {
+	if utf8.RuneCountInString(ref) > paywatch.MaxExternalRefLength {
 		sum := sha256.Sum256([]byte(email))
 		ref = "link:" + slug + ":" + hex.EncodeToString(sum[:16])
 	}

@@ -58,7 +58,7 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 		return np, errInvalidBody
 	}
 	ref, err := optString(req.ExternalRef)
-	if err != nil || ref == nil || *ref == "" || utf8.RuneCountInString(*ref) > store.MaxExternalRefLength {
+	if err != nil || ref == nil || *ref == "" || utf8.RuneCountInString(*ref) > paywatch.MaxExternalRefLength {
 		return np, errInvalidBody
 	}
 	np.ExternalRef = *ref
@@ -87,7 +87,7 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 		return np, err
 	}
 	if orderID != nil && *orderID != "" {
-		if utf8.RuneCountInString(*orderID) > store.MaxExternalOrderIDLength {
+		if utf8.RuneCountInString(*orderID) > paywatch.MaxExternalOrderIDLength {
 			return np, errInvalidBody
 		}
 		np.ExternalOrderID = orderID
@@ -98,7 +98,7 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 	}
 	if expiresIn != nil {
 		d := time.Duration(*expiresIn) * time.Second
-		if d < store.MinExpiresIn || d > store.MaxExpiresIn {
+		if d < paywatch.MinExpiresIn || d > paywatch.MaxExpiresIn {
 			return np, errInvalidBody
 		}
 		np.ExpiresIn = d
@@ -114,7 +114,7 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 		return np, err
 	}
 	np.Metadata, err = optObject(req.Metadata)
-	if err != nil || len(np.Metadata) > store.MaxMetadataBytes {
+	if err != nil || len(np.Metadata) > paywatch.MaxMetadataBytes {
 		return np, errInvalidBody
 	}
 	decimals := networkLessDecimals
