@@ -198,7 +198,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if d := call.Daily; d != nil {
 			limits := prj.Owner.Limits()
-			if limits.APICallsPerDay != store.Unlimited && d.Count > limits.APICallsPerDay {
+			if limits.APICallsPerDay != paywatch.Unlimited && d.Count > limits.APICallsPerDay {
 				setRateHeaders(c, limits.APICallsPerDay, *d, true)
 				return &paywatch.Error{Code: paywatch.ERATELIMIT, Message: paywatch.MsgDailyLimit, Fields: map[string]any{
 					"limit": limits.APICallsPerDay,

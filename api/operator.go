@@ -109,7 +109,7 @@ func limitUpdate(limits map[string]json.RawMessage) (store.AccountUpdate, error)
 			return u, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBadLimit)
 		}
 		v, err := n.Int64()
-		if err != nil || v < store.Unlimited {
+		if err != nil || v < paywatch.Unlimited {
 			return u, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBadLimit)
 		}
 		*dst = &v

@@ -46,9 +46,6 @@ type Account struct {
 	Locale string
 }
 
-// Unlimited is the override value that lifts a limit altogether.
-const Unlimited = -1
-
 // Limits returns the account's effective limits: its plan's with the
 // operator's overrides applied.
 func (a *Account) Limits() paywatch.Limits {

@@ -123,7 +123,7 @@ type Usage struct {
 	Projects     int64
 	Wallets      int64
 	PaymentLinks int64
-	// Limits are the account's effective limits (Unlimited is -1).
+	// Limits are the account's effective limits (paywatch.Unlimited is -1).
 	Limits paywatch.Limits
 }
 

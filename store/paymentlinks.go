@@ -98,7 +98,7 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 		if err != nil {
 			return fmt.Errorf("lock owner: %w", err)
 		}
-		if limit := owner.Limits().PaymentLinks; limit != Unlimited {
+		if limit := owner.Limits().PaymentLinks; limit != paywatch.Unlimited {
 			n, err := countPaymentLinks(ctx, tx, owner.ID)
 			if err != nil {
 				return err

@@ -252,7 +252,7 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 				if err := tx.QueryRow(ctx, `SELECT count(*) FROM projects WHERE owner_id = $1`, o.ID).Scan(&n); err != nil {
 					return err
 				}
-				if limit := o.Limits().Projects; limit != Unlimited && n >= limit {
+				if limit := o.Limits().Projects; limit != paywatch.Unlimited && n >= limit {
 					return forbidden(paywatch.MsgPlanLimit(o.Limits().Projects, "project"))
 				}
 			}

@@ -223,7 +223,7 @@ func (s *Store) PutWalletAlerted(ctx context.Context, slug string, u WalletUpdat
 				if n, err = countWallets(ctx, tx, prj.Owner.ID); err != nil {
 					return err
 				}
-				if limit := prj.Owner.Limits().Wallets; limit != Unlimited && n >= limit {
+				if limit := prj.Owner.Limits().Wallets; limit != paywatch.Unlimited && n >= limit {
 					return forbidden(paywatch.MsgPlanLimit(limit, "wallet"))
 				}
 			}
