@@ -95,7 +95,7 @@ func (s *Server) limitHealth(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), healthCheckTimeout)
 		defer cancel()
-		w, err := s.deps.Store.HitRate(ctx, "ip:health:"+c.RealIP(), time.Minute)
+		w, err := s.payments.HitRate(ctx, "ip:health:"+c.RealIP(), time.Minute)
 		if err == nil && w.Count > UnauthenticatedLimit {
 			setRetryAfter(c, w)
 			return tooMany(paywatch.MsgTooManyRequests)

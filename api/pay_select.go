@@ -78,7 +78,7 @@ func (s *Server) selectNetworkForm(c echo.Context) error {
 		if !ok || status == http.StatusNotFound {
 			return err
 		}
-		p, perr := s.deps.Store.PaymentByID(c.Request().Context(), id)
+		p, perr := s.payments.PaymentByID(c.Request().Context(), id)
 		if perr != nil {
 			return perr
 		}
@@ -102,7 +102,7 @@ func (s *Server) limitSelection(c echo.Context, id string) error {
 	if !paywatch.ValidPaymentID(id) {
 		return nil // paywatch.MsgPaymentNotFound comes next
 	}
-	w, err := s.deps.Store.HitRate(c.Request().Context(), "select-network-payment:"+strings.ToLower(id), time.Minute)
+	w, err := s.payments.HitRate(c.Request().Context(), "select-network-payment:"+strings.ToLower(id), time.Minute)
 	if err != nil {
 		return err
 	}
