@@ -2,6 +2,7 @@ package paywatch_test
 
 import (
 	"bufio"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -62,8 +63,11 @@ func closure(t *testing.T, dir string) map[string]bool {
 }
 
 // The layers of the README's architecture section: store and webhooks
-// reach no Temporal, and the workflows import only the root package of
-// this module.
+// reach no Temporal, the workflows import only the root package of this
+// module, and api talks to the use cases (payments, accounts), never to
+// store: its input rules are the root package's, the rows it shows are
+// named by the use cases. Only non-test files count: api's tests may set
+// up rows through store directly.
 func TestLayering(t *testing.T) {
 	for _, dir := range []string{"./store", "./webhooks"} {
 		for p := range closure(t, dir) {
@@ -74,6 +78,28 @@ func TestLayering(t *testing.T) {
 		if strings.HasPrefix(p, module) {
 			assert.Equal(t, module, p, "workflows imports %s", p)
 		}
+	}
+	for _, p := range imports(t, "./api") {
+		assert.NotEqual(t, module+"/store", p, "api imports %s: call a use case of payments or accounts", p)
+	}
+	// api.Deps.Store is handed to the use cases; no handler calls it.
+	files, err := filepath.Glob("api/*.go")
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(file, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if inner, ok := sel.X.(*ast.SelectorExpr); ok && inner.Sel.Name == "Store" {
+					t.Errorf("%s: Store.%s: call a use case of payments or accounts", fset.Position(sel.Pos()), sel.Sel.Name)
+				}
+			}
+			return true
+		})
 	}
 }
 

@@ -29,6 +29,9 @@ type Limits struct {
 	ChatNotificationsPerDay int64 `json:"chat_notifications_per_day"`
 }
 
+// Unlimited is the override value that lifts a limit altogether.
+const Unlimited = -1
+
 // LimitOverrides are an operator's per-account replacements of plan limits;
 // a nil field keeps the plan's value.
 type LimitOverrides struct {

@@ -37,3 +37,10 @@ type TransferKey struct {
 
 // Key returns the transfer's key.
 func (t Transfer) Key() TransferKey { return TransferKey{t.TxHash, t.LogIndex} }
+
+// FailingPolls is how many failed polls in a row make a scanner failing:
+// /health reports it (api.FailingPolls) and the scanner logs it at ERROR.
+// One failed poll is a provider's hiccup, retried a second later; three
+// are an outage of a few seconds (of 15 s for rate limits, which are
+// retried more slowly).
+const FailingPolls = 3

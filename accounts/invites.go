@@ -14,7 +14,7 @@ import (
 // MsgAlreadyHasAccess. Inviting an address again replaces its open
 // invitation, so only the newest link works.
 func (s *Service) Invite(ctx context.Context, projectID int64, email string) error {
-	email, err := store.NormalizeEmail(email)
+	email, err := paywatch.NormalizeEmail(email)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ const (
 // opened. An address that already has an account gets an e-mail saying so
 // instead, and the answer is the same, so the form reveals nothing.
 func (s *Service) Register(ctx context.Context, email, password, ip string) error {
-	email, err := store.NormalizeEmail(email)
+	email, err := paywatch.NormalizeEmail(email)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (s *Service) Register(ctx context.Context, email, password, ip string) erro
 // ResendConfirmation e-mails the confirmation link of an open registration
 // again, with a new token; unknown addresses get the same answer.
 func (s *Service) ResendConfirmation(ctx context.Context, email, ip string) error {
-	email, err := store.NormalizeEmail(email)
+	email, err := paywatch.NormalizeEmail(email)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (s *Service) AccountCreated(ctx context.Context, a *store.Account) error {
 // RequestPasswordReset e-mails a reset link to an account's address;
 // unknown addresses get the same answer.
 func (s *Service) RequestPasswordReset(ctx context.Context, email, ip string) error {
-	email, err := store.NormalizeEmail(email)
+	email, err := paywatch.NormalizeEmail(email)
 	if err != nil {
 		return err
 	}

@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch"
 )
 
 // The scanners' side of /health: every failed poll is counted in
 // PostgreSQL (store.RecordScanFailure) and the first poll that works
 // clears the count, so /health, in whichever process serves it, names a
-// network whose scanner keeps failing (store.FailingPolls).
+// network whose scanner keeps failing (paywatch.FailingPolls).
 
 // failureRecordTimeout bounds the write of a poll's failure record, so
 // that a hung database delays the next poll by no more than this.
@@ -42,13 +42,13 @@ func (s *Scanner) clearFailure(ctx context.Context, st *scan) bool {
 // failureLevel says whether and at which level a scanner logs its fails-th
 // failed poll in a row (changed: its error differs from the last logged
 // one): at ERROR when the scanner becomes failing for /health
-// (store.FailingPolls) and every 100th failure after, so that an alert on
+// (paywatch.FailingPolls) and every 100th failure after, so that an alert on
 // ERROR logs fires once per outage and reminds while it lasts; at WARN the
 // first failure, a changed error and every tenth; not at all otherwise.
 // The recovery is logged at INFO.
 func failureLevel(fails int, changed bool) (slog.Level, bool) {
 	switch {
-	case fails == store.FailingPolls || fails%100 == 0:
+	case fails == paywatch.FailingPolls || fails%100 == 0:
 		return slog.LevelError, true
 	case fails == 1 || changed || fails%10 == 0:
 		return slog.LevelWarn, true

@@ -149,10 +149,10 @@ func TestScannerFailureLogLevels(t *testing.T) {
 			t.Errorf("failure %d logged at %v", fails, level)
 		}
 	}
-	assert.Equal(t, []int{store.FailingPolls, 100, 200, 300}, errors)
+	assert.Equal(t, []int{paywatch.FailingPolls, 100, 200, 300}, errors)
 	assert.Equal(t, 1, warns[0])
 	assert.Equal(t, 10, warns[1])
-	assert.NotContains(t, warns, store.FailingPolls)
+	assert.NotContains(t, warns, paywatch.FailingPolls)
 	level, ok := activities.FailureLevel(7, true)
 	assert.True(t, ok, "a changed error is logged")
 	assert.Equal(t, slog.LevelWarn, level)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/accounts"
 )
 
 // authForm is the data of the sign-in, registration and password pages.
@@ -22,7 +22,7 @@ type authForm struct {
 	// Notice is the text of the notice page.
 	Notice string
 	// Invitation is the invitation page's: the project and who invited.
-	Invitation store.Invitation
+	Invitation accounts.Invitation
 }
 
 // authPage renders an account page; err, when the client's, is shown on
@@ -198,7 +198,7 @@ func (s *Server) inviteShow(c echo.Context) error {
 
 // inviteForm is the invitation page's data; SignInFirst when the address
 // has an account that is not the one signed in.
-func (s *Server) inviteForm(c echo.Context, token string, inv store.Invitation) authForm {
+func (s *Server) inviteForm(c echo.Context, token string, inv accounts.Invitation) authForm {
 	sess := session(c)
 	first := inv.HasAccount && (sess == nil || !strings.EqualFold(sess.Account.Email, inv.Email))
 	return authForm{Token: token, Address: inv.Email, HasAccount: inv.HasAccount, SignInFirst: first, Invitation: inv}
@@ -209,7 +209,7 @@ func (s *Server) inviteForm(c echo.Context, token string, inv store.Invitation) 
 func (s *Server) inviteSubmit(c echo.Context) error {
 	token := c.FormValue("token")
 	ctx := c.Request().Context()
-	var signedIn *store.Account
+	var signedIn *accounts.Account
 	if sess := session(c); sess != nil {
 		signedIn = sess.Account
 	}

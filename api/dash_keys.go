@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // keysPage is the data of the keys page; Credentials are set only on the
@@ -13,7 +13,7 @@ import (
 type keysPage struct {
 	dashPage
 	ProtectionKeySet bool
-	Credentials      store.Credentials
+	Credentials      payments.Credentials
 }
 
 // keysRender renders the keys page, with err's message.
@@ -57,7 +57,7 @@ func (s *Server) keysRegenerate(c echo.Context) error {
 
 // keysNewShow shows the regenerated keys, once.
 func (s *Server) keysNewShow(c echo.Context) error {
-	var creds store.Credentials
+	var creds payments.Credentials
 	if !s.takeReveal(c, revealKeys, dashProject(c).Slug, &creds) {
 		return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/keys", flashShownOnce)
 	}

@@ -9,12 +9,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // linkRow is a payment link on the links page.
 type linkRow struct {
-	store.LinkSummary
+	payments.LinkSummary
 	URL string
 }
 
@@ -44,7 +44,7 @@ func (s *Server) linksRender(c echo.Context, pg linksPage, err error) error {
 		pg.Links = append(pg.Links, linkRow{LinkSummary: l, URL: s.deps.PayURL + "/l/" + l.Link.Slug})
 	}
 	for _, n := range paywatch.Networks() {
-		if s.deps.Store.Offered(n.Network) {
+		if s.payments.Offered(n.Network) {
 			pg.Networks = append(pg.Networks, n)
 		}
 	}
@@ -82,7 +82,7 @@ func (s *Server) linkCreate(c echo.Context) error {
 		err = paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBuyerAmount)
 	}
 	if err == nil {
-		var nl store.NewPaymentLink
+		var nl payments.NewPaymentLink
 		if nl, err = paymentLinkOf(dashProject(c).Slug, req); err == nil {
 			_, err = s.payments.CreatePaymentLink(c.Request().Context(), nl)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // uuidText is a payment link id as a query may carry it.
@@ -53,11 +53,11 @@ type paymentsPage struct {
 // for a payment made through a payment link, the link and the buyer.
 type paymentRow struct {
 	statusView
-	Link *store.LinkPurchase
+	Link *payments.LinkPurchase
 }
 
 // paymentRowOf renders a payment for the dashboard.
-func (s *Server) paymentRowOf(p *store.Payment) (paymentRow, error) {
+func (s *Server) paymentRowOf(p *payments.Payment) (paymentRow, error) {
 	v, err := s.status(p, false)
 	return paymentRow{statusView: v, Link: p.Link}, err
 }
@@ -161,7 +161,7 @@ func (s *Server) paymentsList(c echo.Context) (paymentsPage, int, error) {
 		f.PaymentLinkID, pg.Link = link, link
 	}
 	if err == nil {
-		var ps []*store.Payment
+		var ps []*payments.Payment
 		ps, pg.Total, err = s.payments.List(c.Request().Context(), dashProject(c).ID, f)
 		for _, p := range ps {
 			v, verr := s.paymentRowOf(p)
@@ -237,10 +237,10 @@ type paymentPage struct {
 	dashPage
 	Payment      paymentRow
 	Transactions []txRow
-	Timeline     []store.StatusChange
-	Deliveries   []store.Delivery
+	Timeline     []payments.StatusChange
+	Deliveries   []payments.Delivery
 	// Chats are the payment's Telegram messages.
-	Chats []store.ChatMessage
+	Chats []payments.ChatMessage
 	// Later are the transfers to the payment's address that it does not
 	// hold (laterTransfers), with how each stands.
 	Later []transferRow
@@ -275,10 +275,10 @@ func (s *Server) paymentRender(c echo.Context, err error) error {
 	if pg.Timeline, gerr = s.payments.PaymentTimeline(ctx, prj.ID, p.ID); gerr != nil {
 		return gerr
 	}
-	if pg.Deliveries, gerr = s.deps.Store.ListDeliveries(ctx, prj.ID, store.DeliveryFilter{PaymentID: p.ID, Limit: deliveriesShown}); gerr != nil {
+	if pg.Deliveries, gerr = s.payments.Deliveries(ctx, prj.ID, payments.DeliveryFilter{PaymentID: p.ID, Limit: deliveriesShown}); gerr != nil {
 		return gerr
 	}
-	if pg.Chats, gerr = s.deps.Store.ChatMessagesOf(ctx, prj.ID, p.ID); gerr != nil {
+	if pg.Chats, gerr = s.payments.ChatMessages(ctx, prj.ID, p.ID); gerr != nil {
 		return gerr
 	}
 	if pg.Later, gerr = s.laterTransfers(c, prj.ID, p.ID); gerr != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/accounts"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // homePage is the data of the dashboard's first page: the account's
@@ -19,7 +19,7 @@ import (
 type homePage struct {
 	dashPage
 	Projects []accounts.ProjectRole
-	Usage    *store.Usage
+	Usage    *payments.Usage
 	CanAdd   bool
 	// ViewerOnly marks an account that owns no project and views some:
 	// its home lists what it views, without creating projects or the
@@ -75,7 +75,7 @@ type projectForm struct {
 	ChatOn       bool
 	TelegramLink string
 	// Credentials are shown once, after creation.
-	Credentials store.Credentials
+	Credentials payments.Credentials
 	// WebhookRule says what this deployment takes as a webhook URL.
 	WebhookRule string
 }
@@ -96,7 +96,7 @@ func (s *Server) webhookRule() string {
 }
 
 // formOf fills a settings form from a stored project.
-func formOf(p *store.Project) projectForm {
+func formOf(p *payments.Project) projectForm {
 	f := projectForm{
 		Slug: p.Slug, Name: p.Name, WebhookURL: p.WebhookURL, OwnerEmail: p.OwnerEmail(),
 		AddressMode: string(p.AddressMode), PoolMatching: string(p.PoolMatching),
@@ -216,7 +216,7 @@ func (s *Server) projectNewSubmit(c echo.Context) error {
 // projectCreatedShow shows a new project's keys, once, and what to do
 // next.
 func (s *Server) projectCreatedShow(c echo.Context) error {
-	var creds store.Credentials
+	var creds payments.Credentials
 	p := dashProject(c)
 	if !s.takeReveal(c, revealProject, p.Slug, &creds) {
 		return s.redirect(c, DashboardPath+"/p/"+p.Slug+"/keys", flashShownOnce)
@@ -229,21 +229,21 @@ func (s *Server) projectCreatedShow(c echo.Context) error {
 }
 
 // createOwnProject checks the new-project form and creates the project.
-func (s *Server) createOwnProject(c echo.Context, f projectForm) (*store.Project, store.Credentials, error) {
-	if err := store.ValidateSlug(f.Slug); err != nil {
-		return nil, store.Credentials{}, err
+func (s *Server) createOwnProject(c echo.Context, f projectForm) (*payments.Project, payments.Credentials, error) {
+	if err := paywatch.ValidateSlug(f.Slug); err != nil {
+		return nil, payments.Credentials{}, err
 	}
 	req, err := f.request(false)
 	if err != nil {
-		return nil, store.Credentials{}, err
+		return nil, payments.Credentials{}, err
 	}
 	ps, err := projectSettings(req)
 	if err != nil {
-		return nil, store.Credentials{}, err
+		return nil, payments.Credentials{}, err
 	}
 	email := session(c).Account.Email
 	ps.OwnerEmail = &email
-	return s.payments.CreateProject(c.Request().Context(), store.NewProject{Slug: f.Slug, Settings: ps})
+	return s.payments.CreateProject(c.Request().Context(), payments.NewProject{Slug: f.Slug, Settings: ps})
 }
 
 // projectShow opens a project: its payments.
@@ -267,7 +267,7 @@ func (s *Server) settingsSubmit(c echo.Context) error {
 	f.Slug, f.OwnerEmail = p.Slug, p.OwnerEmail()
 	req, err := f.request(true)
 	if err == nil {
-		var ps store.ProjectSettings
+		var ps payments.ProjectSettings
 		if ps, err = projectSettings(req); err == nil {
 			ps.ByOwner = true
 			_, err = s.payments.UpdateProject(c.Request().Context(), p.Slug, ps)
@@ -284,7 +284,7 @@ func (s *Server) settingsSubmit(c echo.Context) error {
 func (s *Server) projectDeactivate(c echo.Context) error {
 	on := c.FormValue("active") == "true"
 	p := dashProject(c)
-	if _, err := s.payments.UpdateProject(c.Request().Context(), p.Slug, store.ProjectSettings{Active: &on, ByOwner: true}); err != nil {
+	if _, err := s.payments.UpdateProject(c.Request().Context(), p.Slug, payments.ProjectSettings{Active: &on, ByOwner: true}); err != nil {
 		return s.projectFormRender(c, "settings", "Settings", formOf(p), err)
 	}
 	flash := flashDeactivated

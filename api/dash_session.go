@@ -15,7 +15,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/accounts"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // The dashboard's cookies. All are HttpOnly, SameSite=Lax, scoped to the
@@ -272,7 +272,7 @@ func (s *Server) twoFactorIfRequired(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) inProject(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
-		p, err := s.deps.Store.ProjectBySlug(ctx, c.Param("slug"))
+		p, err := s.payments.ProjectBySlug(ctx, c.Param("slug"))
 		if paywatch.ErrorCode(err) == paywatch.ENOTFOUND || paywatch.ErrorCode(err) == paywatch.EINVALID {
 			return echo.ErrNotFound
 		}
@@ -303,8 +303,8 @@ func (s *Server) ownerOnly(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // dashProject is the project of a /dashboard/p/:slug request.
-func dashProject(c echo.Context) *store.Project {
-	p, _ := c.Get(ctxProject).(*store.Project)
+func dashProject(c echo.Context) *payments.Project {
+	p, _ := c.Get(ctxProject).(*payments.Project)
 	return p
 }
 

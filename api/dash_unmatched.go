@@ -8,34 +8,33 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch/payments"
-	"github.com/paywatch/paywatch/store"
 )
 
 // reasonTexts say in plain words why a transfer is unmatched (or below
-// the minimum): store.ProjectTransfer.Reason.
+// the minimum): payments.ProjectTransfer.Reason.
 var reasonTexts = map[string]string{
-	store.ReasonNoPayment:      "No payment had used this address",
-	store.ReasonOtherToken:     "Sent in another token than the payment's",
-	store.ReasonOtherNetwork:   "Sent on another network than the payment's",
-	store.ReasonAfterPaid:      "Arrived after the payment was paid",
-	store.ReasonAfterCancelled: "Arrived after the payment was cancelled",
-	store.ReasonAfterExpired:   "Arrived after the payment expired and its late window closed",
-	store.ReasonNotTaken:       "The open payment did not take it: the amount matched no payment",
+	payments.ReasonNoPayment:      "No payment had used this address",
+	payments.ReasonOtherToken:     "Sent in another token than the payment's",
+	payments.ReasonOtherNetwork:   "Sent on another network than the payment's",
+	payments.ReasonAfterPaid:      "Arrived after the payment was paid",
+	payments.ReasonAfterCancelled: "Arrived after the payment was cancelled",
+	payments.ReasonAfterExpired:   "Arrived after the payment expired and its late window closed",
+	payments.ReasonNotTaken:       "The open payment did not take it: the amount matched no payment",
 }
 
 // stateTexts say how a transfer stands, for the payment page's list of
 // later transfers; an unmatched one says why instead (reasonTexts).
-var stateTexts = map[store.TransferState]string{
-	store.TransferMatched:      "Counted by a payment",
-	store.TransferPending:      "Waiting for confirmations, or a payment may still count it",
-	store.TransferUnmatched:    "No payment counted it",
-	store.TransferBelowMinimum: "Below the project's minimum amount: ignored",
+var stateTexts = map[payments.TransferState]string{
+	payments.TransferMatched:      "Counted by a payment",
+	payments.TransferPending:      "Waiting for confirmations, or a payment may still count it",
+	payments.TransferUnmatched:    "No payment counted it",
+	payments.TransferBelowMinimum: "Below the project's minimum amount: ignored",
 }
 
 // transferRow is a recorded transfer as the dashboard shows it: with its
 // explorer link, why it stands as it does, and the payment to link.
 type transferRow struct {
-	store.ProjectTransfer
+	payments.ProjectTransfer
 	URL string
 	// Why is the reason in words, or what the state means.
 	Why string
@@ -48,7 +47,7 @@ func (t transferRow) Key() string {
 	return string(t.Network) + "/" + t.TxHash + "/" + strconv.FormatUint(uint64(t.LogIndex), 10)
 }
 
-func (s *Server) rowOf(t store.ProjectTransfer) transferRow {
+func (s *Server) rowOf(t payments.ProjectTransfer) transferRow {
 	r := transferRow{ProjectTransfer: t, URL: s.explorerTxURL(t.Network, t.TxHash), Payment: t.PaymentID}
 	if r.Payment == "" {
 		r.Payment = t.RelatedPaymentID
@@ -96,7 +95,7 @@ func (s *Server) unmatchedRender(c echo.Context, err error, key, note string) er
 		q.Del("show")
 	}
 	yes, no := true, false
-	f := store.TransferFilter{Unmatched: &yes}
+	f := payments.TransferFilter{Unmatched: &yes}
 	if !pg.All {
 		f.Handled = &no
 	}
@@ -106,7 +105,7 @@ func (s *Server) unmatchedRender(c echo.Context, err error, key, note string) er
 		q.Del("offset")
 		f.Limit, f.Offset = defaultListLimit, 0
 	} else {
-		var ts []store.ProjectTransfer
+		var ts []payments.ProjectTransfer
 		ts, pg.Total, lerr = s.payments.Transfers(c.Request().Context(), dashProject(c).ID, f)
 		for _, t := range ts {
 			pg.Transfers = append(pg.Transfers, s.rowOf(t))
@@ -165,7 +164,7 @@ func (s *Server) transferHandledSubmit(c echo.Context) error {
 // not hold: those that came after it, and any it claimed but did not
 // count. The ones it holds are its transactions already.
 func (s *Server) laterTransfers(c echo.Context, projectID int64, paymentID string) ([]transferRow, error) {
-	ts, _, err := s.payments.Transfers(c.Request().Context(), projectID, store.TransferFilter{PaymentID: paymentID, Limit: maxListLimit})
+	ts, _, err := s.payments.Transfers(c.Request().Context(), projectID, payments.TransferFilter{PaymentID: paymentID, Limit: maxListLimit})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch/accounts"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // dashAssets are the URLs of the dashboard's stylesheet and script.
@@ -24,7 +24,7 @@ type dashPage struct {
 	Email   string
 	Flash   string
 	Error   string
-	Project *store.Project
+	Project *payments.Project
 	Owner   bool
 	// Tab names the project page in view, for the navigation.
 	Tab string

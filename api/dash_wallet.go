@@ -8,7 +8,6 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/payments"
-	"github.com/paywatch/paywatch/store"
 )
 
 // previewCount is how many derived addresses the wallet page shows, from
@@ -28,7 +27,7 @@ type walletFamily struct {
 type walletNetwork struct {
 	Network   string
 	Name      string
-	Addresses []store.StaticAddress
+	Addresses []payments.StaticAddress
 	Typed     string
 }
 
@@ -54,11 +53,11 @@ type walletPage struct {
 func (s *Server) walletRender(c echo.Context, typed bool, previewing bool, err error) error {
 	ctx := c.Request().Context()
 	p := dashProject(c)
-	w, werr := s.deps.Store.WalletOf(ctx, p.ID)
+	w, werr := s.payments.WalletOf(ctx, p.ID)
 	if werr != nil && paywatch.ErrorCode(werr) != paywatch.EINVALID && paywatch.ErrorCode(werr) != paywatch.ENOTFOUND {
 		return werr
 	}
-	statics, serr := s.deps.Store.StaticAddresses(ctx, p.ID)
+	statics, serr := s.payments.StaticAddresses(ctx, p.ID)
 	if serr != nil {
 		return serr
 	}
@@ -93,7 +92,7 @@ func (s *Server) walletRender(c echo.Context, typed bool, previewing bool, err e
 		pg.Families = append(pg.Families, wf)
 	}
 	for _, n := range paywatch.Networks() {
-		if !s.deps.Store.Offered(n.Network) {
+		if !s.payments.Offered(n.Network) {
 			continue
 		}
 		wn := walletNetwork{Network: string(n.Network), Name: n.Name}
@@ -150,14 +149,14 @@ func (s *Server) walletSubmit(c echo.Context) error {
 	}
 	if rm := c.FormValue("remove_address"); rm != "" {
 		network, address, _ := strings.Cut(rm, " ")
-		err := s.deps.Store.RemoveStaticAddress(c.Request().Context(), dashProject(c).Slug, paywatch.Network(network), address)
+		err := s.payments.RemoveStaticAddress(c.Request().Context(), dashProject(c).Slug, paywatch.Network(network), address)
 		if err != nil {
 			return s.walletRender(c, false, false, err)
 		}
 		return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/wallet", flashWalletSaved)
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
-	u := store.WalletUpdate{Name: &name, XPubs: map[string]*string{}, Addresses: map[string][]string{}}
+	u := payments.WalletUpdate{Name: &name, XPubs: map[string]*string{}, Addresses: map[string][]string{}}
 	for _, f := range paywatch.Families() {
 		if c.FormValue("remove_"+string(f)) == "on" {
 			u.XPubs[string(f)] = nil

@@ -43,7 +43,7 @@ pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem;border-radius:.25rem}.
 // devMail is GET /dev/mail: the dev outbox, newest first, as JSON, or as a
 // page for a browser (Accept: text/html).
 func (s *Server) devMail(c echo.Context) error {
-	ms, err := s.deps.Store.ListMail(c.Request().Context(), devMailLimit)
+	ms, err := s.payments.Outbox(c.Request().Context(), devMailLimit)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // eventView is an element of GET /v1/events.
@@ -26,8 +26,8 @@ type eventView struct {
 // eventFilter parses the query of GET /v1/events: limit, offset and
 // created_after as GET /v1/payments takes them, with the same messages;
 // payment_id; and state, the delivery state ("Invalid state filter").
-func eventFilter(c echo.Context) (store.EventFilter, error) {
-	var f store.EventFilter
+func eventFilter(c echo.Context) (payments.EventFilter, error) {
+	var f payments.EventFilter
 	q := c.QueryParams()
 	var err error
 	if f.Limit, f.Offset, err = pageQuery(q); err != nil {
@@ -41,8 +41,8 @@ func eventFilter(c echo.Context) (store.EventFilter, error) {
 		f.PaymentID = &id
 	}
 	if _, ok := q["state"]; ok {
-		st := store.WebhookState(q.Get("state"))
-		if !store.ValidWebhookState(st) {
+		st := payments.WebhookState(q.Get("state"))
+		if !payments.ValidWebhookState(st) {
 			return f, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidState)
 		}
 		f.State = &st

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
 )
 
 // Check probes one dependency; a nil error means it is up.
@@ -77,8 +76,8 @@ const (
 const DefaultMaxLagBlocks = 100
 
 // FailingPolls is how many failed polls in a row make a scanner failing
-// for /health (store.FailingPolls; the scanner logs it at ERROR).
-const FailingPolls = store.FailingPolls
+// for /health (paywatch.FailingPolls; the scanner logs it at ERROR).
+const FailingPolls = paywatch.FailingPolls
 
 // healthCheckTimeout bounds each dependency probe so a hung database cannot
 // hang the load balancer's health check.
@@ -96,7 +95,7 @@ func (s *Server) limitHealth(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), healthCheckTimeout)
 		defer cancel()
-		w, err := s.deps.Store.HitRate(ctx, "ip:health:"+c.RealIP(), time.Minute)
+		w, err := s.payments.HitRate(ctx, "ip:health:"+c.RealIP(), time.Minute)
 		if err == nil && w.Count > UnauthenticatedLimit {
 			setRetryAfter(c, w)
 			return tooMany(paywatch.MsgTooManyRequests)

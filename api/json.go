@@ -228,7 +228,7 @@ func hex4(h []byte) rune {
 
 // storableText reports whether s can be stored in, or compared with, a
 // PostgreSQL text column: valid UTF-8 without NUL. Other control characters
-// are each field's own business (store.HasControlChars): a buyer's note may
+// are each field's own business (paywatch.HasControlChars): a buyer's note may
 // hold newlines.
 func storableText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)

@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // Limits of interface.md "Limits".
@@ -40,8 +40,8 @@ const (
 const contextProject = "paywatch.project"
 
 // project returns the project that requireAPIKey authenticated.
-func project(c echo.Context) *store.Project {
-	return c.Get(contextProject).(*store.Project)
+func project(c echo.Context) *payments.Project {
+	return c.Get(contextProject).(*payments.Project)
 }
 
 // hostRule answers 404 to any request whose Host is not the host of
@@ -106,7 +106,7 @@ func splitHost(hostport string) (string, string) {
 
 // setRateHeaders writes the rate-limit headers of a 429 (interface.md
 // "429"); they are sent on 429 responses only.
-func setRateHeaders(c echo.Context, limit int64, w store.RateWindow, daily bool) {
+func setRateHeaders(c echo.Context, limit int64, w payments.RateWindow, daily bool) {
 	h := c.Response().Header()
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(limit, 10))
 	h.Set("X-RateLimit-Remaining", "0")
@@ -117,7 +117,7 @@ func setRateHeaders(c echo.Context, limit int64, w store.RateWindow, daily bool)
 }
 
 // setRetryAfter writes Retry-After in whole seconds.
-func setRetryAfter(c echo.Context, w store.RateWindow) {
+func setRetryAfter(c echo.Context, w payments.RateWindow) {
 	c.Response().Header().Set("Retry-After", strconv.FormatInt(int64(w.RetryAfter()/time.Second), 10))
 }
 
@@ -129,7 +129,7 @@ func tooMany(msg string) error {
 // hitPerIP counts a request of the client's IP under scope and reports
 // whether it is over limit per minute; over the limit, Retry-After is set.
 func (s *Server) hitPerIP(c echo.Context, scope string, limit int64) (bool, error) {
-	w, err := s.deps.Store.HitRate(c.Request().Context(), scope+":"+c.RealIP(), time.Minute)
+	w, err := s.payments.HitRate(c.Request().Context(), scope+":"+c.RealIP(), time.Minute)
 	if err != nil {
 		return false, err
 	}
@@ -162,7 +162,7 @@ func (s *Server) limitPerIP(scope string) echo.MiddlewareFunc {
 // this order: unknown keys per IP, then the burst limit per key, then the
 // owner's daily API calls (GET /v1/config is exempt). Every counter lives
 // in PostgreSQL, so all replicas share it; a known key is authenticated
-// and counted in one statement (store.AuthenticateCall).
+// and counted in one statement (payments.Service.AuthenticateCall).
 func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
@@ -171,7 +171,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 			return paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgMissingAPIKey)
 		}
 		keyID := sha256.Sum256([]byte(key))
-		call, err := s.deps.Store.AuthenticateCall(ctx, store.APICall{
+		call, err := s.payments.AuthenticateCall(ctx, payments.APICall{
 			Key:        key,
 			RateKey:    "api-key:" + hex.EncodeToString(keyID[:12]),
 			Window:     time.Minute,
@@ -198,7 +198,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if d := call.Daily; d != nil {
 			limits := prj.Owner.Limits()
-			if limits.APICallsPerDay != store.Unlimited && d.Count > limits.APICallsPerDay {
+			if limits.APICallsPerDay != paywatch.Unlimited && d.Count > limits.APICallsPerDay {
 				setRateHeaders(c, limits.APICallsPerDay, *d, true)
 				return &paywatch.Error{Code: paywatch.ERATELIMIT, Message: paywatch.MsgDailyLimit, Fields: map[string]any{
 					"limit": limits.APICallsPerDay,

@@ -8,21 +8,21 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/accounts"
 )
 
 // accountView is an account in operator responses.
 type accountView struct {
 	Email     string                  `json:"email"`
 	Plan      paywatch.Plan           `json:"plan"`
-	Status    store.AccountStatus     `json:"status"`
+	Status    accounts.AccountStatus  `json:"status"`
 	Limits    paywatch.Limits         `json:"limits"`
 	Overrides paywatch.LimitOverrides `json:"limit_overrides"`
 	CreatedAt string                  `json:"created_at"`
 	UpdatedAt string                  `json:"updated_at"`
 }
 
-func accountOf(a *store.Account) accountView {
+func accountOf(a *accounts.Account) accountView {
 	return accountView{
 		Email: a.Email, Plan: a.Plan, Status: a.Status, Limits: a.Limits(), Overrides: a.Overrides,
 		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
@@ -64,12 +64,12 @@ func (s *Server) createAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.deps.Store.CreateAccount(c.Request().Context(), *email, plan)
+	a, err := s.accounts.CreateAccount(c.Request().Context(), *email, plan)
 	if err != nil {
 		return err
 	}
 	if len(req.Limits) > 0 {
-		if a, err = s.deps.Store.UpdateAccount(c.Request().Context(), a.Email, limits); err != nil {
+		if a, err = s.accounts.UpdateAccount(c.Request().Context(), a.Email, limits); err != nil {
 			return err
 		}
 	}
@@ -85,8 +85,8 @@ func (s *Server) createAccount(c echo.Context) error {
 }
 
 // limitUpdate reads the limits object of an account request.
-func limitUpdate(limits map[string]json.RawMessage) (store.AccountUpdate, error) {
-	var u store.AccountUpdate
+func limitUpdate(limits map[string]json.RawMessage) (accounts.AccountUpdate, error) {
+	var u accounts.AccountUpdate
 	fields := map[string]**int64{
 		"projects":                   &u.Limits.Projects,
 		"wallets":                    &u.Limits.Wallets,
@@ -109,7 +109,7 @@ func limitUpdate(limits map[string]json.RawMessage) (store.AccountUpdate, error)
 			return u, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBadLimit)
 		}
 		v, err := n.Int64()
-		if err != nil || v < store.Unlimited {
+		if err != nil || v < paywatch.Unlimited {
 			return u, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgBadLimit)
 		}
 		*dst = &v
@@ -139,7 +139,7 @@ func (s *Server) updateAccount(c echo.Context) error {
 	if st, err := optString(req.Status); err != nil {
 		return err
 	} else if st != nil {
-		status, err := store.ParseAccountStatus(*st)
+		status, err := accounts.ParseAccountStatus(*st)
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func (s *Server) updateAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.deps.Store.UpdateAccount(c.Request().Context(), email, u)
+	a, err := s.accounts.UpdateAccount(c.Request().Context(), email, u)
 	if err != nil {
 		return err
 	}

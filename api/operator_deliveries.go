@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // deliveryView is an element of webhook-deliveries.
@@ -24,16 +24,16 @@ type deliveryView struct {
 // listDeliveries is GET /v1/projects/{slug}/webhook-deliveries.
 func (s *Server) listDeliveries(c echo.Context) error {
 	ctx := c.Request().Context()
-	f := store.DeliveryFilter{PaymentID: c.QueryParam("payment_id")}
+	f := payments.DeliveryFilter{PaymentID: c.QueryParam("payment_id")}
 	var err error
 	if f.Limit, f.Offset, err = pageQuery(c.QueryParams()); err != nil {
 		return err
 	}
-	p, err := s.deps.Store.ProjectBySlug(ctx, c.Param("slug"))
+	p, err := s.payments.ProjectBySlug(ctx, c.Param("slug"))
 	if err != nil {
 		return err
 	}
-	ds, err := s.deps.Store.ListDeliveries(ctx, p.ID, f)
+	ds, err := s.payments.Deliveries(ctx, p.ID, f)
 	if err != nil {
 		return err
 	}

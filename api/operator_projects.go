@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // projectView is a project in operator responses; it never carries a
@@ -32,7 +32,7 @@ type projectView struct {
 	UpdatedAt            string                `json:"updated_at"`
 }
 
-func projectOf(p *store.Project) projectView {
+func projectOf(p *payments.Project) projectView {
 	v := projectView{
 		Name: p.Name, Slug: p.Slug, WebhookURL: nullable(p.WebhookURL), OwnerEmail: nullable(p.OwnerEmail()),
 		Active: p.Active, AddressMode: p.AddressMode, PoolMatching: p.PoolMatching,
@@ -99,8 +99,8 @@ func optDecimal(raw json.RawMessage, field string) (a *paywatch.Amount, set bool
 
 // projectSettings reads the settings of a project request; the use cases
 // check them (the webhook URL's address included).
-func projectSettings(req projectRequest) (store.ProjectSettings, error) {
-	var ps store.ProjectSettings
+func projectSettings(req projectRequest) (payments.ProjectSettings, error) {
+	var ps payments.ProjectSettings
 	var err error
 	if ps.Name, err = optString(req.Name); err != nil {
 		return ps, err
@@ -194,28 +194,28 @@ func (s *Server) createProject(c echo.Context) error {
 }
 
 // newProject reads the body of POST /v1/projects and creates the project.
-func (s *Server) newProject(c echo.Context) (*store.Project, store.Credentials, error) {
+func (s *Server) newProject(c echo.Context) (*payments.Project, payments.Credentials, error) {
 	var req projectRequest
 	if err := decodeBody(c, &req); err != nil {
-		return nil, store.Credentials{}, err
+		return nil, payments.Credentials{}, err
 	}
 	slug, err := optString(req.Slug)
 	if err != nil {
-		return nil, store.Credentials{}, err
+		return nil, payments.Credentials{}, err
 	}
 	if slug == nil {
-		return nil, store.Credentials{}, store.ValidateSlug("")
+		return nil, payments.Credentials{}, paywatch.ValidateSlug("")
 	}
 	ps, err := projectSettings(req)
 	if err != nil {
-		return nil, store.Credentials{}, err
+		return nil, payments.Credentials{}, err
 	}
-	return s.payments.CreateProject(c.Request().Context(), store.NewProject{Slug: *slug, Settings: ps})
+	return s.payments.CreateProject(c.Request().Context(), payments.NewProject{Slug: *slug, Settings: ps})
 }
 
 // listProjects is GET /v1/projects.
 func (s *Server) listProjects(c echo.Context) error {
-	ps, err := s.deps.Store.ListProjects(c.Request().Context())
+	ps, err := s.payments.ListProjects(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // walletRequest is the body of PUT /v1/projects/{slug}/wallet.
@@ -27,7 +27,7 @@ func (s *Server) putWallet(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
-	u := store.WalletUpdate{Addresses: req.Addresses}
+	u := payments.WalletUpdate{Addresses: req.Addresses}
 	var err error
 	if u.Name, err = optString(req.Name); err != nil {
 		return err
@@ -54,7 +54,7 @@ func (s *Server) putWallet(c echo.Context) error {
 	for _, n := range paywatch.Networks() {
 		addresses[string(n.Network)] = w.Addresses[n.Network]
 	}
-	runs, err := s.deps.Store.UnusedRun(c.Request().Context(), w)
+	runs, err := s.payments.UnusedRun(c.Request().Context(), w)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) putWallet(c echo.Context) error {
 		"name":               w.Name,
 		"xpubs":              xpubs,
 		"addresses":          addresses,
-		"available_networks": networkViews(s.deps.Store.AvailableNetworks(p.AddressMode, w), false),
+		"available_networks": networkViews(s.payments.AvailableNetworks(p.AddressMode, w), false),
 		// The operator watches it against the wallet software's gap
 		// limit: per_payment derives an address per payment, and
 		// abandoned payments leave unused ones behind.

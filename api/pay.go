@@ -105,7 +105,7 @@ func renderHTMLError(c echo.Context, status int, msg string) {
 // payStatus is GET {pay_url}/api/pay/{id}.
 func (s *Server) payStatus(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.deps.Store.PaymentByID(ctx, c.Param("id"))
+	p, err := s.payments.PaymentByID(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Server) payStatus(c echo.Context) error {
 // paymentPage is GET {pay_url}/{id}; unknown and malformed ids get the 404
 // page.
 func (s *Server) paymentPage(c echo.Context) error {
-	p, err := s.deps.Store.PaymentByID(c.Request().Context(), c.Param("id"))
+	p, err := s.payments.PaymentByID(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

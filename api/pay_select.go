@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
 )
 
 // Hosted select-network limits (interface.md "Limits"), counted in
@@ -63,7 +62,7 @@ func (s *Server) selectNetworkJSON(c echo.Context) error {
 // refusal shows the page with the message.
 func (s *Server) selectNetworkForm(c echo.Context) error {
 	id := c.Param("id")
-	if !store.ValidPaymentID(id) {
+	if !paywatch.ValidPaymentID(id) {
 		return paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgPaymentNotFound)
 	}
 	err := s.limitSelection(c, id)
@@ -79,7 +78,7 @@ func (s *Server) selectNetworkForm(c echo.Context) error {
 		if !ok || status == http.StatusNotFound {
 			return err
 		}
-		p, perr := s.deps.Store.PaymentByID(c.Request().Context(), id)
+		p, perr := s.payments.PaymentByID(c.Request().Context(), id)
 		if perr != nil {
 			return perr
 		}
@@ -100,10 +99,10 @@ func (s *Server) limitSelection(c echo.Context, id string) error {
 	if over {
 		return tooMany(paywatch.MsgTooManyRequests)
 	}
-	if !store.ValidPaymentID(id) {
+	if !paywatch.ValidPaymentID(id) {
 		return nil // paywatch.MsgPaymentNotFound comes next
 	}
-	w, err := s.deps.Store.HitRate(c.Request().Context(), "select-network-payment:"+strings.ToLower(id), time.Minute)
+	w, err := s.payments.HitRate(c.Request().Context(), "select-network-payment:"+strings.ToLower(id), time.Minute)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/locale"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // payView is GET {pay_url}/api/pay/{id}: what the page shows and nothing
@@ -47,7 +47,7 @@ type payView struct {
 }
 
 // payView builds what the hosted page shows of p.
-func (s *Server) payView(ctx context.Context, p *store.Payment) (payView, error) {
+func (s *Server) payView(ctx context.Context, p *payments.Payment) (payView, error) {
 	now := s.clock()
 	v := payView{
 		Status:     paywatch.ShownStatus(p.Status, p.ExpiresAt, now),
@@ -110,13 +110,13 @@ func (s *Server) payView(ctx context.Context, p *store.Payment) (payView, error)
 // choices lists the network+token combinations the customer may choose for
 // a network-less payment: the wallet's available networks, narrowed to the
 // token of the payment link it came from, if any.
-func (s *Server) choices(ctx context.Context, p *store.Payment) ([]paywatch.NetworkInfo, error) {
-	w, err := s.deps.Store.WalletOf(ctx, p.ProjectID)
+func (s *Server) choices(ctx context.Context, p *payments.Payment) ([]paywatch.NetworkInfo, error) {
+	w, err := s.payments.WalletOf(ctx, p.ProjectID)
 	if err != nil {
 		return nil, err
 	}
-	avail := s.deps.Store.AvailableNetworks(p.Mode, w)
-	only, err := s.deps.Store.PaymentLinkToken(ctx, p.ID)
+	avail := s.payments.AvailableNetworks(p.Mode, w)
+	only, err := s.payments.PaymentLinkToken(ctx, p.ID)
 	if err != nil || only == "" {
 		return avail, err
 	}
@@ -262,14 +262,14 @@ func countdown(d time.Duration) string {
 
 // renderPayment renders the payment page of p with an optional error
 // (a refused network choice of the form fallback).
-func (s *Server) renderPayment(c echo.Context, status int, p *store.Payment, errMsg string) error {
+func (s *Server) renderPayment(c echo.Context, status int, p *payments.Payment, errMsg string) error {
 	merchantLang(c, p.Locale)
 	ctx := c.Request().Context()
 	v, err := s.payView(ctx, p)
 	if err != nil {
 		return err
 	}
-	info, err := s.deps.Store.PaymentPageInfo(ctx, p.ID)
+	info, err := s.payments.PaymentPageInfo(ctx, p.ID)
 	if err != nil {
 		return err
 	}

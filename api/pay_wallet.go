@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // The hosted page's wallet link: for a payment on an EVM network, an
@@ -44,7 +44,7 @@ import (
 //     wallet would call transfer on a mainnet contract;
 //   - for a Tron payment, a payment without an address yet, and a network
 //     without a known contract (Deps.WalletTokens).
-func (s *Server) walletURI(p *store.Payment, status paywatch.Status, now time.Time) string {
+func (s *Server) walletURI(p *payments.Payment, status paywatch.Status, now time.Time) string {
 	info, ok := paywatch.LookupNetwork(p.Network)
 	if !ok || info.Family != paywatch.FamilyEVM || info.ChainID <= 0 || p.Address == "" {
 		return ""

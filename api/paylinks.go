@@ -17,7 +17,6 @@ import (
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/payments"
-	"github.com/paywatch/paywatch/store"
 )
 
 // paymentLinkRequest is the body of POST /v1/projects/{slug}/payment-links.
@@ -59,14 +58,14 @@ func (s *Server) createPaymentLink(c echo.Context) error {
 // paymentLinkOf reads a new payment link of project projectSlug from the
 // body of POST /v1/projects/{slug}/payment-links (the dashboard's form
 // builds the same body, for the same checks and messages).
-func paymentLinkOf(projectSlug string, req paymentLinkRequest) (store.NewPaymentLink, error) {
-	nl := store.NewPaymentLink{ProjectSlug: projectSlug}
+func paymentLinkOf(projectSlug string, req paymentLinkRequest) (payments.NewPaymentLink, error) {
+	nl := payments.NewPaymentLink{ProjectSlug: projectSlug}
 	slug, err := optString(req.Slug)
 	if err != nil {
 		return nl, err
 	}
 	if slug == nil {
-		return nl, store.ValidateSlug("")
+		return nl, paywatch.ValidateSlug("")
 	}
 	nl.Slug = *slug
 	title, err := optString(req.Title)
@@ -134,7 +133,7 @@ type linkPageData struct {
 }
 
 // linkData builds the link page of l.
-func (s *Server) linkData(c echo.Context, l *store.PaymentLink) (linkPageData, error) {
+func (s *Server) linkData(c echo.Context, l *payments.PaymentLink) (linkPageData, error) {
 	merchantLang(c, l.Locale)
 	d := linkPageData{Assets: assetURLs, Slug: l.Slug, Title: l.Title, Accepting: l.Accepting(), Errors: map[string]string{}}
 	if l.Project != nil {
@@ -148,11 +147,11 @@ func (s *Server) linkData(c echo.Context, l *store.PaymentLink) (linkPageData, e
 	}
 	d.TokenLabel = string(l.Token)
 	if d.TokenLabel == "" && d.Accepting {
-		w, err := s.deps.Store.WalletOf(c.Request().Context(), l.ProjectID)
+		w, err := s.payments.WalletOf(c.Request().Context(), l.ProjectID)
 		if err != nil {
 			return d, err
 		}
-		d.TokenLabel = tokensLabel(s.deps.Store.AvailableNetworks(l.Project.AddressMode, w))
+		d.TokenLabel = tokensLabel(s.payments.AvailableNetworks(l.Project.AddressMode, w))
 	}
 	if !d.Accepting {
 		d.Error = paywatch.MsgNotAccepting
@@ -162,7 +161,7 @@ func (s *Server) linkData(c echo.Context, l *store.PaymentLink) (linkPageData, e
 
 // linkPage is GET {pay_url}/l/{slug}.
 func (s *Server) linkPage(c echo.Context) error {
-	l, err := s.deps.Store.PaymentLinkBySlug(c.Request().Context(), c.Param("slug"))
+	l, err := s.payments.PaymentLinkBySlug(c.Request().Context(), c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -201,7 +200,7 @@ func clientNet(ip string) string {
 // A refusal shows the form again with the message.
 func (s *Server) linkSubmit(c echo.Context) error {
 	ctx := c.Request().Context()
-	l, err := s.deps.Store.PaymentLinkBySlug(ctx, c.Param("slug"))
+	l, err := s.payments.PaymentLinkBySlug(ctx, c.Param("slug"))
 	if err != nil {
 		return err
 	}
@@ -226,7 +225,7 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	if l.Network != "" {
 		decimals = paywatch.Decimals(l.Network, token)
 	}
-	np := store.NewPayment{ProjectID: l.ProjectID, Network: l.Network, Token: token}
+	np := payments.NewPayment{ProjectID: l.ProjectID, Network: l.Network, Token: token}
 	if l.Amount != nil {
 		np.Amount = *l.Amount
 	} else if a, msg := parseBuyerAmount(pageLang(c), d.Form.Amount, decimals, paywatch.DustMinimum(l.Project.MinAmount)); msg != "" {
@@ -234,20 +233,20 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	} else {
 		np.Amount = a
 	}
-	var b store.Buyer
+	var b payments.Buyer
 	if d.Form.Email != "" {
-		if e, err := store.NormalizeEmail(d.Form.Email); err != nil || utf8.RuneCountInString(e) > store.MaxBuyerEmailLength {
+		if e, err := paywatch.NormalizeEmail(d.Form.Email); err != nil || utf8.RuneCountInString(e) > paywatch.MaxBuyerEmailLength {
 			d.Errors["email"] = paywatch.MsgBuyerEmail
 		} else {
 			b.Email = e
 		}
 	}
-	if utf8.RuneCountInString(d.Form.Name) > store.MaxBuyerNameLength || store.HasControlChars(d.Form.Name, false) {
+	if utf8.RuneCountInString(d.Form.Name) > paywatch.MaxBuyerNameLength || paywatch.HasControlChars(d.Form.Name, false) {
 		d.Errors["name"] = paywatch.MsgBuyerName
 	} else {
 		b.Name = d.Form.Name
 	}
-	if utf8.RuneCountInString(d.Form.Note) > store.MaxBuyerNoteLength || store.HasControlChars(d.Form.Note, true) {
+	if utf8.RuneCountInString(d.Form.Note) > paywatch.MaxBuyerNoteLength || paywatch.HasControlChars(d.Form.Note, true) {
 		d.Errors["note"] = paywatch.MsgBuyerNote
 	} else {
 		b.Note = d.Form.Note
@@ -257,7 +256,7 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	}
 	// Per client IP, apart from the merchant's API calls: a buyer makes a
 	// payment or two, and one client cannot take a link's hour alone.
-	w, err := s.deps.Store.HitSliding(ctx, "link-payments-ip:"+clientNet(c.RealIP()), time.Hour)
+	w, err := s.payments.HitSliding(ctx, "link-payments-ip:"+clientNet(c.RealIP()), time.Hour)
 	if err != nil {
 		return err
 	}
@@ -322,7 +321,7 @@ func linkExternalRef(slug, email string) string {
 		return "link:" + slug + ":" + strings.ToLower(rand.Text()[:16])
 	}
 	ref := "link:" + slug + ":" + email
-	if utf8.RuneCountInString(ref) > store.MaxExternalRefLength {
+	if utf8.RuneCountInString(ref) > paywatch.MaxExternalRefLength {
 		sum := sha256.Sum256([]byte(email))
 		ref = "link:" + slug + ":" + hex.EncodeToString(sum[:16])
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // List pagination (operations.md §3).
@@ -47,18 +47,18 @@ var networkLessDecimals = func() int {
 // parseCreatePayment validates a creation request. Schema failures give
 // "Invalid request body"; an unsupported network+token pair gives its own
 // message ("USDC is not supported on TRC20").
-func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, error) {
+func parseCreatePayment(c echo.Context, projectID int64) (payments.NewPayment, error) {
 	var req createPaymentRequest
 	if err := decodeBody(c, &req); err != nil {
-		return store.NewPayment{}, err
+		return payments.NewPayment{}, err
 	}
-	np := store.NewPayment{ProjectID: projectID, Token: paywatch.USDT}
+	np := payments.NewPayment{ProjectID: projectID, Token: paywatch.USDT}
 	amount, err := optNumber(req.Amount)
 	if err != nil || amount == nil {
 		return np, errInvalidBody
 	}
 	ref, err := optString(req.ExternalRef)
-	if err != nil || ref == nil || *ref == "" || utf8.RuneCountInString(*ref) > store.MaxExternalRefLength {
+	if err != nil || ref == nil || *ref == "" || utf8.RuneCountInString(*ref) > paywatch.MaxExternalRefLength {
 		return np, errInvalidBody
 	}
 	np.ExternalRef = *ref
@@ -87,7 +87,7 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 		return np, err
 	}
 	if orderID != nil && *orderID != "" {
-		if utf8.RuneCountInString(*orderID) > store.MaxExternalOrderIDLength {
+		if utf8.RuneCountInString(*orderID) > paywatch.MaxExternalOrderIDLength {
 			return np, errInvalidBody
 		}
 		np.ExternalOrderID = orderID
@@ -98,7 +98,7 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 	}
 	if expiresIn != nil {
 		d := time.Duration(*expiresIn) * time.Second
-		if d < store.MinExpiresIn || d > store.MaxExpiresIn {
+		if d < paywatch.MinExpiresIn || d > paywatch.MaxExpiresIn {
 			return np, errInvalidBody
 		}
 		np.ExpiresIn = d
@@ -114,7 +114,7 @@ func parseCreatePayment(c echo.Context, projectID int64) (store.NewPayment, erro
 		return np, err
 	}
 	np.Metadata, err = optObject(req.Metadata)
-	if err != nil || len(np.Metadata) > store.MaxMetadataBytes {
+	if err != nil || len(np.Metadata) > paywatch.MaxMetadataBytes {
 		return np, errInvalidBody
 	}
 	decimals := networkLessDecimals
@@ -172,8 +172,8 @@ func (s *Server) getPayment(c echo.Context) error {
 }
 
 // listFilter parses the query of GET /v1/payments.
-func listFilter(c echo.Context) (store.ListFilter, error) {
-	var f store.ListFilter
+func listFilter(c echo.Context) (payments.ListFilter, error) {
+	var f payments.ListFilter
 	q := c.QueryParams()
 	var err error
 	if f.Limit, f.Offset, err = pageQuery(q); err != nil {
@@ -285,14 +285,14 @@ func (s *Server) confirmPayment(c echo.Context) error {
 // payments on. It does not count against the daily API call limit.
 func (s *Server) config(c echo.Context) error {
 	prj := project(c)
-	w, err := s.deps.Store.WalletOf(c.Request().Context(), prj.ID)
+	w, err := s.payments.WalletOf(c.Request().Context(), prj.ID)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"success":       true,
 		"project":       map[string]any{"name": prj.Name, "slug": prj.Slug},
-		"chains":        networkViews(s.deps.Store.AvailableNetworks(prj.AddressMode, w), true),
+		"chains":        networkViews(s.payments.AvailableNetworks(prj.AddressMode, w), true),
 		"default_token": paywatch.USDT,
 		"setup_url":     s.deps.SetupURL,
 	})

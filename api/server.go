@@ -19,7 +19,6 @@ import (
 	"github.com/paywatch/paywatch/accounts"
 	"github.com/paywatch/paywatch/locale"
 	"github.com/paywatch/paywatch/payments"
-	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/telegram"
 )
 
@@ -46,8 +45,9 @@ type Deps struct {
 	Now func() time.Time
 
 	// Store is the PostgreSQL store. It also knows which networks the
-	// service offers (store.WithNetworks).
-	Store *store.Store
+	// service offers (store.WithNetworks). The server hands it to the use
+	// cases (payments, accounts) and calls none of its methods itself.
+	Store *payments.Store
 	// Workflows starts and updates payment workflows; nil leaves payments
 	// unstarted (the reconciler starts them once it is set).
 	Workflows payments.Workflows

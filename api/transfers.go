@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // transferView is a transfer of GET /v1/transfers and its neighbours.
@@ -44,7 +44,7 @@ type handledView struct {
 	Note string `json:"note"`
 }
 
-func viewTransfer(t store.ProjectTransfer) transferView {
+func viewTransfer(t payments.ProjectTransfer) transferView {
 	opt := func(s string) *string {
 		if s == "" {
 			return nil
@@ -68,8 +68,8 @@ func viewTransfer(t store.ProjectTransfer) transferView {
 // and handled (true or false); network, token and address (a recipient,
 // in any spelling its family takes). A bad value of the others is
 // "Invalid transfer filter".
-func transferFilter(c echo.Context) (store.TransferFilter, error) {
-	var f store.TransferFilter
+func transferFilter(c echo.Context) (payments.TransferFilter, error) {
+	var f payments.TransferFilter
 	q := c.QueryParams()
 	bad := paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidTransferFilter)
 	var err error

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/paywatch/paywatch"
-	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/payments"
 )
 
 // networkView is an element of available_networks (and, with chain for
@@ -111,18 +111,18 @@ func (s *Server) paymentURL(id string) string {
 }
 
 // notice tells a pool + micro_amount customer the exact amount to send.
-func notice(p *store.Payment) string {
+func notice(p *payments.Payment) string {
 	return "Send exactly " + p.Amount.String() + " " + string(p.Token) +
 		". The amount includes a small unique adjustment that identifies your payment; a different amount may not be matched."
 }
 
 // microApplied reports whether p carries a micro offset.
-func microApplied(p *store.Payment) bool {
+func microApplied(p *payments.Payment) bool {
 	return paywatch.PolicyOf(p.Mode, p.PoolMatching).ExactMatch && p.OriginalAmount != nil
 }
 
 // created renders a payment for POST /v1/payments.
-func (s *Server) created(p *store.Payment, existing bool, available []paywatch.NetworkInfo) (createdView, error) {
+func (s *Server) created(p *payments.Payment, existing bool, available []paywatch.NetworkInfo) (createdView, error) {
 	v := createdView{
 		ID:              p.ID,
 		Address:         nullable(p.Address),
@@ -156,7 +156,7 @@ func (s *Server) created(p *store.Payment, existing bool, available []paywatch.N
 
 // status renders a payment's status response; withQR adds the QR code of a
 // selected address (GET one), which lists leave out.
-func (s *Server) status(p *store.Payment, withQR bool) (statusView, error) {
+func (s *Server) status(p *payments.Payment, withQR bool) (statusView, error) {
 	v := statusView{
 		ID:              p.ID,
 		Status:          paywatch.ShownStatus(p.Status, p.ExpiresAt, s.clock()),

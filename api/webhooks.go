@@ -11,7 +11,7 @@ import (
 // unknown event or another project's.
 func (s *Server) redeliverEvent(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.deps.Store.ProjectBySlug(ctx, c.Param("slug"))
+	p, err := s.payments.ProjectBySlug(ctx, c.Param("slug"))
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 func (s *Service) CreateProject(ctx context.Context, np store.NewProject) (*store.Project, store.Credentials, error) {
 	// The slug is checked before the webhook URL's DNS lookup: a request
 	// that fails anyway should not wait for one.
-	if err := store.ValidateSlug(np.Slug); err != nil {
+	if err := paywatch.ValidateSlug(np.Slug); err != nil {
 		return nil, store.Credentials{}, err
 	}
 	ps, err := s.checkSettings(ctx, np.Settings)

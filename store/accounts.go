@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 
@@ -47,27 +46,10 @@ type Account struct {
 	Locale string
 }
 
-// Unlimited is the override value that lifts a limit altogether.
-const Unlimited = -1
-
 // Limits returns the account's effective limits: its plan's with the
 // operator's overrides applied.
 func (a *Account) Limits() paywatch.Limits {
 	return paywatch.EffectiveLimits(a.Plan, a.Overrides)
-}
-
-// NormalizeEmail validates an e-mail address and returns its stored form
-// (lower case, trimmed).
-func NormalizeEmail(s string) (string, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if s == "" || len(s) > 254 {
-		return "", invalid("email must be a valid e-mail address")
-	}
-	addr, err := mail.ParseAddress(s)
-	if err != nil || addr.Address != s || !strings.Contains(s, "@") {
-		return "", invalid("email must be a valid e-mail address")
-	}
-	return s, nil
 }
 
 const accountColumns = `id, email, plan, status, limits, created_at, updated_at, COALESCE(locale, '')`
@@ -86,7 +68,7 @@ func scanAccount(row scanner) (*Account, error) {
 
 // CreateAccount adds an account; an existing email gives ECONFLICT.
 func (s *Store) CreateAccount(ctx context.Context, email string, plan paywatch.Plan) (*Account, error) {
-	email, err := NormalizeEmail(email)
+	email, err := paywatch.NormalizeEmail(email)
 	if err != nil {
 		return nil, err
 	}

@@ -187,7 +187,7 @@ func (s *Store) AssignAddress(ctx context.Context, paymentID string, n paywatch.
 }
 
 func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, n paywatch.Network, t paywatch.Token) (paywatch.Assignment, error) {
-	if !ValidPaymentID(paymentID) {
+	if !paywatch.ValidPaymentID(paymentID) {
 		return paywatch.Assignment{}, notFound(paywatch.MsgPaymentNotFound)
 	}
 	p, err := scanPayment(tx.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1 FOR UPDATE OF pay`, paymentID))
@@ -240,7 +240,7 @@ func (s *Store) assignAddress(ctx context.Context, tx pgx.Tx, paymentID string, 
 // Assignment returns the network selection recorded on a payment, ok false
 // when it has none (or there is no such payment).
 func (s *Store) Assignment(ctx context.Context, paymentID string) (a paywatch.Assignment, ok bool, err error) {
-	if !ValidPaymentID(paymentID) {
+	if !paywatch.ValidPaymentID(paymentID) {
 		return a, false, nil
 	}
 	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, paymentID))
@@ -275,7 +275,7 @@ func assignmentOf(p *Payment) paywatch.Assignment {
 // transfer for the old payment cannot match a new one. Other modes hold
 // nothing. Calling it again changes nothing.
 func (s *Store) ReleaseAddress(ctx context.Context, paymentID string, outcome paywatch.Status) error {
-	if !ValidPaymentID(paymentID) {
+	if !paywatch.ValidPaymentID(paymentID) {
 		return notFound(paywatch.MsgPaymentNotFound)
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {

@@ -93,7 +93,7 @@ func (r linkCountsRow) Scan(dest ...any) error {
 // ENOTFOUND "Payment link not found". A deactivated link still counts
 // toward the owner's payment-link limit.
 func (s *Store) SetPaymentLinkActive(ctx context.Context, projectID int64, id string, active bool) (*PaymentLink, error) {
-	if !uuidPattern.MatchString(id) {
+	if !paywatch.ValidPaymentID(id) {
 		return nil, notFound(paywatch.MsgLinkNotFound)
 	}
 	l, err := scanPaymentLink(s.pool.QueryRow(ctx, `
@@ -123,7 +123,7 @@ type Usage struct {
 	Projects     int64
 	Wallets      int64
 	PaymentLinks int64
-	// Limits are the account's effective limits (Unlimited is -1).
+	// Limits are the account's effective limits (paywatch.Unlimited is -1).
 	Limits paywatch.Limits
 }
 

@@ -151,7 +151,7 @@ func TestUsage(t *testing.T) {
 	// The limits are the effective ones; a deactivated link still counts,
 	// a deleted wallet no longer does; the daily counters start again at
 	// midnight UTC.
-	_, err = s.UpdateAccount(ctx, "shop@example.com", store.AccountUpdate{Limits: paywatch.LimitOverrides{Wallets: ptr[int64](store.Unlimited)}})
+	_, err = s.UpdateAccount(ctx, "shop@example.com", store.AccountUpdate{Limits: paywatch.LimitOverrides{Wallets: ptr[int64](paywatch.Unlimited)}})
 	require.NoError(t, err)
 	links, err := s.ListPaymentLinks(ctx, p.ID)
 	require.NoError(t, err)
@@ -161,7 +161,7 @@ func TestUsage(t *testing.T) {
 	clk.Add(12 * time.Hour)
 	u, err = s.Usage(ctx, owner)
 	require.NoError(t, err)
-	assert.EqualValues(t, store.Unlimited, u.Limits.Wallets)
+	assert.EqualValues(t, paywatch.Unlimited, u.Limits.Wallets)
 	assert.EqualValues(t, 0, u.Wallets)
 	assert.EqualValues(t, 2, u.PaymentLinks)
 	assert.EqualValues(t, 0, u.APICallsToday)

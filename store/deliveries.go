@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/paywatch/paywatch"
 )
 
 // Delivery is one webhook delivery attempt as operators see it
@@ -37,7 +39,7 @@ type DeliveryFilter struct {
 func (s *Store) ListDeliveries(ctx context.Context, projectID int64, f DeliveryFilter) ([]Delivery, error) {
 	var paymentID *string
 	if f.PaymentID != "" {
-		if !ValidPaymentID(f.PaymentID) {
+		if !paywatch.ValidPaymentID(f.PaymentID) {
 			return []Delivery{}, nil
 		}
 		paymentID = &f.PaymentID

@@ -62,7 +62,7 @@ func ValidWebhookState(st WebhookState) bool {
 // the page and the total agree.
 func (s *Store) ListEvents(ctx context.Context, projectID int64, f EventFilter) ([]Event, int, error) {
 	out := []Event{}
-	if f.PaymentID != nil && !ValidPaymentID(*f.PaymentID) {
+	if f.PaymentID != nil && !paywatch.ValidPaymentID(*f.PaymentID) {
 		return out, 0, nil
 	}
 	where := []string{"e.project_id = $1"}

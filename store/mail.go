@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
 )
 
 // Mail is an outgoing e-mail (a mail_messages row).
@@ -68,7 +70,7 @@ func scanMail(row pgx.Row) (Mail, error) {
 
 // MailByID returns a message; ok is false if there is none.
 func (s *Store) MailByID(ctx context.Context, id string) (Mail, bool, error) {
-	if !ValidPaymentID(id) {
+	if !paywatch.ValidPaymentID(id) {
 		return Mail{}, false, nil
 	}
 	m, err := scanMail(s.pool.QueryRow(ctx, mailSelect+` WHERE id = $1`, id))

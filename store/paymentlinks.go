@@ -12,14 +12,6 @@ import (
 	"github.com/paywatch/paywatch"
 )
 
-// Payment link and buyer field bounds (the schema's checks).
-const (
-	MaxLinkTitleLength  = 200
-	MaxBuyerEmailLength = 254
-	MaxBuyerNameLength  = 100
-	MaxBuyerNoteLength  = 500
-)
-
 // PaymentLink is a reusable payment page at {pay_url}/l/{slug}.
 type PaymentLink struct {
 	ID        string
@@ -69,11 +61,11 @@ type NewPaymentLink struct {
 // the check and the insert run under the owner's row lock, so concurrent
 // creations cannot overshoot. Slugs are unique across projects (409).
 func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*PaymentLink, error) {
-	if err := ValidateSlug(nl.Slug); err != nil {
+	if err := paywatch.ValidateSlug(nl.Slug); err != nil {
 		return nil, err
 	}
 	nl.Title = strings.TrimSpace(nl.Title)
-	if nl.Title == "" || utf8.RuneCountInString(nl.Title) > MaxLinkTitleLength || HasControlChars(nl.Title, false) {
+	if nl.Title == "" || utf8.RuneCountInString(nl.Title) > paywatch.MaxLinkTitleLength || paywatch.HasControlChars(nl.Title, false) {
 		return nil, invalid(paywatch.MsgLinkTitle)
 	}
 	if nl.Network != "" {
@@ -106,7 +98,7 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 		if err != nil {
 			return fmt.Errorf("lock owner: %w", err)
 		}
-		if limit := owner.Limits().PaymentLinks; limit != Unlimited {
+		if limit := owner.Limits().PaymentLinks; limit != paywatch.Unlimited {
 			n, err := countPaymentLinks(ctx, tx, owner.ID)
 			if err != nil {
 				return err
@@ -167,7 +159,7 @@ func countPaymentLinks(ctx context.Context, q querier, ownerID int64) (int64, er
 // PaymentLinkBySlug returns a link with its project; a slug that does not
 // exist, or cannot, is ENOTFOUND.
 func (s *Store) PaymentLinkBySlug(ctx context.Context, slug string) (*PaymentLink, error) {
-	if len(slug) > MaxSlugLength || !slugPattern.MatchString(slug) {
+	if paywatch.ValidateSlug(slug) != nil {
 		return nil, notFound(paywatch.MsgLinkNotFound)
 	}
 	l, err := scanPaymentLink(s.pool.QueryRow(ctx, `SELECT `+linkColumns+` FROM payment_links l WHERE l.slug = $1`, slug))
@@ -314,7 +306,7 @@ func (s *Store) countLinkPayment(ctx context.Context, tx pgx.Tx, linkID string) 
 // token of the link it was made from, or "" when it has none (or the
 // payment is not a link payment).
 func (s *Store) PaymentLinkToken(ctx context.Context, paymentID string) (paywatch.Token, error) {
-	if !ValidPaymentID(paymentID) {
+	if !paywatch.ValidPaymentID(paymentID) {
 		return "", nil
 	}
 	var token *string
@@ -328,23 +320,4 @@ func (s *Store) PaymentLinkToken(ctx context.Context, paymentID string) (paywatc
 		return "", fmt.Errorf("load payment link token: %w", err)
 	}
 	return paywatch.Token(deref(token)), nil
-}
-
-// HasControlChars reports whether s holds control characters or bytes that
-// are not UTF-8 (which PostgreSQL refuses); newlines and tabs count only
-// when multiline is false. Link titles and buyer fields are shown on pages
-// and in webhooks, so both the store and the link form use it.
-func HasControlChars(s string, multiline bool) bool {
-	if !utf8.ValidString(s) {
-		return true
-	}
-	for _, r := range s {
-		if multiline && (r == '\n' || r == '\r' || r == '\t') {
-			continue
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return true
-		}
-	}
-	return false
 }

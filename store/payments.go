@@ -4,20 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/paywatch/paywatch"
-)
-
-// Payment request bounds of interface.md.
-const (
-	MaxExternalRefLength     = 255
-	MaxExternalOrderIDLength = 255
-	MinExpiresIn             = 300 * time.Second
-	MaxExpiresIn             = 86400 * time.Second
-	MaxMetadataBytes         = 4096
 )
 
 // GeneratedOrderIDPrefix starts the external_order_id generated for a
@@ -218,17 +208,10 @@ func deref(s *string) string {
 	return *s
 }
 
-// uuidPattern matches the text form of a UUID; anything else cannot be a
-// payment id and is "not found" without asking the database.
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// ValidPaymentID reports whether id has the form of a payment id.
-func ValidPaymentID(id string) bool { return uuidPattern.MatchString(id) }
-
 // GetPayment returns a payment of the project; a payment of another project
 // is "Payment not found", like one that does not exist.
 func (s *Store) GetPayment(ctx context.Context, projectID int64, id string) (*Payment, error) {
-	if !ValidPaymentID(id) {
+	if !paywatch.ValidPaymentID(id) {
 		return nil, notFound(paywatch.MsgPaymentNotFound)
 	}
 	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1 AND pay.project_id = $2`, id, projectID))
@@ -243,7 +226,7 @@ func (s *Store) GetPayment(ctx context.Context, projectID int64, id string) (*Pa
 
 // PaymentByID returns a payment of any project.
 func (s *Store) PaymentByID(ctx context.Context, id string) (*Payment, error) {
-	if !ValidPaymentID(id) {
+	if !paywatch.ValidPaymentID(id) {
 		return nil, notFound(paywatch.MsgPaymentNotFound)
 	}
 	p, err := scanPayment(s.pool.QueryRow(ctx, paymentSelect+` WHERE pay.id = $1`, id))

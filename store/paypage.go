@@ -20,7 +20,7 @@ type PaymentPageInfo struct {
 // PaymentPageInfo returns the shop and item of payment paymentID for its
 // hosted page (404 for an unknown id).
 func (s *Store) PaymentPageInfo(ctx context.Context, paymentID string) (PaymentPageInfo, error) {
-	if !ValidPaymentID(paymentID) {
+	if !paywatch.ValidPaymentID(paymentID) {
 		return PaymentPageInfo{}, notFound(paywatch.MsgPaymentNotFound)
 	}
 	var info PaymentPageInfo

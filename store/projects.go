@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -13,38 +12,14 @@ import (
 	"github.com/paywatch/paywatch"
 )
 
-// Project settings bounds (interface.md "Project", the schema's checks).
-const (
-	// DefaultPaymentExpiryMinutes is the payment window of a project that
-	// never changed it.
-	DefaultPaymentExpiryMinutes = 60
-	// MinPaymentExpiryMinutes and MaxPaymentExpiryMinutes bound the
-	// project's expiry setting like expires_in bounds a payment's.
-	MinPaymentExpiryMinutes = 5
-	MaxPaymentExpiryMinutes = 1440
-	// MaxSlugLength keeps slugs usable in URLs and listings.
-	MaxSlugLength = 63
-	// MaxProjectNameLength bounds display names.
-	MaxProjectNameLength = 255
-)
+// DefaultPaymentExpiryMinutes is the payment window of a project that
+// never changed it (paywatch.MinPaymentExpiryMinutes and
+// MaxPaymentExpiryMinutes bound the setting).
+const DefaultPaymentExpiryMinutes = 60
 
 // maxSettingAmount is the largest minAmount or rotation_threshold: their
 // NUMERIC(40, 18) columns hold 22 digits before the decimal point.
 var maxSettingAmount = paywatch.MustParseAmount(strings.Repeat("9", 22)+"."+strings.Repeat("9", 18), 18)
-
-var slugPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-
-// ValidateSlug checks the slug rule: lowercase letters, digits and single
-// hyphens between them.
-func ValidateSlug(slug string) error {
-	if slug == "" {
-		return invalid("slug is required")
-	}
-	if len(slug) > MaxSlugLength || !slugPattern.MatchString(slug) {
-		return invalid("slug must be lowercase letters, digits and hyphens (for example my-shop), at most 63 characters")
-	}
-	return nil
-}
 
 // Project is a merchant project with its owner, as every API call sees it.
 type Project struct {
@@ -168,10 +143,10 @@ type ProjectSettings struct {
 
 // validate checks the settings that need no database.
 func (ps *ProjectSettings) validate() error {
-	if ps.Name != nil && (strings.TrimSpace(*ps.Name) == "" || len(*ps.Name) > MaxProjectNameLength) {
+	if ps.Name != nil && (strings.TrimSpace(*ps.Name) == "" || len(*ps.Name) > paywatch.MaxProjectNameLength) {
 		return invalid("name must be 1-255 characters")
 	}
-	if ps.Name != nil && HasControlChars(*ps.Name, false) {
+	if ps.Name != nil && paywatch.HasControlChars(*ps.Name, false) {
 		// A name reaches e-mail subjects and chat messages: CR and LF
 		// there would start new header lines.
 		return invalid("name must not contain control characters")
@@ -204,7 +179,7 @@ func (ps *ProjectSettings) validate() error {
 	if ps.MicroAmountDecimals != nil && (*ps.MicroAmountDecimals < paywatch.MinMicroDecimals || *ps.MicroAmountDecimals > paywatch.MaxMicroDecimals) {
 		return invalid("micro_amount_decimals must be 1-4")
 	}
-	if ps.PaymentExpiryMinutes != nil && (*ps.PaymentExpiryMinutes < MinPaymentExpiryMinutes || *ps.PaymentExpiryMinutes > MaxPaymentExpiryMinutes) {
+	if ps.PaymentExpiryMinutes != nil && (*ps.PaymentExpiryMinutes < paywatch.MinPaymentExpiryMinutes || *ps.PaymentExpiryMinutes > paywatch.MaxPaymentExpiryMinutes) {
 		return invalid("payment_expiry_minutes must be 5-1440")
 	}
 	return nil
@@ -223,7 +198,7 @@ type NewProject struct {
 // (403 otherwise); the check and the insert happen under the owner's row
 // lock, so concurrent creations cannot overshoot the limit.
 func (s *Store) CreateProject(ctx context.Context, np NewProject) (*Project, Credentials, error) {
-	if err := ValidateSlug(np.Slug); err != nil {
+	if err := paywatch.ValidateSlug(np.Slug); err != nil {
 		return nil, Credentials{}, err
 	}
 	ps := np.Settings
@@ -277,7 +252,7 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 				if err := tx.QueryRow(ctx, `SELECT count(*) FROM projects WHERE owner_id = $1`, o.ID).Scan(&n); err != nil {
 					return err
 				}
-				if limit := o.Limits().Projects; limit != Unlimited && n >= limit {
+				if limit := o.Limits().Projects; limit != paywatch.Unlimited && n >= limit {
 					return forbidden(paywatch.MsgPlanLimit(o.Limits().Projects, "project"))
 				}
 			}

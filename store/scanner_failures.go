@@ -8,13 +8,6 @@ import (
 	"github.com/paywatch/paywatch"
 )
 
-// FailingPolls is how many failed polls in a row make a scanner failing:
-// /health reports it (api.FailingPolls) and the scanner logs it at ERROR.
-// One failed poll is a provider's hiccup, retried a second later; three
-// are an outage of a few seconds (of 15 s for rate limits, which are
-// retried more slowly).
-const FailingPolls = 3
-
 // maxScanErrorBytes bounds the last error kept for a failing scanner.
 const maxScanErrorBytes = 1000
 

@@ -66,7 +66,7 @@ func recordStatusChange(ctx context.Context, tx pgx.Tx, paymentID string) (chang
 // found". Payments created before the timeline existed show their
 // creation and their current status only.
 func (s *Store) PaymentTimeline(ctx context.Context, projectID int64, paymentID string) ([]StatusChange, error) {
-	if !ValidPaymentID(paymentID) {
+	if !paywatch.ValidPaymentID(paymentID) {
 		return nil, notFound(paywatch.MsgPaymentNotFound)
 	}
 	var out []StatusChange

@@ -111,10 +111,10 @@ const (
 
 func (u WalletUpdate) validate() (validatedWallet, error) {
 	v := validatedWallet{name: u.Name, xpubs: map[paywatch.Family]*savedXPub{}, addresses: map[paywatch.Network][]string{}}
-	if u.Name != nil && len(*u.Name) > MaxProjectNameLength {
+	if u.Name != nil && len(*u.Name) > paywatch.MaxProjectNameLength {
 		return v, invalid("name must be at most 255 characters")
 	}
-	if u.Name != nil && HasControlChars(*u.Name, false) {
+	if u.Name != nil && paywatch.HasControlChars(*u.Name, false) {
 		return v, invalid("name must not contain control characters")
 	}
 	for _, key := range sortedKeys(u.XPubs) {
@@ -223,7 +223,7 @@ func (s *Store) PutWalletAlerted(ctx context.Context, slug string, u WalletUpdat
 				if n, err = countWallets(ctx, tx, prj.Owner.ID); err != nil {
 					return err
 				}
-				if limit := prj.Owner.Limits().Wallets; limit != Unlimited && n >= limit {
+				if limit := prj.Owner.Limits().Wallets; limit != paywatch.Unlimited && n >= limit {
 					return forbidden(paywatch.MsgPlanLimit(limit, "wallet"))
 				}
 			}

@@ -131,7 +131,7 @@ func webhookQuota(ctx context.Context, tx pgx.Tx, projectID int64) (accountID, l
 // asked for it explicitly. An unknown event, a malformed id and another
 // project's event are all ENOTFOUND "Event not found".
 func (s *Store) PrepareRedelivery(ctx context.Context, projectID int64, eventID string) (PendingWebhook, error) {
-	if !ValidPaymentID(eventID) {
+	if !paywatch.ValidPaymentID(eventID) {
 		return PendingWebhook{}, notFound(paywatch.MsgEventNotFound)
 	}
 	now := s.now().UTC()
