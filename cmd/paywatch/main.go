@@ -30,7 +30,7 @@ Commands:
   devnet    devnet commands, e.g. "devnet send", or "devnet serve": devnet chains as their own process
   version   print the version
 
-Configuration is read from environment variables; see the README.
+Configuration is read from environment variables; see docs/operating.md (Configuration).
 `
 
 func main() {
