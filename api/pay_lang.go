@@ -22,22 +22,22 @@ const (
 	contextLang = "paywatch.lang"
 )
 
+// buyerChoice is the language the buyer chose, if any: an explicit ?lang=
+// the pages speak, else the one the cookie keeps.
+func buyerChoice(c echo.Context) (asked locale.Lang, kept string) {
+	if ck, err := c.Cookie(langCookie); err == nil {
+		kept = ck.Value
+	}
+	asked, _ = locale.ParseTag(c.QueryParam("lang"))
+	return asked, kept
+}
+
 // merchantLang makes the merchant's default language (a payment's or a
 // link's locale) the page's, unless the buyer chose one (?lang= or the
 // cookie). Call it before the page is rendered.
 func merchantLang(c echo.Context, merchant string) {
-	if merchant == "" {
-		return
-	}
-	var kept string
-	if ck, err := c.Cookie(langCookie); err == nil {
-		kept = ck.Value
-	}
-	asked := c.QueryParam("lang")
-	if _, ok := locale.ParseTag(asked); ok {
-		return
-	}
-	if _, ok := locale.Parse(kept); ok {
+	asked, kept := buyerChoice(c)
+	if _, ok := locale.Parse(kept); ok || asked != "" {
 		return
 	}
 	if l, ok := locale.Parse(merchant); ok {
@@ -45,20 +45,17 @@ func merchantLang(c echo.Context, merchant string) {
 	}
 }
 
-// pageLang chooses the page's language and remembers an explicit choice.
+// pageLang chooses the page's language and keeps an explicit choice in the
+// cookie.
 func pageLang(c echo.Context) locale.Lang {
 	if l, ok := c.Get(contextLang).(locale.Lang); ok {
 		return l
 	}
-	var kept string
-	if ck, err := c.Cookie(langCookie); err == nil {
-		kept = ck.Value
-	}
-	asked := c.QueryParam("lang")
-	l := locale.Choose(c.Request().Header.Get("Accept-Language"), asked, kept)
-	if l2, ok := locale.ParseTag(asked); ok && string(l2) != kept {
+	asked, kept := buyerChoice(c)
+	l := locale.Choose(c.Request().Header.Get("Accept-Language"), string(asked), kept)
+	if asked != "" && string(asked) != kept {
 		c.SetCookie(&http.Cookie{
-			Name: langCookie, Value: string(l2), Path: "/", MaxAge: int(365 * 24 * time.Hour / time.Second),
+			Name: langCookie, Value: string(asked), Path: "/", MaxAge: int(365 * 24 * time.Hour / time.Second),
 			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https",
 		})
 	}
