@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -47,11 +48,9 @@ func BenchmarkRPCCost(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	intervals := map[paywatch.Network]time.Duration{}
-	for _, info := range paywatch.Networks() {
-		intervals[info.Network] = info.BlockTime
-	}
-	d, err := devnet.Start(ctx, devnet.Config{BlockIntervals: intervals, BlockJitter: 0.1})
+	// The devnet makes no blocks of its own: the bench makes every block
+	// (blockMaker), one per slot of the network's block time.
+	d, err := devnet.Start(ctx, devnet.Config{})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = d.Close() })
 	db := newScanDB(b)
@@ -78,24 +77,9 @@ func BenchmarkRPCCost(b *testing.B) {
 	for _, info := range nets {
 		go seen.follow(ctx, d, info.Network)
 	}
-	// Background transfers: a batch of 3 to strangers every 5 blocks.
+	maker := &blockMaker{tb: b, d: d, pay: map[paywatch.Network][]string{}, next: map[paywatch.Network]int{}}
 	for _, info := range nets {
-		go func() {
-			t := time.NewTicker(5 * info.BlockTime)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-				reqs := make([]devnet.TransferRequest, 3)
-				for i := range reqs {
-					reqs[i] = devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: randomAddress(b, info.Network), Amount: "2"}
-				}
-				_, _ = d.TransferBatch(ctx, reqs)
-			}
-		}()
+		go maker.run(ctx, info)
 	}
 
 	sig := &awaitingSignaler{db: db, seen: seen}
@@ -157,23 +141,87 @@ func BenchmarkRPCCost(b *testing.B) {
 			}
 		}
 		run("1,000 open payments per network", func(ctx context.Context) {
-			var wg sync.WaitGroup
-			for _, info := range nets {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; ; i++ {
-						select {
-						case <-ctx.Done():
-							return
-						case <-time.After(20 * info.BlockTime):
-						}
-						_, _ = d.Transfer(ctx, devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: addrs[info.Network][i%1000], Amount: "10"})
-					}
-				}()
-			}
-			wg.Wait()
+			maker.payEvery20Blocks(addrs)
+			<-ctx.Done()
+			maker.payEvery20Blocks(nil)
 		})
+	}
+}
+
+// blockMaker makes every block of the bench's chains itself, one per slot
+// of the network's block time, as a mainnet chain does: slots follow a
+// fixed grid (as Ethereum's 12 s slots, TRON's 3 s ones and the
+// sequencers' ticks do), and each block comes within ±10% of a block of
+// its slot's start, as propagation varies; the time mining takes
+// stretches nothing. The transfers due go into the slot's block, and a
+// slot with none gets an empty block. Every 5th block holds 3 transfers to strangers; while
+// payments are paid, every 20th block, starting with the first, holds one
+// to the next open payment's address. (The devnet's own Transfer mines a
+// block at once, off the schedule: 20-40% more blocks than the block time
+// gives, at random moments, which no mainnet makes.)
+type blockMaker struct {
+	tb   testing.TB
+	d    *devnet.Devnet
+	mu   sync.Mutex
+	pay  map[paywatch.Network][]string // the addresses to pay, in order
+	next map[paywatch.Network]int      // blocks made since paying started
+}
+
+// payEvery20Blocks starts paying addrs' addresses, one every 20 blocks, or
+// stops with nil.
+func (m *blockMaker) payEvery20Blocks(addrs map[paywatch.Network][]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pay = map[paywatch.Network][]string{}
+	for n, a := range addrs {
+		m.pay[n] = slices.Clone(a)
+	}
+	m.next = map[paywatch.Network]int{}
+}
+
+// due returns the payment a block of network n holds, if any.
+func (m *blockMaker) due(n paywatch.Network) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pay[n]) == 0 {
+		return "", false
+	}
+	k := m.next[n]
+	m.next[n]++
+	if k%20 != 0 {
+		return "", false
+	}
+	a := m.pay[n][0]
+	m.pay[n] = m.pay[n][1:]
+	return a, true
+}
+
+func (m *blockMaker) run(ctx context.Context, info paywatch.NetworkInfo) {
+	start := time.Now()
+	for k := 1; ; k++ {
+		// Slot k's block, within ±10% of a block of its slot's start.
+		next := start.Add(time.Duration(float64(info.BlockTime) * (float64(k) - 0.1 + 0.2*rand.Float64())))
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		var reqs []devnet.TransferRequest
+		if k%5 == 0 {
+			for range 3 {
+				reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: randomAddress(m.tb, info.Network), Amount: "2"})
+			}
+		}
+		if to, ok := m.due(info.Network); ok {
+			reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: to, Amount: "10"})
+		}
+		if len(reqs) == 0 {
+			_, _ = m.d.Mine(ctx, info.Network, 1)
+		} else {
+			_, _ = m.d.TransferBatch(ctx, reqs)
+		}
 	}
 }
 
