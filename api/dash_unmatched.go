@@ -40,6 +40,9 @@ type transferRow struct {
 	Why string
 	// Payment is the payment that holds it, or else the related one.
 	Payment string
+	// Earlier are the marks before the current one (Handled), oldest
+	// first: what a later mark replaced in the list but not in the history.
+	Earlier []payments.TransferMark
 }
 
 // Key names the transfer in a form: network, hash and log index.
@@ -110,6 +113,9 @@ func (s *Server) unmatchedRender(c echo.Context, err error, key, note string) er
 		for _, t := range ts {
 			pg.Transfers = append(pg.Transfers, s.rowOf(t))
 		}
+		if err := s.withEarlierMarks(c, pg.Transfers); err != nil {
+			return err
+		}
 	}
 	if err == nil {
 		err = lerr
@@ -140,6 +146,30 @@ func (s *Server) unmatchedRender(c echo.Context, err error, key, note string) er
 		pg.Next = page(f.Offset + f.Limit)
 	}
 	return renderDash(c, status, "unmatched", pg)
+}
+
+// withEarlierMarks gives each row marked more than once its earlier marks,
+// read for the whole page at once.
+func (s *Server) withEarlierMarks(c echo.Context, rows []transferRow) error {
+	var ids []payments.TransferID
+	for _, r := range rows {
+		if r.Handled != nil {
+			ids = append(ids, r.ID())
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	marks, err := s.payments.TransferMarks(c.Request().Context(), dashProject(c).ID, ids)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		if ms := marks[rows[i].ID()]; len(ms) > 1 {
+			rows[i].Earlier = ms[:len(ms)-1]
+		}
+	}
+	return nil
 }
 
 // transferHandledSubmit marks an unmatched transfer handled (refunded, or

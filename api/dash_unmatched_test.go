@@ -22,7 +22,8 @@ import (
 // (unmatched, after_paid), both confirmed.
 type unmatchedShop struct {
 	owner            *browser
-	payment          string
+	key              string // the project's API key
+	payment, address string
 	matched, another string
 }
 
@@ -56,7 +57,7 @@ func newUnmatchedShop(t *testing.T, e *env, email, slug string) unmatchedShop {
 		_, err := e.store.RecordScan(ctx, b, nil)
 		require.NoError(t, err)
 	}
-	shop := unmatchedShop{owner: b, payment: p.ID, matched: tronHash("1"), another: tronHash("2")}
+	shop := unmatchedShop{owner: b, key: key, payment: p.ID, address: p.Address, matched: tronHash("1"), another: tronHash("2")}
 	paid := transfer(shop.matched, 10)
 	record(10, p.ID, paid)
 	_, err = e.store.SavePaymentState(ctx, paywatch.PaymentState{
@@ -228,6 +229,37 @@ func TestDashboardMarkTransferHandled(t *testing.T) {
 	assert.Contains(t, p.Body, `href="/dashboard/p/mrk/unmatched?show=all"`)
 	p = b.get("/dashboard/p/mrk/payments/" + shop.payment)
 	assert.Contains(t, section(p.Body, "later-transfers", "table"), "Handled by mrk@example.com")
+}
+
+// A transfer marked a second time keeps the first mark in its history on
+// the Unmatched funds page (issue 27, item 3): the current mark is the
+// second, and "Earlier marks" lists the first with who, when and the
+// note. A transfer marked once has no history.
+func TestDashboardTransferMarkHistory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	shop := newUnmatchedShop(t, e, "his@example.com", "his")
+	b := shop.owner
+	r := e.call(shop.key, "POST", "/v1/transfers/TRC20/"+shop.another+"/handled", map[string]any{"note": "Credited to order 7"})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	p := b.get("/dashboard/p/his/unmatched?show=all")
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, ": Credited to order 7</dd>")
+	assert.NotContains(t, p.Body, "Earlier marks", "marked once")
+
+	p = b.send(http.MethodPost, "/dashboard/p/his/unmatched/handled", url.Values{"csrf": {b.csrf}, "network": {"TRC20"}, "tx_hash": {shop.another},
+		"log_index": {"0"}, "note": {"Refunded instead"}})
+	require.Equal(t, http.StatusSeeOther, p.Code, p.Body)
+	p = b.get(p.Location)
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, p.Body, "Handled by his@example.com at ")
+	assert.Contains(t, p.Body, ": Refunded instead</dd>", "the current mark is the latest")
+	assert.Contains(t, p.Body, "<summary>Earlier marks (1)</summary>")
+	i := strings.Index(p.Body, `class="timeline history"`)
+	require.GreaterOrEqual(t, i, 0, "the history is listed")
+	history := p.Body[i : i+strings.Index(p.Body[i:], "</ol>")]
+	assert.Regexp(t, `<li>Handled by api at <time datetime="[^"]+Z" title="[^"]+ UTC">[^<]+ UTC</time>: Credited to order 7</li>`, history)
+	assert.NotContains(t, history, "Refunded instead", "the current mark is not repeated")
 }
 
 // A devnet chain's transactions are shown without a link to the public

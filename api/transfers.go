@@ -44,6 +44,39 @@ type handledView struct {
 	Note string `json:"note"`
 }
 
+// transferDetailView is a transfer of GET /v1/transfers/{network}/{tx_hash}:
+// as the list shows it, with its timeline, which the list leaves out to
+// stay one read per page.
+type transferDetailView struct {
+	transferView
+	Timeline []transferEventView `json:"timeline"`
+}
+
+// transferEventView is a step of a transfer's timeline: seen, told (with
+// the transfer.unmatched event's id) or handled (with who and the note).
+type transferEventView struct {
+	At      string  `json:"at"`
+	Event   string  `json:"event"`
+	EventID *string `json:"event_id,omitempty"`
+	By      *string `json:"by,omitempty"`
+	Note    *string `json:"note,omitempty"`
+}
+
+func viewTransferEvents(es []payments.TransferEvent) []transferEventView {
+	out := make([]transferEventView, 0, len(es))
+	for _, e := range es {
+		v := transferEventView{At: ts(e.At), Event: string(e.Event)}
+		switch e.Event {
+		case payments.TransferEventTold:
+			v.EventID = &e.EventID
+		case payments.TransferEventHandled:
+			v.By, v.Note = &e.By, &e.Note
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 func viewTransfer(t payments.ProjectTransfer) transferView {
 	opt := func(s string) *string {
 		if s == "" {
@@ -168,17 +201,23 @@ func parseTransferKey(network, logIndex string) (paywatch.Network, *uint32, erro
 
 // getTransfer is GET /v1/transfers/{network}/{tx_hash}: one transfer, the
 // transaction's first to the project's addresses, or the one at
-// ?log_index=.
+// ?log_index=, with its timeline.
 func (s *Server) getTransfer(c echo.Context) error {
 	n, idx, err := transferKey(c, c.QueryParam("log_index"))
 	if err != nil {
 		return err
 	}
-	t, err := s.payments.Transfer(c.Request().Context(), project(c).ID, n, c.Param("tx_hash"), idx)
+	ctx, prj := c.Request().Context(), project(c).ID
+	t, err := s.payments.Transfer(ctx, prj, n, c.Param("tx_hash"), idx)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"success": true, "transfer": viewTransfer(t)})
+	tl, err := s.payments.TransferTimeline(ctx, prj, t.ID())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"success": true,
+		"transfer": transferDetailView{transferView: viewTransfer(t), Timeline: viewTransferEvents(tl)}})
 }
 
 // handledRequest is the body of POST /v1/transfers/{network}/{tx_hash}/handled.

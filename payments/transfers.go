@@ -33,8 +33,10 @@ func (s *Service) Transfer(ctx context.Context, projectID int64, n paywatch.Netw
 // MarkTransferHandled records that an unmatched transfer is settled (the
 // money refunded, or credited to an order), by whom (an account's e-mail,
 // or "api" for a call with the project's key), with a note of at most
-// MaxTransferNote characters. A later mark replaces the note. It refuses a
-// transfer a payment holds or may still take.
+// MaxTransferNote characters. A later mark becomes the current one, and
+// the transfer's timeline keeps them all. Without logIndex it marks the
+// transaction's first unmatched transfer. It refuses a transfer a payment
+// holds or may still take.
 func (s *Service) MarkTransferHandled(ctx context.Context, projectID int64, n paywatch.Network, txHash string, logIndex *uint32, by, note string) (store.ProjectTransfer, error) {
 	if !utf8.ValidString(note) || utf8.RuneCountInString(note) > MaxTransferNote {
 		return store.ProjectTransfer{}, paywatch.Errorf(paywatch.EINVALID, paywatch.MsgInvalidNote)
@@ -44,6 +46,19 @@ func (s *Service) MarkTransferHandled(ctx context.Context, projectID int64, n pa
 		return store.ProjectTransfer{}, paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
 	}
 	return s.store.MarkTransferHandled(ctx, projectID, n, h, logIndex, by, note)
+}
+
+// TransferTimeline returns what happened to one of a project's
+// transfers, oldest first: recorded, told as unmatched, and each mark of
+// it as handled (who, when, the note).
+func (s *Service) TransferTimeline(ctx context.Context, projectID int64, id store.TransferID) ([]store.TransferEvent, error) {
+	return s.store.TransferTimeline(ctx, projectID, id)
+}
+
+// TransferMarks returns every mark of a project's transfers ids, each
+// transfer's oldest first: the history under a page of transfers.
+func (s *Service) TransferMarks(ctx context.Context, projectID int64, ids []store.TransferID) (map[store.TransferID][]store.TransferMark, error) {
+	return s.store.TransferMarks(ctx, projectID, ids)
 }
 
 // CountUnmatched returns how many of a project's transfers are unmatched

@@ -57,9 +57,20 @@ func ValidWebhookState(st WebhookState) bool { return store.ValidWebhookState(st
 
 // Transfers to a project's addresses.
 type (
-	ProjectTransfer = store.ProjectTransfer
-	TransferFilter  = store.TransferFilter
-	TransferState   = store.TransferState
+	ProjectTransfer   = store.ProjectTransfer
+	TransferFilter    = store.TransferFilter
+	TransferState     = store.TransferState
+	TransferID        = store.TransferID
+	TransferMark      = store.TransferMark
+	TransferEvent     = store.TransferEvent
+	TransferEventKind = store.TransferEventKind
+)
+
+// The steps of a transfer's timeline (store.TransferEventKind).
+const (
+	TransferEventSeen    = store.TransferEventSeen
+	TransferEventTold    = store.TransferEventTold
+	TransferEventHandled = store.TransferEventHandled
 )
 
 // The transfer states (store.TransferState).

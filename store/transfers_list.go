@@ -365,9 +365,13 @@ func (s *Store) CountUnmatched(ctx context.Context, projectID int64) (int, error
 }
 
 // MarkTransferHandled records that an unmatched transfer of the project
-// is handled, by whom and with what note (a later mark replaces it), and
-// returns the transfer. ENOTFOUND when the project has no such transfer;
-// ECONFLICT when it is not unmatched (a payment holds it or may still).
+// is handled, by whom and with what note, and returns the transfer: the
+// one at logIndex or, with logIndex nil, the transaction's first that is
+// unmatched. The mark becomes the transfer's current one (a later mark
+// replaces it in the list) and is added to its timeline, which keeps
+// every mark (TransferTimeline). ENOTFOUND when the project has no such
+// transfer; ECONFLICT when it is not unmatched (a payment holds it or may
+// still), or without logIndex when none of the transaction's is.
 func (s *Store) MarkTransferHandled(ctx context.Context, projectID int64, n paywatch.Network, txHash string, logIndex *uint32, by, note string) (ProjectTransfer, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		args := []any{projectID, s.lateWindowStart(), string(n), txHash}
@@ -387,8 +391,10 @@ func (s *Store) MarkTransferHandled(ctx context.Context, projectID int64, n payw
 			hash string
 			idx  int64
 		}
-		err := tx.QueryRow(ctx, `SELECT s.tx_hash, s.log_index, s.state FROM (`+transfersSQL()+` WHERE `+cond+` ORDER BY s.log_index LIMIT 1) s`,
-			args...).Scan(&key.hash, &key.idx, &state)
+		// Unmatched ones first: a transaction may pay a payment with its
+		// first transfer and send more to the address in a later one.
+		err := tx.QueryRow(ctx, `SELECT s.tx_hash, s.log_index, s.state FROM (`+transfersSQL()+` WHERE `+cond+
+			` ORDER BY s.state <> 'unmatched', s.log_index LIMIT 1) s`, args...).Scan(&key.hash, &key.idx, &state)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
 		}
@@ -398,10 +404,7 @@ func (s *Store) MarkTransferHandled(ctx context.Context, projectID int64, n payw
 		if state != TransferUnmatched {
 			return paywatch.Errorf(paywatch.ECONFLICT, paywatch.MsgTransferNotUnmatched)
 		}
-		_, err = tx.Exec(ctx, `
-			UPDATE chain_transfers SET handled_at = $4, handled_by = $5, handled_note = $6
-			WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
-			string(n), key.hash, key.idx, s.clock().UTC(), by, note)
+		err = markTransfer(ctx, tx, projectID, n, key.hash, key.idx, TransferMark{At: s.clock().UTC(), By: by, Note: note})
 		if err == nil {
 			idx := uint32(key.idx)
 			logIndex, txHash = &idx, key.hash
