@@ -50,10 +50,11 @@ type quorumClient struct {
 	// failedAt is, per endpoint, when it last failed or dissented (unix
 	// nanoseconds; 0: never).
 	failedAt []atomic.Int64
-	// heads is, per endpoint, the last head it gave plus 1 (0: none yet);
-	// progress is when each head was first shown by k endpoints, seen when
-	// first given by any (quorum_lag.go).
-	heads          []atomic.Uint64
+	// headsMu guards heads: per endpoint, the last head it gave and its
+	// highest of the last lag limit. progress is when each head was first
+	// shown by k endpoints, seen when first given by any (quorum_lag.go).
+	headsMu        sync.Mutex
+	heads          []endpointHeads
 	progress, seen *progress
 }
 
@@ -74,7 +75,7 @@ func dialQuorum(ctx context.Context, cfg Config) (Client, error) {
 		lag = defaultQuorumLag
 	}
 	qc := &quorumClient{network: cfg.Network, q: cfg.Quorum, failedAt: make([]atomic.Int64, len(cfg.URLs)),
-		heads: make([]atomic.Uint64, len(cfg.URLs)), progress: &progress{limit: lag}, seen: &progress{limit: lag}}
+		heads: make([]endpointHeads, len(cfg.URLs)), progress: &progress{limit: lag}, seen: &progress{limit: lag}}
 	for i := range cfg.URLs {
 		c, err := Dial(ctx, one(cfg, i))
 		if err != nil {

@@ -23,6 +23,16 @@ import (
 //     show that the other is stuck; with more, a single endpoint that
 //     claims a head far ahead (a liar, a node of a reset chain) shows
 //     nothing, and so cannot make the honest ones look stuck.
+//   - An endpoint counts with the highest head it gave within the last
+//     limit (or its last head, when older), not only its last one: an
+//     endpoint that now and then answers a low head (a load balancer that
+//     sometimes picks a backend resyncing from scratch) would otherwise
+//     lower the shown head with each low answer, and so restart the clock
+//     of a stuck endpoint before it ever ran out. A head given by a liar
+//     is forgotten a limit after the liar stops giving it, and endpoints
+//     that all went back (a reset chain) show their lower heads, from
+//     then on, a limit after they last gave the higher ones; until then
+//     they count as behind.
 //   - Block n is overdue once a head ≥ n was shown more than the limit ago.
 //     An endpoint's "no block n" (BlockHash, ReadBatch, a range of
 //     transfers, a transaction in block n) is then an error, not a block
@@ -103,23 +113,79 @@ func (p *progress) behindFor(head uint64, now time.Time) time.Duration {
 	return now.Sub(p.marks[i].at)
 }
 
-// noteHead records the head endpoint ep gave, the highest of the
-// endpoints' last heads (seen), and the head now shown (progress: the k-th
-// highest).
+// maxRecent is how many heads an endpoint's recent list keeps at most:
+// only an endpoint whose every answer is lower than the one before makes
+// it grow, and then the highest is the one that matters.
+const maxRecent = 32
+
+// endpointHeads is the heads one endpoint of a quorum gave.
+type endpointHeads struct {
+	given bool
+	last  uint64
+	// recent are heads it gave within the last limit, each with when,
+	// lower than the one before: each head until a head as high comes.
+	// The first is the highest of the limit.
+	recent []mark
+}
+
+// note records head, given at now.
+func (e *endpointHeads) note(head uint64, now time.Time) {
+	e.given, e.last = true, head
+	n := len(e.recent)
+	for n > 0 && e.recent[n-1].head <= head {
+		n--
+	}
+	e.recent = append(e.recent[:n], mark{head, now})
+	if len(e.recent) > maxRecent {
+		e.recent = slices.Delete(e.recent, 1, 2)
+	}
+}
+
+// counted returns the head the endpoint counts with at now: the highest
+// it gave within the last limit, or its last when that is older; ok is
+// false for an endpoint that gave none.
+func (e *endpointHeads) counted(now time.Time, limit time.Duration) (head uint64, ok bool) {
+	drop := 0
+	for drop < len(e.recent) && now.Sub(e.recent[drop].at) > limit {
+		drop++
+	}
+	e.recent = slices.Delete(e.recent, 0, drop)
+	if len(e.recent) > 0 {
+		return max(e.last, e.recent[0].head), e.given
+	}
+	return e.last, e.given
+}
+
+// noteHead records the head endpoint ep gave, the highest of the heads
+// the endpoints count with (seen), and the head now shown (progress: the
+// k-th highest). It holds headsMu throughout: a note that counted the
+// heads before another endpoint's newer one and recorded after it would
+// take the shown head back, and restart the clock of the endpoints
+// behind it.
 func (qc *quorumClient) noteHead(ep int, head uint64) {
-	qc.heads[ep].Store(head + 1) // 0 stays "none yet"
-	heads := make([]uint64, 0, len(qc.eps))
+	qc.headsMu.Lock()
+	defer qc.headsMu.Unlock()
+	now := time.Now()
+	qc.heads[ep].note(head, now)
+	heads := make([]uint64, 0, len(qc.heads))
 	for i := range qc.heads {
-		if h := qc.heads[i].Load(); h > 0 {
-			heads = append(heads, h-1)
+		if h, ok := qc.heads[i].counted(now, qc.progress.limit); ok {
+			heads = append(heads, h)
 		}
 	}
 	slices.Sort(heads)
-	now := time.Now()
 	qc.seen.observe(heads[len(heads)-1], now)
 	if k := min(qc.q, len(qc.eps)-1); len(heads) >= k {
 		qc.progress.observe(heads[len(heads)-k], now)
 	}
+}
+
+// lastHead returns the last head endpoint ep gave; ok is false when it
+// gave none yet.
+func (qc *quorumClient) lastHead(ep int) (head uint64, ok bool) {
+	qc.headsMu.Lock()
+	defer qc.headsMu.Unlock()
+	return qc.heads[ep].last, qc.heads[ep].given
 }
 
 // lagErr returns errLagging, with the endpoint's head and for how long a
@@ -127,12 +193,12 @@ func (qc *quorumClient) noteHead(ep int, head uint64) {
 // shown more than the lag limit ago, and nil otherwise (and for an
 // endpoint that gave no head yet).
 func (qc *quorumClient) lagErr(ep int) error {
-	h := qc.heads[ep].Load()
-	if h == 0 {
+	h, ok := qc.lastHead(ep)
+	if !ok {
 		return nil
 	}
-	if d := qc.progress.behindFor(h-1, time.Now()); d > qc.progress.limit {
-		return fmt.Errorf("its head %d, a newer block shown %s ago: %w", h-1, d.Round(time.Second), errLagging)
+	if d := qc.progress.behindFor(h, time.Now()); d > qc.progress.limit {
+		return fmt.Errorf("its head %d, a newer block shown %s ago: %w", h, d.Round(time.Second), errLagging)
 	}
 	return nil
 }
@@ -140,8 +206,8 @@ func (qc *quorumClient) lagErr(ep int) error {
 // suspect reports whether endpoint ep's last head is below a head any
 // one endpoint gave more than the lag limit ago.
 func (qc *quorumClient) suspect(ep int) bool {
-	h := qc.heads[ep].Load()
-	return h > 0 && qc.seen.behindFor(h-1, time.Now()) > qc.seen.limit
+	h, ok := qc.lastHead(ep)
+	return ok && qc.seen.behindFor(h, time.Now()) > qc.seen.limit
 }
 
 // overdue returns errLagging when block n is overdue: a head ≥ n was

@@ -2,6 +2,8 @@ package chains
 
 import (
 	"math"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,4 +41,71 @@ func TestProgressBehindFor(t *testing.T) {
 	assert.Equal(t, time.Duration(0), p.behindFor(12, now))
 	assert.Equal(t, time.Duration(0), p.behindFor(11, now))
 	assert.Equal(t, time.Second, p.behindFor(11, now.Add(time.Second)))
+}
+
+// Endpoints noting their heads at the same time never make a head look
+// shown later than it was: each head's mark is no later than the moment
+// the k-th endpoint (here the second of three) had given it, however the
+// notes interleave. (A note that computed the shown head before another
+// endpoint's newer head and recorded it after used to drop that newer
+// mark, restarting the lag clock of the endpoints behind it.)
+func TestQuorumNoteHeadConcurrently(t *testing.T) {
+	const eps, top = 3, 3000
+	qc := &quorumClient{q: 3, eps: make([]Client, eps), heads: make([]endpointHeads, eps),
+		progress: &progress{limit: time.Hour}, seen: &progress{limit: time.Hour}}
+	// done[ep][h] is when endpoint ep's note of head h returned.
+	done := make([][]time.Time, eps)
+	var wg sync.WaitGroup
+	for ep := range eps {
+		done[ep] = make([]time.Time, top+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := uint64(1); h <= top; h++ {
+				qc.noteHead(ep, h)
+				done[ep][h] = time.Now()
+			}
+		}()
+	}
+	wg.Wait()
+	for h := uint64(1); h <= top; h++ {
+		at := []time.Time{done[0][h], done[1][h], done[2][h]}
+		slices.SortFunc(at, time.Time.Compare)
+		shown := at[1] // two endpoints at h or above
+		if d := qc.progress.behindFor(h-1, shown); d < 0 {
+			t.Fatalf("head %d shown %s after two endpoints had given it", h, -d)
+		}
+	}
+	assert.Equal(t, time.Duration(0), qc.progress.behindFor(top, time.Now()))
+	assert.Positive(t, qc.progress.behindFor(top-1, time.Now()))
+}
+
+// Endpoints that all went back (a reset chain, a failover to older nodes)
+// count with their higher heads for as long as the limit after they last
+// gave them, and so are behind until then; after it, the lower heads are
+// shown and nobody lags. One endpoint's momentary low head lowers nothing.
+func TestQuorumEndpointsThatWentBackReanchor(t *testing.T) {
+	const lag = 200 * time.Millisecond
+	qc := &quorumClient{q: 2, eps: make([]Client, 3), heads: make([]endpointHeads, 3),
+		progress: &progress{limit: lag}, seen: &progress{limit: lag}}
+	noteAll := func(head uint64) {
+		for ep := range 3 {
+			qc.noteHead(ep, head)
+		}
+	}
+	noteAll(100)
+	qc.noteHead(0, 0)
+	time.Sleep(lag + 50*time.Millisecond)
+	qc.noteHead(0, 0)
+	assert.ErrorIs(t, qc.lagErr(0), errLagging, "its momentary 0 did not restart the clock")
+	noteAll(100)
+	noteAll(10)
+	for ep := range 3 {
+		assert.ErrorIs(t, qc.lagErr(ep), errLagging, "100 was shown more than the limit ago, and given just now")
+	}
+	time.Sleep(lag + 50*time.Millisecond)
+	noteAll(10)
+	for ep := range 3 {
+		assert.NoError(t, qc.lagErr(ep), "re-anchored at 10")
+	}
 }

@@ -2,8 +2,10 @@ package chains
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The quorum client's reads of transfers and blocks (quorum.go).
@@ -93,15 +95,10 @@ func (qc *quorumClient) TransactionTransfers(ctx context.Context, txHash string)
 		return txRead{ts, found}, err
 	})
 	if lagging(qc, as, key) {
-		// Found by some, not yet by the others: waited for, unless its
-		// block is overdue (quorum_lag.go).
-		for _, a := range as {
-			if a.v.found && len(a.v.ts) > 0 {
-				if err := qc.overdue(a.v.ts[0].BlockNumber); err != nil {
-					return nil, false, fmt.Errorf("chains: %s transaction %s: endpoints without it: %w: %w", qc.network, txHash, err, ErrUnavailable)
-				}
-				break
-			}
+		// Found by some, not yet by the others: waited for, unless that
+		// is overdue (quorum_lag.go).
+		if err := qc.txOverdue(as); err != nil {
+			return nil, false, fmt.Errorf("chains: %s transaction %s: endpoints without it: %w: %w", qc.network, txHash, err, ErrUnavailable)
 		}
 		return nil, false, nil
 	}
@@ -115,6 +112,34 @@ func (qc *quorumClient) TransactionTransfers(ctx context.Context, txHash string)
 		return nil, false, err
 	}
 	return group[0].v.ts, group[0].v.found, nil
+}
+
+// txOverdue returns why a transaction that some endpoints found (as,
+// agreeing on it) and the others not yet should no longer be waited for:
+// an endpoint without it has been behind for longer than the lag limit,
+// as ReadTip judges its "not yet" (its head, as last given, which covers
+// a transaction of no configured token: it names no block), or the
+// transaction's block is overdue (the answers that found it agree on its
+// block, so the first transfer names it). Nil while it is waited for.
+func (qc *quorumClient) txOverdue(as []answer[txRead]) error {
+	var errs []error
+	for _, a := range as {
+		if !a.v.found {
+			if err := qc.lagErr(a.ep); err != nil {
+				qc.failedAt[a.ep].Store(time.Now().UnixNano())
+				errs = append(errs, fmt.Errorf("%s: %w", qc.names[a.ep], err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, a := range as {
+		if a.v.found && len(a.v.ts) > 0 {
+			return qc.overdue(a.v.ts[0].BlockNumber)
+		}
+	}
+	return nil
 }
 
 // lagging reports whether Quorum endpoints answered without Quorum of
