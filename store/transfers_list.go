@@ -167,10 +167,16 @@ func classifiedFromSQL(from, where, late string) string {
 	// still listing a transfer unconfirmed (paid by an earlier one, or
 	// expired) never counted it.
 	held := `cp.id IS NOT NULL AND c.counted_at IS NOT NULL`
-	// An open payment on the address may still take an unclaimed transfer:
-	// its final check claims what the scanner recorded before the payment's
-	// address assignment committed. A pool + micro_amount payment only one
-	// within its match window (paywatch.MicroMatch).
+	// An open payment on the address may still take an unclaimed transfer
+	// of its token mined from its start block on: its final check claims
+	// what the scanner recorded before the payment's address assignment
+	// committed. A pool + micro_amount payment only one within its match
+	// window (paywatch.MicroMatch). A pool + txid payment only by claiming
+	// the transaction's hash (ClaimTxHash), which it cannot once the hash,
+	// or another transfer of the transaction to the address, is claimed
+	// for another payment: the rule here is exactly the claim's, so the
+	// money turns unmatched once no payment that could claim it remains,
+	// and never while one can.
 	// Two probes, each on a partial index of the payments that can still
 	// take transfers (payments_open_address_idx, payments_expired_address_idx),
 	// so that a pool address's thousands of finished payments are not read
@@ -178,7 +184,13 @@ func classifiedFromSQL(from, where, late string) string {
 	takes := ` AND lp.token = t.token AND COALESCE(lp.start_block, 0) <= t.block_number
 	             AND (NOT ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.ExactMatch }) + `
 	                  OR abs(t.amount / power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)
-	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001)`
+	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001)
+	             AND (NOT ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.TxIDOnly }) + `
+	                  OR (NOT EXISTS (SELECT 1 FROM tx_claims x
+	                                  WHERE x.network = t.network AND x.tx_hash = t.tx_hash AND x.payment_id <> lp.id)
+	                      AND NOT EXISTS (SELECT 1 FROM transfer_claims o
+	                                      WHERE o.network = t.network AND o.tx_hash = t.tx_hash
+	                                        AND o.to_address = t.to_address AND o.payment_id <> lp.id)))`
 	mayTake := `(EXISTS (
 	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address
 	             AND lp.status IN ('pending', 'confirming', 'partial')` + takes + `)
