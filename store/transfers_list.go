@@ -228,24 +228,32 @@ func classifiedFromSQL(from, where, late string) string {
 	LEFT JOIN chain_cursors cc ON cc.network = t.network
 	LEFT JOIN transfer_claims c ON c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index
 	LEFT JOIN payments cp ON cp.id = c.payment_id
+	-- The payment the address served last before the transfer's block
+	-- (start_block: the head when the address was assigned), on the
+	-- transfer's network first (rsame), then on another of its family
+	-- (rother): an EVM address is the same on all four, and paying on the
+	-- wrong one is a common mistake. Block numbers of two chains do not
+	-- compare, so there it is the payment last given the address before
+	-- the transfer was seen; one given it later was not the one paid by
+	-- mistake. Index probes (payments_address_start_idx), not a sort of
+	-- every payment on a shared address; rother is read only when rsame
+	-- finds none.
 	LEFT JOIN LATERAL (
-	  -- The payment the address served last before the transfer's block
-	  -- (start_block: the head when the address was assigned), on the
-	  -- transfer's network first, then on another of its family: an EVM
-	  -- address is the same on all four, and paying on the wrong one is a
-	  -- common mistake.
-	  -- Index probes (payments_address_start_idx), not a sort of every
-	  -- payment on a shared address.
-	  SELECT r.* FROM (
-	    (SELECT p.id, p.token, p.status, p.network, 0 AS pri FROM payments p
-	     WHERE p.network = t.network AND p.address = t.to_address AND p.start_block <= t.block_number
-	     ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1)
-	    UNION ALL
-	    (SELECT p.id, p.token, p.status, p.network, 1 AS pri FROM payments p
-	     WHERE p.network = ANY(` + otherNetworksSQL("t.network") + `) AND p.address = t.to_address
-	       AND p.start_block IS NOT NULL
-	     ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1)
-	  ) r ORDER BY r.pri LIMIT 1) rel ON true
+	  SELECT p.id, p.token, p.status, p.network FROM payments p
+	  WHERE p.network = t.network AND p.address = t.to_address AND p.start_block <= t.block_number
+	  ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1) rsame ON true
+	LEFT JOIN LATERAL (
+	  SELECT o.id, o.token, o.status, o.network FROM unnest(` + otherNetworksSQL("t.network") + `) n(network)
+	  CROSS JOIN LATERAL (
+	    SELECT p.id, p.token, p.status, p.network, COALESCE(p.address_assigned_at, p.created_at) AS assigned_at FROM payments p
+	    WHERE p.network = n.network AND p.address = t.to_address AND p.start_block IS NOT NULL
+	      AND COALESCE(p.address_assigned_at, p.created_at) <= t.created_at
+	    ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1) o
+	  WHERE rsame.id IS NULL
+	  ORDER BY o.assigned_at DESC, o.id DESC LIMIT 1) rother ON true
+	CROSS JOIN LATERAL (
+	  SELECT COALESCE(rsame.id, rother.id) AS id, COALESCE(rsame.token, rother.token) AS token,
+	         COALESCE(rsame.status, rother.status) AS status, COALESCE(rsame.network, rother.network) AS network) rel
 	WHERE ` + where + ` AND NOT t.removed
 	) s`
 }

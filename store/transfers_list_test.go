@@ -222,6 +222,44 @@ func TestTransfersOtherNetworkAndDeletedWallet(t *testing.T) {
 	assert.Equal(t, store.TransferUnmatched, got.State)
 }
 
+// A payment on another network of the family that got the address after
+// a transfer was seen is not the payment the transfer came after: that
+// transfer is no_payment, not other_network naming the later payment; a
+// wrong-network transfer seen after the payment is other_network.
+func TestTransferOtherNetworkOnlyBeforeIt(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.BEP20, paywatch.POLYGON}))
+	ctx := context.Background()
+	addr := evmAddrs[0]
+	prj := project(t, s, "evm", pool(paywatch.MatchTxID, 3), staticWallet("BEP20", addr))
+	early := paywatch.Transfer{TxHash: "0x" + hashOf('7'), BlockNumber: 5, BlockHash: "0xb", Token: paywatch.USDT, From: evmAddrs[1], To: addr,
+		Amount: amount("10", paywatch.POLYGON, paywatch.USDT).Units()}
+	_, err := s.RecordScan(ctx, store.ScanBatch{Network: paywatch.POLYGON, Height: 500, BlockHash: "0xh", Head: 500, Transfers: []paywatch.Transfer{early}}, nil)
+	require.NoError(t, err)
+
+	clk.Add(time.Hour)
+	np := newPayment(prj, "alice", "10")
+	np.Network, np.Token, np.Amount = paywatch.BEP20, paywatch.USDT, amount("10", paywatch.BEP20, paywatch.USDT)
+	p, _, err := s.CreatePayment(ctx, np)
+	require.NoError(t, err)
+	require.Equal(t, addr, p.Address)
+	got, err := s.ProjectTransfer(ctx, prj.ID, paywatch.POLYGON, early.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonNoPayment, got.Reason, "the BEP20 payment came an hour after it")
+	assert.Empty(t, got.RelatedPaymentID)
+
+	later := early
+	later.TxHash, later.BlockNumber = "0x"+hashOf('6'), 6
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: paywatch.POLYGON, Height: 600, BlockHash: "0xi", Head: 600, Transfers: []paywatch.Transfer{later}}, nil)
+	require.NoError(t, err)
+	got, err = s.ProjectTransfer(ctx, prj.ID, paywatch.POLYGON, later.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonOtherNetwork, got.Reason)
+	assert.Equal(t, p.ID, got.RelatedPaymentID)
+}
+
 // A transfer a reorg took away from its payment, and brought back after
 // the payment ended without it, is unmatched; while it is removed it is
 // not listed at all.
