@@ -140,6 +140,15 @@ func decimalsSQL(network, token string) string {
 	return b.String()
 }
 
+// belowMinimumSQL is the condition that transfer t is below its project's
+// (pr) dust minimum now: min_amount, else the global 0.10, compared
+// exactly in the token's base units. The verdict, the dashboard's count
+// and the reopening of settled dust (reopenUnderLoweredMinimum) all read
+// this one rule.
+func belowMinimumSQL() string {
+	return `t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)`
+}
+
 // liveSQL is the condition of a payment (alias a) that may still take a
 // transfer: in progress, or expired inside the late window of a mode whose
 // late funds count (watchedOnAnyNetwork without the address).
@@ -208,7 +217,7 @@ func classifiedFromSQL(from, where, late string) string {
 	         WHEN cc.height IS NULL OR cc.height < t.block_number + ` + confirmationsSQL("t.network") + ` - 1 THEN 'pending'
 	         WHEN cp.id IS NOT NULL AND ` + liveSQL("cp", late) + ` THEN 'pending'
 	         WHEN cp.id IS NULL AND ` + mayTake + ` THEN 'pending'
-	         WHEN t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `) THEN 'below_minimum'
+	         WHEN ` + belowMinimumSQL() + ` THEN 'below_minimum'
 	         ELSE 'unmatched'
 	       END AS state,
 	       CASE WHEN ` + held + ` THEN cp.id::text END AS payment_id,
@@ -364,24 +373,6 @@ func (s *Store) ProjectTransfer(ctx context.Context, projectID int64, n paywatch
 		return ProjectTransfer{}, paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
 	}
 	return ts[0], nil
-}
-
-// CountUnmatched returns how many of a project's transfers were told as
-// unmatched (the reconciler's transfer.unmatched events, DueUnmatched) and
-// are not marked handled: the dashboard's count, shown on every project
-// page, so it reads the told events rather than classifying every
-// transfer. A transfer is counted within a reconciler pass (10 s) of
-// turning unmatched.
-func (s *Store) CountUnmatched(ctx context.Context, projectID int64) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `
-		SELECT count(*) FROM chain_transfers t
-		JOIN webhook_events e ON e.network = t.network AND e.tx_hash = t.tx_hash AND e.log_index = t.log_index
-		WHERE t.project_id = $1 AND t.handled_at IS NULL AND NOT t.removed`, projectID).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count unmatched transfers: %w", err)
-	}
-	return n, nil
 }
 
 // MarkTransferHandled records that an unmatched transfer of the project
