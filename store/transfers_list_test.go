@@ -182,7 +182,37 @@ func TestTransfersClassified(t *testing.T) {
 	_, err = s.MarkTransferHandled(ctx, f.prj.ID, paywatch.TRC20, nobody.TxHash, nil, "x", "")
 	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
 	assert.Nil(t, f.state(counted.TxHash).Handled, "a refused mark changes nothing")
-	_ = open
+
+	// A transfer to the open payment's address is pending while the
+	// payment may still take it (its final check claims what the scanner
+	// recorded), and unmatched once it cannot.
+	toOpen := tronTransfer(hashOf('8'), open.Address, "10", 71)
+	f.record(100, "", toOpen)
+	assert.Equal(t, store.TransferPending, f.state(toOpen.TxHash).State, "the open payment may still take it")
+	setStatus(t, s, open.ID, paywatch.StatusCancelled, nil)
+	got = f.state(toOpen.TxHash)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonAfterCancelled, got.Reason)
+	assert.Equal(t, open.ID, got.RelatedPaymentID)
+
+	// On a pool + micro_amount address, an amount outside every open
+	// payment's match window is not taken: unmatched at once, naming the
+	// open payment; the payment's own amount is pending.
+	const poolAddr = "TLEaY8XoqpBmndLsjcfThgdKLN1ssNuUcF" // a devnet account, no xPub's
+	pl := project(t, s, "pool", pool(paywatch.MatchMicroAmount, 3), staticWallet("TRC20", poolAddr))
+	want, _, err := s.CreatePayment(ctx, newPayment(pl, "erin", "10"))
+	require.NoError(t, err)
+	odd := tronTransfer(hashOf('9'), want.Address, "7", 101)
+	near := tronTransfer(hashOf('a'), want.Address, want.Amount.String(), 101)
+	f.record(130, "", odd, near)
+	got, err = s.ProjectTransfer(ctx, pl.ID, paywatch.TRC20, odd.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonNotTaken, got.Reason)
+	assert.Equal(t, want.ID, got.RelatedPaymentID)
+	got, err = s.ProjectTransfer(ctx, pl.ID, paywatch.TRC20, near.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferPending, got.State, "the open payment may still take its own amount")
 }
 
 // A transfer on another EVM network than the payment's, to the payment's
