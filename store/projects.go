@@ -321,6 +321,9 @@ func (s *Store) applySettings(ctx context.Context, tx pgx.Tx, id int64, current 
 	if err != nil {
 		return fmt.Errorf("update project: %w", err)
 	}
+	if current != nil && (ps.MinAmount != nil || ps.ClearMinAmount) {
+		return reopenUnderLoweredMinimum(ctx, tx, id, current.MinAmount)
+	}
 	return nil
 }
 

@@ -140,6 +140,15 @@ func decimalsSQL(network, token string) string {
 	return b.String()
 }
 
+// belowMinimumSQL is the condition that transfer t is below its project's
+// (pr) dust minimum now: min_amount, else the global 0.10, compared
+// exactly in the token's base units. The verdict, the dashboard's count
+// and the reopening of settled dust (reopenUnderLoweredMinimum) all read
+// this one rule.
+func belowMinimumSQL() string {
+	return `t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)`
+}
+
 // liveSQL is the condition of a payment (alias a) that may still take a
 // transfer: in progress, or expired inside the late window of a mode whose
 // late funds count (watchedOnAnyNetwork without the address).
@@ -167,10 +176,16 @@ func classifiedFromSQL(from, where, late string) string {
 	// still listing a transfer unconfirmed (paid by an earlier one, or
 	// expired) never counted it.
 	held := `cp.id IS NOT NULL AND c.counted_at IS NOT NULL`
-	// An open payment on the address may still take an unclaimed transfer:
-	// its final check claims what the scanner recorded before the payment's
-	// address assignment committed. A pool + micro_amount payment only one
-	// within its match window (paywatch.MicroMatch).
+	// An open payment on the address may still take an unclaimed transfer
+	// of its token mined from its start block on: its final check claims
+	// what the scanner recorded before the payment's address assignment
+	// committed. A pool + micro_amount payment only one within its match
+	// window (paywatch.MicroMatch). A pool + txid payment only by claiming
+	// the transaction's hash (ClaimTxHash), which it cannot once the hash,
+	// or another transfer of the transaction to the address, is claimed
+	// for another payment: the rule here is exactly the claim's, so the
+	// money turns unmatched once no payment that could claim it remains,
+	// and never while one can.
 	// Two probes, each on a partial index of the payments that can still
 	// take transfers (payments_open_address_idx, payments_expired_address_idx),
 	// so that a pool address's thousands of finished payments are not read
@@ -178,7 +193,13 @@ func classifiedFromSQL(from, where, late string) string {
 	takes := ` AND lp.token = t.token AND COALESCE(lp.start_block, 0) <= t.block_number
 	             AND (NOT ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.ExactMatch }) + `
 	                  OR abs(t.amount / power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)
-	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001)`
+	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001)
+	             AND (NOT ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.TxIDOnly }) + `
+	                  OR (NOT EXISTS (SELECT 1 FROM tx_claims x
+	                                  WHERE x.network = t.network AND x.tx_hash = t.tx_hash AND x.payment_id <> lp.id)
+	                      AND NOT EXISTS (SELECT 1 FROM transfer_claims o
+	                                      WHERE o.network = t.network AND o.tx_hash = t.tx_hash
+	                                        AND o.to_address = t.to_address AND o.payment_id <> lp.id)))`
 	mayTake := `(EXISTS (
 	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address
 	             AND lp.status IN ('pending', 'confirming', 'partial')` + takes + `)
@@ -196,7 +217,7 @@ func classifiedFromSQL(from, where, late string) string {
 	         WHEN cc.height IS NULL OR cc.height < t.block_number + ` + confirmationsSQL("t.network") + ` - 1 THEN 'pending'
 	         WHEN cp.id IS NOT NULL AND ` + liveSQL("cp", late) + ` THEN 'pending'
 	         WHEN cp.id IS NULL AND ` + mayTake + ` THEN 'pending'
-	         WHEN t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `) THEN 'below_minimum'
+	         WHEN ` + belowMinimumSQL() + ` THEN 'below_minimum'
 	         ELSE 'unmatched'
 	       END AS state,
 	       CASE WHEN ` + held + ` THEN cp.id::text END AS payment_id,
@@ -216,24 +237,32 @@ func classifiedFromSQL(from, where, late string) string {
 	LEFT JOIN chain_cursors cc ON cc.network = t.network
 	LEFT JOIN transfer_claims c ON c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index
 	LEFT JOIN payments cp ON cp.id = c.payment_id
+	-- The payment the address served last before the transfer's block
+	-- (start_block: the head when the address was assigned), on the
+	-- transfer's network first (rsame), then on another of its family
+	-- (rother): an EVM address is the same on all four, and paying on the
+	-- wrong one is a common mistake. Block numbers of two chains do not
+	-- compare, so there it is the payment last given the address before
+	-- the transfer was seen; one given it later was not the one paid by
+	-- mistake. Index probes (payments_address_start_idx), not a sort of
+	-- every payment on a shared address; rother is read only when rsame
+	-- finds none.
 	LEFT JOIN LATERAL (
-	  -- The payment the address served last before the transfer's block
-	  -- (start_block: the head when the address was assigned), on the
-	  -- transfer's network first, then on another of its family: an EVM
-	  -- address is the same on all four, and paying on the wrong one is a
-	  -- common mistake.
-	  -- Index probes (payments_address_start_idx), not a sort of every
-	  -- payment on a shared address.
-	  SELECT r.* FROM (
-	    (SELECT p.id, p.token, p.status, p.network, 0 AS pri FROM payments p
-	     WHERE p.network = t.network AND p.address = t.to_address AND p.start_block <= t.block_number
-	     ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1)
-	    UNION ALL
-	    (SELECT p.id, p.token, p.status, p.network, 1 AS pri FROM payments p
-	     WHERE p.network = ANY(` + otherNetworksSQL("t.network") + `) AND p.address = t.to_address
-	       AND p.start_block IS NOT NULL
-	     ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1)
-	  ) r ORDER BY r.pri LIMIT 1) rel ON true
+	  SELECT p.id, p.token, p.status, p.network FROM payments p
+	  WHERE p.network = t.network AND p.address = t.to_address AND p.start_block <= t.block_number
+	  ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1) rsame ON true
+	LEFT JOIN LATERAL (
+	  SELECT o.id, o.token, o.status, o.network FROM unnest(` + otherNetworksSQL("t.network") + `) n(network)
+	  CROSS JOIN LATERAL (
+	    SELECT p.id, p.token, p.status, p.network, COALESCE(p.address_assigned_at, p.created_at) AS assigned_at FROM payments p
+	    WHERE p.network = n.network AND p.address = t.to_address AND p.start_block IS NOT NULL
+	      AND COALESCE(p.address_assigned_at, p.created_at) <= t.created_at
+	    ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1) o
+	  WHERE rsame.id IS NULL
+	  ORDER BY o.assigned_at DESC, o.id DESC LIMIT 1) rother ON true
+	CROSS JOIN LATERAL (
+	  SELECT COALESCE(rsame.id, rother.id) AS id, COALESCE(rsame.token, rother.token) AS token,
+	         COALESCE(rsame.status, rother.status) AS status, COALESCE(rsame.network, rother.network) AS network) rel
 	WHERE ` + where + ` AND NOT t.removed
 	) s`
 }
@@ -344,24 +373,6 @@ func (s *Store) ProjectTransfer(ctx context.Context, projectID int64, n paywatch
 		return ProjectTransfer{}, paywatch.Errorf(paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
 	}
 	return ts[0], nil
-}
-
-// CountUnmatched returns how many of a project's transfers were told as
-// unmatched (the reconciler's transfer.unmatched events, DueUnmatched) and
-// are not marked handled: the dashboard's count, shown on every project
-// page, so it reads the told events rather than classifying every
-// transfer. A transfer is counted within a reconciler pass (10 s) of
-// turning unmatched.
-func (s *Store) CountUnmatched(ctx context.Context, projectID int64) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `
-		SELECT count(*) FROM chain_transfers t
-		JOIN webhook_events e ON e.network = t.network AND e.tx_hash = t.tx_hash AND e.log_index = t.log_index
-		WHERE t.project_id = $1 AND t.handled_at IS NULL AND NOT t.removed`, projectID).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count unmatched transfers: %w", err)
-	}
-	return n, nil
 }
 
 // MarkTransferHandled records that an unmatched transfer of the project

@@ -182,7 +182,37 @@ func TestTransfersClassified(t *testing.T) {
 	_, err = s.MarkTransferHandled(ctx, f.prj.ID, paywatch.TRC20, nobody.TxHash, nil, "x", "")
 	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
 	assert.Nil(t, f.state(counted.TxHash).Handled, "a refused mark changes nothing")
-	_ = open
+
+	// A transfer to the open payment's address is pending while the
+	// payment may still take it (its final check claims what the scanner
+	// recorded), and unmatched once it cannot.
+	toOpen := tronTransfer(hashOf('8'), open.Address, "10", 71)
+	f.record(100, "", toOpen)
+	assert.Equal(t, store.TransferPending, f.state(toOpen.TxHash).State, "the open payment may still take it")
+	setStatus(t, s, open.ID, paywatch.StatusCancelled, nil)
+	got = f.state(toOpen.TxHash)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonAfterCancelled, got.Reason)
+	assert.Equal(t, open.ID, got.RelatedPaymentID)
+
+	// On a pool + micro_amount address, an amount outside every open
+	// payment's match window is not taken: unmatched at once, naming the
+	// open payment; the payment's own amount is pending.
+	const poolAddr = "TLEaY8XoqpBmndLsjcfThgdKLN1ssNuUcF" // a devnet account, no xPub's
+	pl := project(t, s, "pool", pool(paywatch.MatchMicroAmount, 3), staticWallet("TRC20", poolAddr))
+	want, _, err := s.CreatePayment(ctx, newPayment(pl, "erin", "10"))
+	require.NoError(t, err)
+	odd := tronTransfer(hashOf('9'), want.Address, "7", 101)
+	near := tronTransfer(hashOf('a'), want.Address, want.Amount.String(), 101)
+	f.record(130, "", odd, near)
+	got, err = s.ProjectTransfer(ctx, pl.ID, paywatch.TRC20, odd.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonNotTaken, got.Reason)
+	assert.Equal(t, want.ID, got.RelatedPaymentID)
+	got, err = s.ProjectTransfer(ctx, pl.ID, paywatch.TRC20, near.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferPending, got.State, "the open payment may still take its own amount")
 }
 
 // A transfer on another EVM network than the payment's, to the payment's
@@ -220,6 +250,44 @@ func TestTransfersOtherNetworkAndDeletedWallet(t *testing.T) {
 	got, err = s.ProjectTransfer(ctx, prj.ID, paywatch.POLYGON, hash2, nil)
 	require.NoError(t, err, "a deleted wallet's address is still the project's")
 	assert.Equal(t, store.TransferUnmatched, got.State)
+}
+
+// A payment on another network of the family that got the address after
+// a transfer was seen is not the payment the transfer came after: that
+// transfer is no_payment, not other_network naming the later payment; a
+// wrong-network transfer seen after the payment is other_network.
+func TestTransferOtherNetworkOnlyBeforeIt(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.BEP20, paywatch.POLYGON}))
+	ctx := context.Background()
+	addr := evmAddrs[0]
+	prj := project(t, s, "evm", pool(paywatch.MatchTxID, 3), staticWallet("BEP20", addr))
+	early := paywatch.Transfer{TxHash: "0x" + hashOf('7'), BlockNumber: 5, BlockHash: "0xb", Token: paywatch.USDT, From: evmAddrs[1], To: addr,
+		Amount: amount("10", paywatch.POLYGON, paywatch.USDT).Units()}
+	_, err := s.RecordScan(ctx, store.ScanBatch{Network: paywatch.POLYGON, Height: 500, BlockHash: "0xh", Head: 500, Transfers: []paywatch.Transfer{early}}, nil)
+	require.NoError(t, err)
+
+	clk.Add(time.Hour)
+	np := newPayment(prj, "alice", "10")
+	np.Network, np.Token, np.Amount = paywatch.BEP20, paywatch.USDT, amount("10", paywatch.BEP20, paywatch.USDT)
+	p, _, err := s.CreatePayment(ctx, np)
+	require.NoError(t, err)
+	require.Equal(t, addr, p.Address)
+	got, err := s.ProjectTransfer(ctx, prj.ID, paywatch.POLYGON, early.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonNoPayment, got.Reason, "the BEP20 payment came an hour after it")
+	assert.Empty(t, got.RelatedPaymentID)
+
+	later := early
+	later.TxHash, later.BlockNumber = "0x"+hashOf('6'), 6
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: paywatch.POLYGON, Height: 600, BlockHash: "0xi", Head: 600, Transfers: []paywatch.Transfer{later}}, nil)
+	require.NoError(t, err)
+	got, err = s.ProjectTransfer(ctx, prj.ID, paywatch.POLYGON, later.TxHash, nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State)
+	assert.Equal(t, store.ReasonOtherNetwork, got.Reason)
+	assert.Equal(t, p.ID, got.RelatedPaymentID)
 }
 
 // A transfer a reorg took away from its payment, and brought back after

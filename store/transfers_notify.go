@@ -183,3 +183,61 @@ func (s *Store) TellUnmatched(ctx context.Context, t ProjectTransfer, n Unmatche
 	}
 	return told, ok, nil
 }
+
+// CountUnmatched returns how many of a project's transfers were told as
+// unmatched (the reconciler's transfer.unmatched events, DueUnmatched),
+// are not marked handled, and are still unmatched as far as can be known
+// without classifying: no payment counted one since (a reorg mined it
+// again after a newer payment of the address started) and the project's
+// dust minimum has not since been raised above it. That is what the
+// Unmatched page lists by default, so the count can always be cleared
+// there. It is the dashboard's count, shown on every project page, so it
+// reads the told events and two index probes each rather than
+// classifying every transfer. A transfer is counted within a reconciler
+// pass (10 s) of turning unmatched; one a payment may take again after a
+// reorg stays counted while it is pending.
+func (s *Store) CountUnmatched(ctx context.Context, projectID int64) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		SELECT count(*) FROM chain_transfers t
+		JOIN webhook_events e ON e.network = t.network AND e.tx_hash = t.tx_hash AND e.log_index = t.log_index
+		JOIN projects pr ON pr.id = t.project_id
+		WHERE t.project_id = $1 AND t.handled_at IS NULL AND NOT t.removed
+		  AND NOT `+belowMinimumSQL()+`
+		  AND NOT EXISTS (SELECT 1 FROM transfer_claims c
+		                  WHERE c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index
+		                    AND c.counted_at IS NOT NULL)`, projectID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count unmatched transfers: %w", err)
+	}
+	return n, nil
+}
+
+// reopenUnderLoweredMinimum runs in the transaction that changes project
+// id's dust minimum from oldMin (nil: the global 0.10), after the change.
+// When the minimum went down, the transfers DueUnmatched settled silently
+// as dust that are at or above the new minimum are unmatched now (the
+// verdict reads the current minimum): they are made due again, so that
+// the next pass tells each once and the dashboard's count, which counts
+// told transfers, agrees with the Unmatched page. Those told before, those
+// a payment counted, and those marked handled are left alone. A raised
+// minimum needs nothing: the verdict and the count both read it.
+func reopenUnderLoweredMinimum(ctx context.Context, tx pgx.Tx, id int64, oldMin *paywatch.Amount) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE chain_transfers t SET notified_at = NULL
+		FROM projects pr
+		WHERE pr.id = $1 AND t.project_id = $1 AND t.notified_at IS NOT NULL AND t.handled_at IS NULL
+		  AND COALESCE(pr.min_amount, 0.10) < COALESCE($2::numeric, 0.10)
+		  AND t.amount < COALESCE($2::numeric, 0.10) * power(10::numeric, `+decimalsSQL("t.network", "t.token")+`)
+		  AND NOT `+belowMinimumSQL()+`
+		  AND NOT EXISTS (SELECT 1 FROM webhook_events e
+		                  WHERE e.network = t.network AND e.tx_hash = t.tx_hash AND e.log_index = t.log_index)
+		  AND NOT EXISTS (SELECT 1 FROM transfer_claims c
+		                  WHERE c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index
+		                    AND c.counted_at IS NOT NULL)`,
+		id, decimalText(oldMin))
+	if err != nil {
+		return fmt.Errorf("reopen settled dust: %w", err)
+	}
+	return nil
+}

@@ -91,9 +91,17 @@ func TestUnmatchedToldOnce(t *testing.T) {
 	require.Len(t, told, 2)
 	assert.Equal(t, store.UnmatchedTold{Webhook: store.WebhookPending, Chat: store.ChatPending}, told[second.TxHash])
 	assert.Equal(t, store.UnmatchedTold{Webhook: store.WebhookSkipped, Chat: store.ChatSkipped}, told[third.TxHash], "over both quotas")
+
+	// Given a webhook URL, only the event told under the opt-in and within
+	// the quota waits to be sent: the first, told before the opt-in, and
+	// the third, over the quota, never will.
+	url := "https://shop.example/hooks"
+	_, err = s.UpdateProject(ctx, "shop", store.ProjectSettings{WebhookURL: &url})
+	require.NoError(t, err)
 	pending, err := s.PendingWebhooks(ctx, f.prj.ID, 0, 10)
 	require.NoError(t, err)
-	assert.Empty(t, pending, "no webhook URL yet: nothing to start")
+	require.Len(t, pending, 1)
+	assert.Equal(t, uuidOf(second.TxHash), pending[0].EventID)
 }
 
 // Replicas telling the same transfer at once tell it once: one event, one
