@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,4 +110,70 @@ func TestUnmatchedCountFollowsTheList(t *testing.T) {
 	n, listed = countAndList(t, s, f.prj.ID)
 	assert.Equal(t, 2, listed)
 	assert.Equal(t, 2, n)
+}
+
+// A lowered minimum racing the reconciler's settle: a dust transfer the
+// settle marks under the old minimum, committing after the change's
+// reopen looked, would be unmatched and never told. Every transfer the new
+// minimum makes unmatched is told, however the two interleave.
+func TestLoweredMinimumRacesTheSettle(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.TRC20}))
+	ctx := context.Background()
+	f := &unmatchedFixture{t: t, s: s, clk: clk, prj: project(t, s, "shop", mode(paywatch.ModePerUser), hdWallet())}
+	first, _, err := s.CreatePayment(ctx, newPayment(f.prj, "alice", "10"))
+	require.NoError(t, err)
+	paying := tronTransfer(hashOf('1'), first.Address, "10", 10)
+	f.record(10, first.ID, paying)
+	_, err = s.SavePaymentState(ctx, paidState(first, 1, paying.TxHash, "10"))
+	require.NoError(t, err)
+
+	const perRound = 1500
+	height := uint64(20)
+	for round := range 6 {
+		_, err = s.UpdateProject(ctx, "shop", store.ProjectSettings{MinAmount: ptr(paywatch.MustParseAmount("0.10", 2))})
+		require.NoError(t, err)
+		dust := make([]paywatch.Transfer, perRound)
+		for i := range dust {
+			n := round*perRound + i + 1
+			dust[i] = tronTransfer(fmt.Sprintf("%032x%032x", n, n), first.Address, "0.05", height)
+		}
+		f.record(height, "", dust...)
+		height += 30
+		f.record(height, "") // confirmed
+
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := s.DueUnmatched(ctx, 1)
+			assert.NoError(t, err)
+		}()
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(round*15) * time.Millisecond)
+			_, err := s.UpdateProject(ctx, "shop", store.ProjectSettings{MinAmount: ptr(paywatch.MustParseAmount("0.01", 2))})
+			assert.NoError(t, err)
+		}()
+		wg.Wait()
+		for {
+			due, err := s.DueUnmatched(ctx, 1000)
+			require.NoError(t, err)
+			if len(due) == 0 {
+				break
+			}
+			for _, tr := range due {
+				_, _, err := s.TellUnmatched(ctx, tr, store.UnmatchedNotice{
+					EventID: uuidOf(tr.TxHash), Payload: []byte(`{"event":"transfer.unmatched"}`),
+				})
+				require.NoError(t, err)
+			}
+		}
+		var told int
+		require.NoError(t, s.Pool().QueryRow(ctx, `
+			SELECT count(*) FROM webhook_events e JOIN chain_transfers t
+			  ON e.network = t.network AND e.tx_hash = t.tx_hash AND e.log_index = t.log_index
+			WHERE t.block_number = $1`, int64(height-30)).Scan(&told))
+		assert.Equal(t, perRound, told, "round %d: every transfer the lowered minimum makes unmatched is told", round)
+	}
 }

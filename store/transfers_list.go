@@ -244,8 +244,10 @@ func classifiedFromSQL(from, where, late string) string {
 	-- wrong one is a common mistake. Block numbers of two chains do not
 	-- compare, so there it is the payment last given the address before
 	-- the transfer was seen; one given it later was not the one paid by
-	-- mistake. Index probes (payments_address_start_idx), not a sort of
-	-- every payment on a shared address; rother is read only when rsame
+	-- mistake. Index probes (payments_address_start_idx, and
+	-- payments_address_assigned_idx for rother, so that an old transfer
+	-- does not walk every payment given the address after it), not a sort
+	-- of every payment on a shared address; rother is read only when rsame
 	-- finds none.
 	LEFT JOIN LATERAL (
 	  SELECT p.id, p.token, p.status, p.network FROM payments p
@@ -257,7 +259,7 @@ func classifiedFromSQL(from, where, late string) string {
 	    SELECT p.id, p.token, p.status, p.network, COALESCE(p.address_assigned_at, p.created_at) AS assigned_at FROM payments p
 	    WHERE p.network = n.network AND p.address = t.to_address AND p.start_block IS NOT NULL
 	      AND COALESCE(p.address_assigned_at, p.created_at) <= t.created_at
-	    ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1) o
+	    ORDER BY COALESCE(p.address_assigned_at, p.created_at) DESC, p.id DESC LIMIT 1) o
 	  WHERE rsame.id IS NULL
 	  ORDER BY o.assigned_at DESC, o.id DESC LIMIT 1) rother ON true
 	CROSS JOIN LATERAL (

@@ -35,20 +35,47 @@ func (s *Store) DueUnmatched(ctx context.Context, limit int) ([]ProjectTransfer,
 	due := "t.project_id IS NOT NULL AND t.notified_at IS NULL"
 	// Settled in rounds of settleBatch, oldest first, so that the first
 	// pass over a long history after an upgrade is many short statements.
+	//
+	// Each round first takes a share lock on the projects it may settle
+	// for: a change of a project's dust minimum (UpdateProject, whose
+	// reopenUnderLoweredMinimum makes settled dust due again) then either
+	// waits for the round to commit, and so reopens what it settled, or
+	// commits first, and the round's statement, which starts after the
+	// lock, reads the new minimum; it settles only for the projects
+	// locked. Without it, a round that settled a
+	// transfer as dust under the old minimum and committed after the
+	// change looked left it unmatched and never told
+	// (TestLoweredMinimumRacesTheSettle).
 	for {
-		tag, err := s.pool.Exec(ctx, `
-			UPDATE chain_transfers t SET notified_at = $2
-			FROM (`+classifiedSQL(due, "$1")+`
-			      WHERE s.state = 'below_minimum'
-			         OR (s.state = 'matched' AND NOT EXISTS (
-			               SELECT 1 FROM payments p WHERE p.id::text = s.payment_id AND `+liveSQL("p", "$1")+`))
-			      ORDER BY s.created_at LIMIT $3) v
-			WHERE t.network = v.network AND t.tx_hash = v.tx_hash AND t.log_index = v.log_index`,
-			late, s.clock().UTC(), settleBatch)
+		var settled int64
+		err := s.inTx(ctx, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `
+				SELECT id FROM projects WHERE id IN (
+				  SELECT DISTINCT project_id FROM chain_transfers t WHERE `+due+`)
+				ORDER BY id FOR SHARE`)
+			if err != nil {
+				return err
+			}
+			locked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `
+				UPDATE chain_transfers t SET notified_at = $2
+				FROM (`+classifiedSQL(due+" AND t.project_id = ANY($4)", "$1")+`
+				      WHERE s.state = 'below_minimum'
+				         OR (s.state = 'matched' AND NOT EXISTS (
+				               SELECT 1 FROM payments p WHERE p.id::text = s.payment_id AND `+liveSQL("p", "$1")+`))
+				      ORDER BY s.created_at LIMIT $3) v
+				WHERE t.network = v.network AND t.tx_hash = v.tx_hash AND t.log_index = v.log_index`,
+				late, s.clock().UTC(), settleBatch, locked)
+			settled = tag.RowsAffected()
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("settle transfer verdicts: %w", err)
 		}
-		if tag.RowsAffected() < settleBatch {
+		if settled < settleBatch {
 			break
 		}
 	}
@@ -202,7 +229,8 @@ func (s *Store) CountUnmatched(ctx context.Context, projectID int64) (int, error
 		SELECT count(*) FROM chain_transfers t
 		JOIN webhook_events e ON e.network = t.network AND e.tx_hash = t.tx_hash AND e.log_index = t.log_index
 		JOIN projects pr ON pr.id = t.project_id
-		WHERE t.project_id = $1 AND t.handled_at IS NULL AND NOT t.removed
+		WHERE e.project_id = $1 AND e.event = 'transfer.unmatched'
+		  AND t.project_id = $1 AND t.handled_at IS NULL AND NOT t.removed
 		  AND NOT `+belowMinimumSQL()+`
 		  AND NOT EXISTS (SELECT 1 FROM transfer_claims c
 		                  WHERE c.network = t.network AND c.tx_hash = t.tx_hash AND c.log_index = t.log_index

@@ -118,3 +118,36 @@ func TestTxidTransferOfAHashClaimedElsewhere(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, store.TransferPending, got.State, "claimed by alice's payment, still open")
 }
+
+// The second half of the claim's rule: a pool + txid payment cannot claim
+// a transaction another of whose transfers to the address is claimed for
+// another payment, so the rest of that transaction is unmatched even
+// while such a payment is open on the address.
+func TestTxidTransferOfATransactionPartlyClaimedElsewhere(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, store.WithNetworks([]paywatch.Network{paywatch.TRC20}))
+	ctx := context.Background()
+	f := &unmatchedFixture{t: t, s: s, clk: clk, prj: project(t, s, "txid", pool(paywatch.MatchTxID, 3), staticWallet("TRC20", tronAddrs[0]))}
+	f.record(10, "")
+	x, _, err := s.CreatePayment(ctx, newPayment(f.prj, "alice", "10"))
+	require.NoError(t, err)
+	y, _, err := s.CreatePayment(ctx, newPayment(f.prj, "bob", "10"))
+	require.NoError(t, err)
+	require.Equal(t, x.Address, y.Address, "one pool address")
+
+	h := hashOf('6')
+	first := tronTransfer(h, x.Address, "10", 12)
+	second := tronTransfer(h, x.Address, "10", 12)
+	second.LogIndex = 1
+	_, err = s.RecordScan(ctx, store.ScanBatch{Network: paywatch.TRC20, Height: 40, BlockHash: "h40", Head: 40,
+		Transfers: []paywatch.Transfer{first, second}, Claims: []store.TransferClaim{{Transfer: first, PaymentID: x.ID}}}, nil)
+	require.NoError(t, err)
+	setStatus(t, s, x.ID, paywatch.StatusPaid, nil)
+
+	err = s.ClaimTxHash(ctx, paywatch.TRC20, h, y.ID, []paywatch.Transfer{second})
+	requireCode(t, err, paywatch.ECONFLICT, paywatch.MsgTxHashClaimed)
+	idx := uint32(1)
+	got, err := s.ProjectTransfer(ctx, f.prj.ID, paywatch.TRC20, h, &idx)
+	require.NoError(t, err)
+	assert.Equal(t, store.TransferUnmatched, got.State, "bob's open payment can never claim it")
+}
