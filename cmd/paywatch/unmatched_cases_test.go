@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"testing"
@@ -45,34 +44,8 @@ func TestUnmatchedFundsMoreCasesOnDevnet(t *testing.T) {
 	})
 	require.Equal(t, http.StatusOK, code, body)
 
-	send := func(to, token, amount string) string {
-		t.Helper()
-		code, sent := c.do("POST", "/devnet/transfers", nil, map[string]any{"network": n, "token": token, "to": to, "amount": amount})
-		require.Equal(t, http.StatusCreated, code, sent)
-		return sent["tx_hash"].(string)
-	}
-	create := func(ref string) (id, addr string) {
-		t.Helper()
-		code, body := c.do("POST", "/v1/payments", merchant, map[string]any{
-			"amount": json.Number("10"), "external_ref": ref, "network": n, "token": "USDT",
-		})
-		require.Equal(t, http.StatusCreated, code, body)
-		p := body["payment"].(map[string]any)
-		return p["id"].(string), p["address"].(string)
-	}
-	transfer := func(hash, state string) map[string]any {
-		t.Helper()
-		var last map[string]any
-		require.Eventually(t, func() bool {
-			code, body := c.do("GET", "/v1/transfers/"+n+"/"+hash, merchant, nil)
-			if code != http.StatusOK {
-				return false
-			}
-			last = body["transfer"].(map[string]any)
-			return last["state"] == state
-		}, 2*time.Minute, 2*time.Second, "transfer %s never %s (last %v)\n%s", hash, state, last, out.String())
-		return last
-	}
+	u := merchantTransfers{t: t, c: c, merchant: merchant, network: n, logs: out}
+	send, create, transfer := u.send, u.create, u.transfer
 	status := func(id, want string) {
 		t.Helper()
 		require.Eventually(t, func() bool {

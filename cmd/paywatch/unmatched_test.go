@@ -62,35 +62,9 @@ func TestUnmatchedFundsOnDevnet(t *testing.T) {
 	})
 	require.Equal(t, http.StatusOK, code, body)
 
-	send := func(to, amount string) string {
-		t.Helper()
-		code, sent := c.do("POST", "/devnet/transfers", nil, map[string]any{"network": n, "token": "USDT", "to": to, "amount": amount})
-		require.Equal(t, http.StatusCreated, code, sent)
-		return sent["tx_hash"].(string)
-	}
-	create := func(ref string) (id, addr string) {
-		t.Helper()
-		code, body := c.do("POST", "/v1/payments", merchant, map[string]any{
-			"amount": json.Number("10"), "external_ref": ref, "network": n, "token": "USDT",
-		})
-		require.Equal(t, http.StatusCreated, code, body)
-		p := body["payment"].(map[string]any)
-		return p["id"].(string), p["address"].(string)
-	}
-	// transfer waits until the transfer of hash is in state and returns it.
-	transfer := func(hash, state string) map[string]any {
-		t.Helper()
-		var last map[string]any
-		require.Eventually(t, func() bool {
-			code, body := c.do("GET", "/v1/transfers/"+n+"/"+hash, merchant, nil)
-			if code != http.StatusOK {
-				return false
-			}
-			last = body["transfer"].(map[string]any)
-			return last["state"] == state
-		}, 2*time.Minute, 2*time.Second, "transfer %s never %s (last %v)\n%s", hash, state, last, out.String())
-		return last
-	}
+	u := merchantTransfers{t: t, c: c, merchant: merchant, network: n, logs: out}
+	send := func(to, amount string) string { t.Helper(); return u.send(to, "USDT", amount) }
+	create, transfer := u.create, u.transfer
 
 	// The customer pays twice in a row: the first transfer pays the
 	// payment, which ends listing the second unconfirmed, never counted.
@@ -207,4 +181,49 @@ func TestUnmatchedFundsOnDevnet(t *testing.T) {
 	code, body = c.do("GET", "/v1/transfers/"+n+"/0x"+strings.Repeat("ab", 32), merchant, nil)
 	assert.Equal(t, http.StatusNotFound, code)
 	assert.Equal(t, "Transfer not found", body["error"])
+}
+
+// merchantTransfers is a merchant's backend on one network of `paywatch
+// dev`, as the unmatched-funds tests use it: it sends devnet transfers,
+// creates payments of 10 USDT, and waits for a transfer's verdict.
+type merchantTransfers struct {
+	t        *testing.T
+	c        apiClient
+	merchant map[string]string
+	network  string
+	logs     *syncBuffer
+}
+
+// send makes a devnet transfer and returns its hash.
+func (u merchantTransfers) send(to, token, amount string) string {
+	u.t.Helper()
+	code, sent := u.c.do("POST", "/devnet/transfers", nil, map[string]any{"network": u.network, "token": token, "to": to, "amount": amount})
+	require.Equal(u.t, http.StatusCreated, code, sent)
+	return sent["tx_hash"].(string)
+}
+
+// create makes a payment of 10 USDT for ref and returns its id and address.
+func (u merchantTransfers) create(ref string) (id, addr string) {
+	u.t.Helper()
+	code, body := u.c.do("POST", "/v1/payments", u.merchant, map[string]any{
+		"amount": json.Number("10"), "external_ref": ref, "network": u.network, "token": "USDT",
+	})
+	require.Equal(u.t, http.StatusCreated, code, body)
+	p := body["payment"].(map[string]any)
+	return p["id"].(string), p["address"].(string)
+}
+
+// transfer waits until the transfer of hash is in state and returns it.
+func (u merchantTransfers) transfer(hash, state string) map[string]any {
+	u.t.Helper()
+	var last map[string]any
+	require.Eventually(u.t, func() bool {
+		code, body := u.c.do("GET", "/v1/transfers/"+u.network+"/"+hash, u.merchant, nil)
+		if code != http.StatusOK {
+			return false
+		}
+		last = body["transfer"].(map[string]any)
+		return last["state"] == state
+	}, 2*time.Minute, 2*time.Second, "transfer %s never %s (last %v)\n%s", hash, state, last, u.logs.String())
+	return last
 }
