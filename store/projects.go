@@ -389,7 +389,13 @@ func (s *Store) UpdateProject(ctx context.Context, slug string, ps ProjectSettin
 	}
 	var out *Project
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR UPDATE OF p`, slug))
+		// FOR NO KEY UPDATE, not FOR UPDATE: it still excludes payment
+		// creation's share lock, but lets the foreign-key checks of rows
+		// written meanwhile (the scanner recording a transfer of this
+		// project) through. A lowered minimum's reopen updates this
+		// project's transfers below; with FOR UPDATE, a scan holding one of
+		// them and waiting on its key check here would deadlock with it.
+		cur, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR NO KEY UPDATE OF p`, slug))
 		if noRows(err) {
 			return notFound(paywatch.MsgProjectNotFound)
 		}

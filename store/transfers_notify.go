@@ -42,7 +42,10 @@ func (s *Store) DueUnmatched(ctx context.Context, limit int) ([]ProjectTransfer,
 	// waits for the round to commit, and so reopens what it settled, or
 	// commits first, and the round's statement, which starts after the
 	// lock, reads the new minimum; it settles only for the projects
-	// locked. Without it, a round that settled a
+	// locked. A project locked by a writer at that moment is skipped
+	// (SKIP LOCKED) and settled by the next pass, so a settle never waits
+	// for a project's lock, nor deadlocks with a writer that takes
+	// several (UnlinkTelegramChat). Without it, a round that settled a
 	// transfer as dust under the old minimum and committed after the
 	// change looked left it unmatched and never told
 	// (TestLoweredMinimumRacesTheSettle).
@@ -52,7 +55,7 @@ func (s *Store) DueUnmatched(ctx context.Context, limit int) ([]ProjectTransfer,
 			rows, err := tx.Query(ctx, `
 				SELECT id FROM projects WHERE id IN (
 				  SELECT DISTINCT project_id FROM chain_transfers t WHERE `+due+`)
-				ORDER BY id FOR SHARE`)
+				ORDER BY id FOR SHARE SKIP LOCKED`)
 			if err != nil {
 				return err
 			}
