@@ -68,8 +68,14 @@ func TestUnmatchedFundsOnDevnet(t *testing.T) {
 
 	// The customer pays twice in a row: the first transfer pays the
 	// payment, which ends listing the second unconfirmed, never counted.
+	// The second follows about ten blocks later, so that its confirmation
+	// never comes in the same pass as the first's: both confirmed in one
+	// signal would overpay the payment, and neither would be unmatched
+	// (a scanner on a loaded machine can read two adjacent blocks in one
+	// poll, but not ten).
 	paid, paidAddr := create("alice")
 	first := send(paidAddr, "10")
+	time.Sleep(time.Second)
 	again := send(paidAddr, "10")
 	tr := transfer(first, "matched")
 	assert.Equal(t, paid, tr["payment_id"])
