@@ -412,7 +412,15 @@ func TestScannerDetectsTransfersOnEveryNetwork(t *testing.T) {
 		assert.NotEmpty(t, got.BlockHash)
 		assert.True(t, s.p.Amount.Equal(got.Amount), "%s: amount %s, want %s", s.p.Network, got.Amount, s.p.Amount)
 		assert.Equal(t, paywatch.Decimals(s.p.Network, s.p.Token), got.Amount.Decimals(), "at the token's decimals")
-		rows, removed := e.transferRows(s.p.Network, s.res.TxHash)
+		// The scanner signals a transfer before the transaction that
+		// records it commits (a signal that fails rolls the record back):
+		// the row may come a moment after the signal.
+		var rows int
+		var removed bool
+		require.Eventually(t, func() bool {
+			rows, removed = e.transferRows(s.p.Network, s.res.TxHash)
+			return rows > 0
+		}, 10*time.Second, 20*time.Millisecond, "%s: recorded", s.p.Network)
 		assert.Equal(t, 1, rows, "%s: recorded once", s.p.Network)
 		assert.False(t, removed)
 	}
