@@ -118,6 +118,11 @@ func RPCOutcomes() []RPCOutcome { return chainapi.RPCOutcomes() }
 // the pieces.
 type AddressRangeReader = chainapi.AddressRangeReader
 
+// BlockTimer is implemented by every Client of this package: BlockTime(ctx,
+// n) returns block n's timestamp. The close of a payment's late window
+// finds the last block before the window's end with it.
+type BlockTimer = chainapi.BlockTimer
+
 // CallCounter is implemented by every Client of this package: Calls returns
 // the number of RPC calls issued so far (failed attempts and failovers
 // included), so benchmarks can report RPC calls per block.

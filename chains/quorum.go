@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,7 @@ var (
 	_ TipReader          = (*quorumClient)(nil)
 	_ CallCounter        = (*quorumClient)(nil)
 	_ AddressRangeReader = (*quorumClient)(nil)
+	_ BlockTimer         = (*quorumClient)(nil)
 	_ chainapi.Checker   = (*quorumClient)(nil)
 )
 
@@ -324,6 +326,24 @@ func (qc *quorumClient) BlockHash(ctx context.Context, n uint64) (string, error)
 	group, err := decide(qc, fmt.Sprintf("block %d", n), as, errs, key, func(a, b string) string { return fmt.Sprintf("hash %s ≠ %s", a, b) })
 	if err != nil {
 		return "", err
+	}
+	return group[0].v, nil
+}
+
+// BlockTime returns the timestamp of block n that Quorum endpoints gave.
+func (qc *quorumClient) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
+	key := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	as, errs := gather(ctx, qc, agreeing(qc, key), func(ctx context.Context, ep int) (time.Time, error) {
+		bt, ok := qc.eps[ep].(BlockTimer)
+		if !ok {
+			return time.Time{}, fmt.Errorf("block %d: the endpoint's client reads no block times", n)
+		}
+		t, err := bt.BlockTime(ctx, n)
+		return t, qc.missing(n, false, err)
+	})
+	group, err := decide(qc, fmt.Sprintf("block %d time", n), as, errs, key, func(a, b time.Time) string { return fmt.Sprintf("time %s ≠ %s", a, b) })
+	if err != nil {
+		return time.Time{}, err
 	}
 	return group[0].v, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -91,4 +92,26 @@ func (c *Client) ReadTip(ctx context.Context, next uint64) (chainapi.TipRead, er
 	out.Head = max(out.Head, next) // a load-balanced node's head can lag its blocks
 	out.Transfers = c.decodeAll(logs)
 	return out, nil
+}
+
+// rpcBlockTime is the part of eth_getBlockByNumber's answer BlockTime needs.
+type rpcBlockTime struct {
+	Number    hexutil.Uint64 `json:"number"`
+	Timestamp hexutil.Uint64 `json:"timestamp"`
+}
+
+// BlockTime returns the timestamp of block n as the node reports it.
+func (c *Client) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
+	var b *rpcBlockTime
+	err := c.do(ctx, func(ec *ethclient.Client) error {
+		b = nil
+		return ec.Client().CallContext(ctx, &b, "eth_getBlockByNumber", hexutil.EncodeUint64(n), false)
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("evm: %s block %d: %w", c.network, n, err)
+	}
+	if b == nil {
+		return time.Time{}, fmt.Errorf("evm: %s block %d: %w", c.network, n, chainapi.ErrBlockNotFound)
+	}
+	return time.Unix(int64(b.Timestamp), 0).UTC(), nil
 }

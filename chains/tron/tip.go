@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/paywatch/paywatch/chains/internal/chainapi"
 )
@@ -57,4 +58,24 @@ func (c *Client) blockTransfers(ctx context.Context, b block) ([]chainapi.Transf
 		}
 	}
 	return c.decodeBlock(b, infos, ""), nil
+}
+
+// BlockTime returns the timestamp of block n.
+func (c *Client) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
+	var b blockHead
+	var found bool
+	err := c.do(ctx, func(ctx context.Context, nd node) (err error) {
+		b, found, err = nd.blockByNum(ctx, n)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("tron: block %d: %w", n, err)
+	}
+	if !found {
+		return time.Time{}, fmt.Errorf("tron: block %d: %w", n, chainapi.ErrBlockNotFound)
+	}
+	if err := checkBlockID(b.id, n); err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(b.time).UTC(), nil
 }

@@ -45,6 +45,16 @@ type AddressRangeReader interface {
 	AddressTransfersIn(ctx context.Context, addr string, from, to uint64) ([]Transfer, error)
 }
 
+// BlockTimer is implemented by the clients of package chains: it reads a
+// block's timestamp, so that a payment's late window can be closed at the
+// block its end falls in (the final check's Until), whatever the time its
+// signals arrive.
+type BlockTimer interface {
+	// BlockTime returns the timestamp of block n; ErrBlockNotFound when n
+	// is above the node's head.
+	BlockTime(ctx context.Context, n uint64) (time.Time, error)
+}
+
 // CallCounter is implemented by clients that count the RPC calls they issue,
 // retries and failovers included, so benchmarks can report calls per block.
 type CallCounter interface {
