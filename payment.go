@@ -114,6 +114,12 @@ type PaymentState struct {
 	// LateClosed is set once the late window is over: its end passed, and
 	// transfers still confirming then had their grace and a last check.
 	LateClosed bool
+	// LateChecked is set once the chain was read up to the late window's
+	// end (the close's check).
+	LateChecked bool
+	// FinalHead is the head the on-chain check at the deadline read up
+	// to: the late window's check reads the chain only after it.
+	FinalHead uint64
 }
 
 // AwaitingNetwork reports whether the payment still waits for a network.

@@ -95,6 +95,17 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 // moves the check forward and a window of any length is read in the end.
 //
 // A StartBlock of 0 is unknown, never genesis (windowStart).
+//
+// With Until set (the close of a late window, issue 37) the window ends at
+// the last block mined before Until (lastBlockBefore), and the check fails
+// while the chain has no block at or after it. Only the blocks after the
+// scanner's cursor are read from the chain, on every network: what the
+// deadline's check read (ReadFrom) and what the scanner recorded are not
+// read again. On TRC20 a scanner at work that has not reached the window's
+// last block is waited for (the check fails, and the workflow tries again
+// a minute later), so a day of abandoned checkouts costs no block reads
+// beyond the scanner's own; a scanner that has recorded nothing for
+// scannerAlive is not waited for.
 func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInput) (workflows.FinalCheckResult, error) {
 	c, err := a.client(in.Network)
 	if err != nil {
@@ -114,19 +125,40 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 			return workflows.FinalCheckResult{}, temporalError(err)
 		}
 	}
+	end := head
+	if !in.Until.IsZero() {
+		if end, err = a.lastBlockBefore(ctx, c, in.Until, start, head); err != nil {
+			return workflows.FinalCheckResult{}, temporalError(err)
+		}
+	}
 	rec, err := a.store.RecordedTransfersTo(ctx, in.Network, in.Token, addr, start)
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
 	var found []chains.Transfer
 	for _, t := range rec.Transfers {
-		found = append(found, t)
+		if t.BlockNumber <= end {
+			found = append(found, t)
+		}
 	}
-	from := start
-	if rec.Scanned && in.Network.Family() != paywatch.FamilyEVM {
+	from := max(start, in.ReadFrom)
+	if rec.Scanned && (in.Network.Family() != paywatch.FamilyEVM || !in.Until.IsZero()) {
 		from = max(from, rec.Height+1)
 	}
-	onChain, err := a.readWindow(ctx, c, in, addr, start, from, head)
+	if !in.Until.IsZero() && in.Network.Family() != paywatch.FamilyEVM && rec.Scanned && rec.Height < end &&
+		a.now().Sub(rec.RecordedAt) < scannerAlive {
+		// Blocks cost a call or more each where a client cannot filter by
+		// recipient (TRC20), and the network's scanner, at work, reads
+		// them anyway, once for every payment: wait for it rather than
+		// read them again for each late window that ends (issue 37). On
+		// EVM networks the few blocks after the cursor (an idle scanner
+		// keeps 128 behind the head) are one eth_getLogs filtered by
+		// recipient.
+		return workflows.FinalCheckResult{}, temporalError(fmt.Errorf(
+			"%s: the scanner has read up to block %d, before the late window's last block %d; checked again once it is past",
+			in.Network, rec.Height, end))
+	}
+	onChain, err := a.readWindow(ctx, c, in, addr, start, from, end)
 	if err != nil {
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
@@ -134,6 +166,59 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 		return workflows.FinalCheckResult{}, temporalError(err)
 	}
 	return a.finalCheckResult(ctx, in, head, mergeTransfers(found, onChain))
+}
+
+// lastBlockBefore returns the last block in [start−1, head] mined before
+// until, by the blocks' timestamps (start−1: none of the window's blocks
+// is). It fails while the head itself was mined before until: the chain
+// may still add blocks before that moment, so the window cannot be read
+// whole yet (a node behind, a chain halted). The search starts from an
+// estimate at the network's block time, twice as far back as the head's
+// age past until says, and bisects from there: about 8 block reads when
+// until is a minute or so behind the head, log2(head − start) at most.
+func (a *Activities) lastBlockBefore(ctx context.Context, c chains.Client, until time.Time, start, head uint64) (uint64, error) {
+	bt, ok := c.(chains.BlockTimer)
+	if !ok {
+		return 0, fmt.Errorf("the %s client reads no block times", c.Network())
+	}
+	t, err := bt.BlockTime(ctx, head)
+	if err != nil {
+		return 0, err
+	}
+	if t.Before(until) {
+		return 0, fmt.Errorf("%s: the newest block %d was mined at %s, before %s: the window is not over on chain yet",
+			c.Network(), head, t.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+	}
+	// Invariant: block hi was mined at or after until; every block below
+	// lo was mined before it.
+	lo, hi := start, head
+	info, _ := paywatch.LookupNetwork(c.Network())
+	blockTime := cmp.Or(a.blockTimes[c.Network()], info.BlockTime)
+	if back := uint64(2*t.Sub(until)/max(blockTime, time.Millisecond)) + 1; back < hi-lo {
+		guess := hi - back
+		gt, err := bt.BlockTime(ctx, guess)
+		if err != nil {
+			return 0, err
+		}
+		if gt.Before(until) {
+			lo = guess + 1
+		} else {
+			hi = guess
+		}
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		t, err := bt.BlockTime(ctx, mid)
+		if err != nil {
+			return 0, err
+		}
+		if t.Before(until) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo - 1, nil
 }
 
 // FinalCheckProgress is the heartbeat detail of FinalCheck: the blocks of
@@ -163,6 +248,11 @@ const (
 	// address) heartbeats without them and is read again from its start by
 	// a retried attempt.
 	maxHeartbeatTransfers = 2000
+	// scannerAlive is how recently a network's scanner must have moved its
+	// cursor for the check at a late window's end to wait for it rather
+	// than read the blocks after the cursor itself: longer than an idle
+	// TRC20 scanner's poll (100 blocks, 5 minutes).
+	scannerAlive = 10 * time.Minute
 	// startSlack is added to a payment's age when its start block is
 	// estimated (windowStart): clocks and the head's caching differ.
 	startSlack = 10 * time.Minute

@@ -211,3 +211,87 @@ func TestFinalCheckTimeOfALongWindow(t *testing.T) {
 	require.Len(t, res.Transfers, 2)
 	t.Logf("final check of %d blocks: %v, %d RPC calls, %d heartbeats", res.Head-start+1, took, chains.Calls(c)-before, beats)
 }
+
+// Issue 37, item 1: the check at a late window's end (Until) lists the
+// transfers mined before that end, by their blocks' timestamps, however
+// late it runs, and none mined after it; while the chain's newest block is
+// older than the end, it fails, to be tried again, rather than read a
+// window that is not over. On EVM (anvil) and on TRC20, whose window the
+// check reads after the scanner's cursor.
+func TestFinalCheckUntilTheLateWindowsEnd(t *testing.T) {
+	for _, n := range []paywatch.Network{paywatch.ARBITRUM, paywatch.TRC20} {
+		t.Run(string(n), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			d, set := devnetChain(ctx, t, n)
+			c, err := set.Client(n)
+			require.NoError(t, err)
+			st, _ := d.Network(n)
+			db := newScanDB(t)
+			addr := randomAddress(t, n)
+			start := st.Head + 1
+			id := db.watch(t, n, paywatch.USDT, addr, start)
+
+			before, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "50"})
+			require.NoError(t, err)
+			mined, err := c.(chains.BlockTimer).BlockTime(ctx, before.BlockNumber)
+			require.NoError(t, err)
+			end := mined.Add(time.Second) // the window ends a second after the paying block
+			time.Sleep(1100 * time.Millisecond)
+			after, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "50"})
+			require.NoError(t, err)
+			_, err = d.Mine(ctx, n, 2)
+			require.NoError(t, err)
+
+			acts := activities.New(activities.Deps{Store: db.store, Chains: set})
+			in := workflows.FinalCheckInput{PaymentID: id, Network: n, Token: paywatch.USDT, Address: addr, StartBlock: start, Until: end}
+			res, err := acts.FinalCheck(ctx, in)
+			require.NoError(t, err)
+			require.Len(t, res.Transfers, 1, "the transfer before the end, not the one after it")
+			assert.Equal(t, before.TxHash, res.Transfers[0].TxHash)
+			assert.Less(t, end, mustBlockTime(ctx, t, c, after.BlockNumber).Add(time.Nanosecond), "the later transfer is past the end")
+
+			// The scanner's records cover the window: its blocks are not
+			// read from the chain again, only a few block times.
+			_, err = db.pool.Exec(ctx, `INSERT INTO chain_cursors (network, height, block_hash, head, updated_at) VALUES ($1, $2, 'h', $2, now())`,
+				string(n), int64(mustHead(t, d, n)))
+			require.NoError(t, err)
+			calls := chains.Calls(c)
+			res, err = acts.FinalCheck(ctx, in)
+			require.NoError(t, err)
+			require.Len(t, res.Transfers, 1, "the transfer the first check found and recorded")
+			assert.Equal(t, before.TxHash, res.Transfers[0].TxHash)
+			assert.LessOrEqual(t, chains.Calls(c)-calls, uint64(12), "a head and a search of block times, no window read")
+
+			if n.Family() == paywatch.FamilyTron {
+				// A scanner at work, behind the window's last block: the
+				// check waits for it rather than read the blocks itself;
+				// a scanner that stopped (its cursor 20 minutes old) is
+				// not waited for.
+				_, err = db.pool.Exec(ctx, `UPDATE chain_cursors SET height = $2 WHERE network = $1`, string(n), int64(start-1))
+				require.NoError(t, err)
+				_, err = acts.FinalCheck(ctx, in)
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "the scanner has read up to block")
+				_, err = db.pool.Exec(ctx, `UPDATE chain_cursors SET updated_at = now() - interval '20 minutes' WHERE network = $1`, string(n))
+				require.NoError(t, err)
+				res, err = acts.FinalCheck(ctx, in)
+				require.NoError(t, err)
+				require.Len(t, res.Transfers, 1, "read from the chain after the stopped scanner's cursor")
+				assert.Equal(t, before.TxHash, res.Transfers[0].TxHash)
+			}
+
+			in.Until = time.Now().Add(time.Hour)
+			_, err = acts.FinalCheck(ctx, in)
+			require.Error(t, err, "the chain has no block past an end an hour away")
+			assert.Contains(t, err.Error(), "the window is not over on chain yet")
+		})
+	}
+}
+
+func mustBlockTime(ctx context.Context, t *testing.T, c chains.Client, n uint64) time.Time {
+	t.Helper()
+	bt, err := c.(chains.BlockTimer).BlockTime(ctx, n)
+	require.NoError(t, err)
+	return bt
+}

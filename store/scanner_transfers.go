@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -58,6 +59,8 @@ type RecordedTransfers struct {
 	Scanned bool
 	// Height is the network's cursor: every block up to it has been read.
 	Height uint64
+	// RecordedAt is when the scanner last moved the cursor.
+	RecordedAt time.Time
 	// Transfers are the recorded, still canonical transfers in blocks up
 	// to Height, oldest first.
 	Transfers []paywatch.Transfer
@@ -88,7 +91,7 @@ func (s *Store) RecordedTransfersTo(ctx context.Context, n paywatch.Network, tok
 func recordedTransfersTo(ctx context.Context, tx pgx.Tx, n paywatch.Network, token paywatch.Token, address string, fromBlock uint64) (RecordedTransfers, error) {
 	var out RecordedTransfers
 	var height int64
-	err := tx.QueryRow(ctx, `SELECT height FROM chain_cursors WHERE network = $1`, string(n)).Scan(&height)
+	err := tx.QueryRow(ctx, `SELECT height, updated_at FROM chain_cursors WHERE network = $1`, string(n)).Scan(&height, &out.RecordedAt)
 	if noRows(err) {
 		return out, nil
 	}

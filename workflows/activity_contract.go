@@ -167,6 +167,15 @@ type FinalCheckInput struct {
 	Token      paywatch.Token
 	Address    string
 	StartBlock uint64
+	// Until, when set, is the end of the payment's late window: only
+	// transfers in blocks mined before it are listed (by the blocks'
+	// timestamps), and the check fails, to be tried again, while the
+	// chain has no block at or after it. Zero: up to the head.
+	Until time.Time
+	// ReadFrom, when above StartBlock, is the first block read from the
+	// chain: an earlier check read the blocks before it. Recorded
+	// transfers are listed from StartBlock on.
+	ReadFrom uint64
 }
 
 // FinalCheckResult lists the token's transfers to the address since

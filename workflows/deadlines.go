@@ -149,12 +149,30 @@ func (p *payment) readSignals(ctx workflow.Context) bool {
 // the confirming grace after the window (windowDeadline), a check that
 // gets no answer is tried again as at the payment's deadline, and signals
 // buffered meanwhile are read before the window closes.
+//
+// Runs that take the late check (lateCheckVersion) first read the chain up
+// to the window's end (lateWindowCheck), once: transfers it finds count as
+// if signalled in time, and those still confirming get the grace.
 func (p *payment) closeLateWindow(ctx workflow.Context) {
 	if !p.safety {
 		if p.hasUnconfirmed() {
 			p.checkConfirmations(ctx)
 		}
 		return
+	}
+	if p.lateCheck && !p.st.LateChecked {
+		if !p.lateWindowCheck(ctx) {
+			if p.retryCheck(ctx) {
+				return
+			}
+		} else {
+			p.checkAnswered()
+		}
+		p.st.LateChecked = true
+		p.changed = true
+		if p.st.Status != paywatch.StatusExpired || p.hasUnconfirmed() && workflow.Now(ctx).Before(p.windowDeadline()) {
+			return // paid late, or found funds get the confirming grace
+		}
 	}
 	if p.hasUnconfirmed() {
 		if p.checkConfirmations(ctx) {

@@ -87,6 +87,10 @@ const (
 	// funds paid on time into an expiry. The checks back off from
 	// chainRetryAfter to outageRetryMax.
 	outagePatience = paywatch.LateWindow
+	// lateCheckDelay is how long after the late window's end its close
+	// reads the chain (lateWindowCheck): long enough that the chain has a
+	// block past the end, which the read needs, on every network.
+	lateCheckDelay = time.Minute
 	// outageRetryMax is the longest wait between two tries of a failing
 	// on-chain check, reached once it has failed for deadlineCheckPatience.
 	outageRetryMax = 5 * time.Minute
@@ -141,6 +145,9 @@ type payment struct {
 	// safety is set for runs that apply the money-safety rules of
 	// setupVersion 3 (safetyVersion).
 	safety bool
+	// lateCheck is set for runs that read the chain when their late
+	// window ends (lateCheckVersion).
+	lateCheck bool
 	// syncSelection is set when a network selection ended without the
 	// workflow learning its outcome (the activity's answer was lost): the
 	// main loop reads the payment's row back (syncAssignment) before
@@ -198,6 +205,7 @@ func (p *payment) setup(ctx workflow.Context) error {
 	v := setupVersion(ctx)
 	p.pushed = v >= 1
 	p.safety = v >= safetyVersion
+	p.lateCheck = v >= lateCheckVersion
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
 	p.confirmed = workflow.GetSignalChannel(ctx, SignalTransfersConfirmed)
@@ -422,6 +430,11 @@ func (p *payment) windowDeadline() time.Time {
 				// Transfers still confirming when the late window ends get
 				// the same grace as those at the payment's deadline.
 				return p.lateEnd().Add(paywatch.ConfirmingGrace)
+			}
+			if p.lateCheck && !p.st.LateChecked {
+				// The chain's read up to the window's end waits for a block
+				// past it.
+				return p.lateEnd().Add(lateCheckDelay)
 			}
 			return p.lateEnd()
 		}

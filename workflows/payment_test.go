@@ -47,10 +47,16 @@ type PaymentSuite struct {
 	chats    []string
 	released []workflows.ReleaseAddressInput
 	// chain simulation
-	baseHead  uint64
-	stallAt   *uint64         // head frozen here when set
-	reorged   map[string]bool // tx hashes whose block is no longer canonical
-	final     []paywatch.Transaction
+	baseHead uint64
+	stallAt  *uint64         // head frozen here when set
+	reorged  map[string]bool // tx hashes whose block is no longer canonical
+	final    []paywatch.Transaction
+	// lateChain are transfers on chain before the late window's end that
+	// no signal reported (a scanner stopped by its budget, or lagging):
+	// only the check at the window's end (Until set) finds them. finalIns
+	// are the final checks' inputs.
+	lateChain []paywatch.Transaction
+	finalIns  []workflows.FinalCheckInput
 	finalRuns int
 	// finalFails and checkFails are how many attempts of the final check
 	// and of the confirmation check fail (with a transient error) before
@@ -112,6 +118,7 @@ func (s *PaymentSuite) SetupTest() {
 	s.baseHead, s.stallAt = 1000, nil
 	s.reorged = map[string]bool{}
 	s.final, s.finalRuns = nil, 0
+	s.lateChain, s.finalIns = nil, nil
 	s.finalFails, s.checkFails = 0, 0
 	s.verify, s.verifyIn = map[string]workflows.VerifyTxHashResult{}, 0
 	s.claimErr, s.claims = map[string]error{}, nil
@@ -175,9 +182,13 @@ func (s *PaymentSuite) SetupTest() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.finalRuns++
+			s.finalIns = append(s.finalIns, in)
 			if s.finalFails > 0 {
 				s.finalFails--
 				return workflows.FinalCheckResult{}, errors.New("rpc unavailable")
+			}
+			if !in.Until.IsZero() {
+				return workflows.FinalCheckResult{Head: s.head(), Transfers: append(slices.Clone(s.final), s.lateChain...)}, nil
 			}
 			return workflows.FinalCheckResult{Head: s.head(), Transfers: s.final}, nil
 		}).Maybe()
@@ -636,7 +647,7 @@ func (s *PaymentSuite) TestTransfersConfirmedTogetherCountTogether() {
 // the confirmation wait follows it, 11 blocks of 1 s, not of 12 s; and it
 // ignores the scanner's signal.
 func (s *PaymentSuite) TestOldRunsWaitTheReportedBlockTime() {
-	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 3).Return(workflow.DefaultVersion)
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 4).Return(workflow.DefaultVersion)
 	s.devnetBlock = time.Second
 	s.at(time.Minute, func() { s.signal("0xa", "50.00") })
 	s.run(s.input(), paywatch.StatusPaid)
@@ -1040,7 +1051,9 @@ func (s *PaymentSuite) TestLateWindowClosesAfter24Hours() {
 	s.at(5*time.Hour, func() { s.signal("0xlate", "10.00") })
 	s.run(s.input(), paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
-	s.Equal(s.start.Add(time.Hour+paywatch.LateWindow), s.now())
+	// Closed once the chain was read up to the window's end, a minute on.
+	s.Equal(s.start.Add(time.Hour+paywatch.LateWindow+time.Minute), s.now())
+	s.True(s.last().LateClosed)
 	s.Equal("10.00", s.last().PaidAmount.String())
 	s.Equal(paywatch.StatusExpired, s.last().Status)
 }

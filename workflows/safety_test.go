@@ -277,7 +277,7 @@ func (s *PaymentSuite) TestCancelAfterALostSelectionReleasesTheRow() {
 // patience: a final check that never succeeds expires the payment 30
 // minutes after the deadline.
 func (s *PaymentSuite) TestVersion2RunsKeepTheOldPatience() {
-	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 3).Return(workflow.Version(2))
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 4).Return(workflow.Version(2))
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
 	deadline := in.ExpiresAt.Add(paywatch.PendingShownExpiredAfter)
@@ -293,7 +293,7 @@ func (s *PaymentSuite) TestVersion2RunsKeepTheOldPatience() {
 // while the check at the end of the confirming grace ran: the payment
 // expires, as it did.
 func (s *PaymentSuite) TestVersion2RunsExpireBeforeReadingTheLastSignals() {
-	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 3).Return(workflow.Version(2))
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 4).Return(workflow.Version(2))
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
 	grace := in.ExpiresAt.Add(paywatch.ConfirmingGrace)
@@ -313,4 +313,70 @@ func (s *PaymentSuite) TestVersion2RunsExpireBeforeReadingTheLastSignals() {
 	})
 	s.run(in, paywatch.StatusExpired)
 	s.Equal([]paywatch.Event{paywatch.EventExpired}, s.events())
+}
+
+// Issue 37, item 1: a customer pays in full half an hour before the late
+// window ends, while the network's scanner is stopped (its daily RPC
+// budget spent) or lags, so no signal reports the transfer before the
+// window's end. The close reads the chain up to the last block before
+// that end and counts it: the payment is paid late, not told unmatched.
+func (s *PaymentSuite) TestLateTransferNobodySignalledCountsByItsBlock() {
+	in := s.input() // per_payment: 24 h late window
+	lateEnd := in.ExpiresAt.Add(paywatch.LateWindow)
+	s.at(lateEnd.Sub(s.start)-30*time.Minute, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.lateChain = append(s.lateChain, s.transfer("0xunseen", "50.00"))
+	})
+	s.run(in, paywatch.StatusPaid)
+	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
+	st := s.last()
+	s.True(st.LatePayment)
+	s.Equal("0xunseen", st.TxHash)
+	s.Require().Len(s.finalIns, 2, "the deadline's check, then the late window's")
+	s.True(s.finalIns[0].Until.IsZero())
+	s.Equal(lateEnd, s.finalIns[1].Until, "read up to the window's end")
+	s.Equal(st.FinalHead+1, s.finalIns[1].ReadFrom, "not again what the deadline's check read")
+	s.NotZero(st.FinalHead)
+}
+
+// The close's read of the chain that gets no answer (a provider down, or
+// a node whose newest block is still before the window's end) is tried
+// again, and funds it finds then still count.
+func (s *PaymentSuite) TestLateWindowCheckIsRetriedUntilTheChainAnswers() {
+	in := s.input()
+	lateEnd := in.ExpiresAt.Add(paywatch.LateWindow)
+	s.at(lateEnd.Sub(s.start)-time.Minute, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.lateChain = append(s.lateChain, s.transfer("0xunseen", "50.00"))
+		s.finalFails = 4 * 40 // 40 failed checks of 4 attempts each: well over an hour
+	})
+	s.run(in, paywatch.StatusPaid)
+	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
+	s.True(s.last().LatePayment)
+	s.True(s.now().After(lateEnd.Add(paywatch.ConfirmingGrace)), "counted well after the window's end")
+}
+
+// Nothing on chain before the window's end: the close's read finds
+// nothing, the window closes, and the verdict is saved (LateClosed), which
+// the store's queries read instead of the clock.
+func (s *PaymentSuite) TestLateWindowClosesWithTheVerdictSaved() {
+	in := s.input()
+	s.run(in, paywatch.StatusExpired)
+	st := s.last()
+	s.True(st.LateClosed)
+	s.True(st.LateChecked)
+	s.Len(s.finalIns, 2)
+}
+
+// A run recorded at setupVersion 3 keeps closing its late window by the
+// clock, without the chain read its history lacks.
+func (s *PaymentSuite) TestVersion3RunsCloseTheLateWindowByTheClock() {
+	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 4).Return(workflow.Version(3))
+	in := s.input()
+	s.run(in, paywatch.StatusExpired)
+	s.Equal(in.ExpiresAt.Add(paywatch.LateWindow), s.now())
+	s.Len(s.finalIns, 1, "the deadline's check only")
+	s.False(s.last().LateChecked)
 }

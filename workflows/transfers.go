@@ -31,6 +31,13 @@ func (p *payment) lateEligible() bool {
 	return p.policy().LateFunds
 }
 
+// lateOpen reports an expired payment whose late window the workflow has
+// not closed yet (LateClosed): its end may have passed while its close
+// waits for the chain's answer.
+func (p *payment) lateOpen() bool {
+	return p.st.Status == paywatch.StatusExpired && p.lateEligible() && !p.st.LateClosed
+}
+
 // lateEnd is when the late window closes.
 func (p *payment) lateEnd() time.Time { return p.st.ExpiresAt.Add(paywatch.LateWindow) }
 
@@ -68,11 +75,20 @@ func (p *payment) fullyPaid() bool {
 // before (ClaimedHashes). A repeated transfer is a no-op unless
 // it was re-mined in another block, which restarts its confirmations.
 func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, submitted bool) bool {
+	return p.addTransferJudged(ctx, t, submitted, false)
+}
+
+// addTransferJudged is addTransfer for a transfer whose block the chain
+// itself placed before the late window's end (onTime: the close's check,
+// lateWindowCheck): it counts while the window is not closed, however late
+// the check ran, since a transfer is on time or late by its block's
+// timestamp, never by when the workflow hears of it.
+func (p *payment) addTransferJudged(ctx workflow.Context, t paywatch.Transaction, submitted, onTime bool) bool {
 	now := workflow.Now(ctx)
 	known := p.find(t.TxHash, t.LogIndex) >= 0
 	// A transfer still confirming past the late window's end (its grace)
 	// may be mined again; a new one no longer counts.
-	if !p.acceptsTransfers(now) && !(p.safety && known && !p.over(now)) {
+	if !p.acceptsTransfers(now) && !(p.safety && known && !p.over(now)) && !(onTime && p.lateOpen()) {
 		return false
 	}
 	if i := p.find(t.TxHash, t.LogIndex); i >= 0 {
@@ -340,8 +356,38 @@ func (p *payment) finalCheck(ctx workflow.Context) bool {
 		p.logger.Warn("final on-chain check failed", "paymentId", p.st.PaymentID, "error", err)
 		return false
 	}
+	p.st.FinalHead = max(p.st.FinalHead, res.Head)
 	for _, t := range res.Transfers {
 		p.addTransfer(ctx, t, false)
+	}
+	return true
+}
+
+// lateWindowCheck reads the chain for the payment's address once its late
+// window has ended, up to the last block mined before that end (Until), as
+// the final check does at the payment's deadline: a late transfer counts by
+// its block's timestamp, so one a lagging scanner (a spent RPC budget, a
+// provider's outage) had not signalled by then still counts. Blocks the
+// deadline's check read already (FinalHead) are not read from the chain
+// again. A pool + txid payment counts only the hashes submitted to it,
+// which its re-checks and the scanner's signals handle: it has nothing to
+// read. It reports whether the chain answered; the activity fails, and is
+// tried again, until the chain has a block at or after the window's end.
+func (p *payment) lateWindowCheck(ctx workflow.Context) bool {
+	if p.txidMode() {
+		return true
+	}
+	var res FinalCheckResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityFinalCheck, FinalCheckInput{
+		PaymentID: p.st.PaymentID, Network: p.st.Network, Token: p.st.Token, Address: p.st.Address, StartBlock: p.st.StartBlock,
+		Until: p.lateEnd(), ReadFrom: p.st.FinalHead + 1,
+	}).Get(ctx, &res)
+	if err != nil {
+		p.logger.Warn("on-chain check at the late window's end failed", "paymentId", p.st.PaymentID, "error", err)
+		return false
+	}
+	for _, t := range res.Transfers {
+		p.addTransferJudged(ctx, t, false, true)
 	}
 	return true
 }

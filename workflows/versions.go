@@ -92,9 +92,17 @@ func chatWorkflows(ctx workflow.Context) bool {
 //     network selection whose answer was lost is read back from the row;
 //     and continuing as new never waits for a webhook. Like version 2 it
 //     adds no marker of its own, and the release before refuses it.
+//   - 4: the run closes its late window by reading the chain up to the
+//     last block before the window's end (lateWindowCheck, issue 37): a
+//     late transfer counts by its block's timestamp, not by when its
+//     signal arrives. The close waits lateCheckDelay past the end for it.
 func setupVersion(ctx workflow.Context) workflow.Version {
-	return workflow.GetVersion(ctx, changeConfirmationsPushed, workflow.DefaultVersion, 3)
+	return workflow.GetVersion(ctx, changeConfirmationsPushed, workflow.DefaultVersion, lateCheckVersion)
 }
+
+// lateCheckVersion is the setupVersion from which a run reads the chain
+// when its late window ends (issue 37, money safety III).
+const lateCheckVersion workflow.Version = 4
 
 // safetyVersion is the setupVersion from which a run takes the rules of
 // issue 24 (money safety II).
