@@ -16,7 +16,7 @@ import (
 // to wait).
 
 // IdlePollInterval returns how often the scanner of network n polls while
-// nothing on it waits (no watched payment, none in its late window): long
+// nothing on it waits (no payment in progress, no transfer confirming): long
 // enough that a batch spans many blocks (one log range or block range and
 // one head read per poll), never shorter than the poll interval. The
 // default is DefaultIdlePolls polls' worth of blocks on TRC20 (one
@@ -36,7 +36,8 @@ func (s *Scanner) IdlePollInterval(n paywatch.Network) time.Duration {
 }
 
 // waiting reports whether anything waits on the scan's network: a watched
-// payment (pending, confirming, partial, or in its late window). When the
+// payment in progress (pending, confirming, partial) or a counted transfer
+// awaiting its confirmations. When the
 // database can't tell, it says yes: polling at block pace costs requests,
 // idling could cost a payment its latency.
 func (s *Scanner) waiting(ctx context.Context, st *scan) bool {

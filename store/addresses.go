@@ -64,7 +64,7 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 	// locks the wallet's counter row until the transaction ends, and
 	// concurrent payments of the wallet wait for it (a head read may take
 	// a round trip to the chain).
-	startBlock, err := s.startBlock(ctx, tx, n)
+	startBlock, err := s.startBlock(ctx, tx, n, p.mode != paywatch.ModePerPayment)
 	if err != nil {
 		return a, err
 	}
@@ -131,33 +131,59 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 // startBlock is the start block of an address assigned on network n now:
 // the block after the chain head (WithChainHeads), so a transfer mined
 // before the assignment, in the head block itself included, never counts
-// for the payment, even when a scanner lags far behind. If the head cannot
-// be read, the newest block a scanner has seen stands in (its cursor, or
-// the head it saw with its last batch), and the assignment goes ahead: a
-// chain that cannot be read right now must not stop payments from being
-// created. A head is reused for up to one block interval (chains.Heads),
-// so a transfer in the one block mined in that interval may still count.
-// With neither a head nor a scanned block the start block is 0, unknown.
-func (s *Store) startBlock(ctx context.Context, tx pgx.Tx, n paywatch.Network) (int64, error) {
+// for the payment, even when a scanner lags far behind. A head is reused
+// for up to one block interval (chains.Heads), so a transfer in the one
+// block mined in that interval may still count.
+//
+// If the head cannot be read, the newest block a scanner has seen (its
+// cursor, or the head it saw with its last batch) stands in only while it
+// is fresh: recorded within headFreshness. An older one would open a gap
+// in which a transfer mined before the assignment counts for the new
+// payment, which on a reused address (reused: per_user, dedicated, pool)
+// is an earlier payment's money, say a customer's duplicate: such an
+// assignment is refused (ERATELIMIT, MsgRecheckFailed: try again in a
+// minute, issue 37). A per_payment address is new, so nothing mined before
+// its assignment can be sent to it: it goes ahead on a stale block, since
+// a chain that cannot be read right now must not stop payments from being
+// created. With neither a head nor a scanned block the start block is 0,
+// unknown.
+func (s *Store) startBlock(ctx context.Context, tx pgx.Tx, n paywatch.Network, reused bool) (int64, error) {
 	var seen int64
-	err := tx.QueryRow(ctx, `SELECT GREATEST(height, head) FROM chain_cursors WHERE network = $1`, n).Scan(&seen)
+	var seenAt time.Time
+	err := tx.QueryRow(ctx, `SELECT GREATEST(height, head), updated_at FROM chain_cursors WHERE network = $1`, n).Scan(&seen, &seenAt)
 	if err != nil && !noRows(err) {
 		return 0, fmt.Errorf("read chain cursor: %w", err)
 	}
 	newest := seen
 	if s.heads != nil {
 		head, err := s.heads.Head(ctx, n)
-		if err != nil {
-			slog.WarnContext(ctx, "chain head unavailable; the start block of the new address follows the scanner's newest block",
-				"network", n, "newestBlock", seen, "error", err)
-		} else {
+		if err == nil {
 			newest = max(seen, int64(head))
+		} else {
+			stale := seen == 0 || s.clock().Sub(seenAt) > headFreshness(n)
+			if stale && reused {
+				slog.WarnContext(ctx, "chain head unavailable and the scanner's newest block is stale; a reused address is not assigned",
+					"network", n, "newestBlock", seen, "recordedAt", seenAt, "error", err)
+				return 0, paywatch.Errorf(paywatch.ERATELIMIT, "%s", paywatch.MsgRecheckFailed)
+			}
+			slog.WarnContext(ctx, "chain head unavailable; the start block of the new address follows the scanner's newest block",
+				"network", n, "newestBlock", seen, "stale", stale, "error", err)
 		}
 	}
 	if newest == 0 {
 		return 0, nil // nothing known yet: the scanner's own start rule applies
 	}
 	return newest + 1, nil
+}
+
+// headFreshness is how recently a scanner must have recorded its newest
+// block for it to stand in for network n's head: two block times, and at
+// least 10 s. A scanner at block pace records every block; an idle one
+// (nothing waited on the network) only once a minute or so, and then a
+// reused address waits for the head to be readable.
+func headFreshness(n paywatch.Network) time.Duration {
+	info, _ := paywatch.LookupNetwork(n)
+	return max(2*info.BlockTime, 10*time.Second)
 }
 
 // AssignAddress selects the network of a payment created without one (the

@@ -203,7 +203,9 @@ func TestDeleteWallet(t *testing.T) {
 	require.True(t, saveStatus(t, s, second, paywatch.StatusPaid, "10", 1))
 	clk.Add(time.Hour + paywatch.LateWindow - time.Second) // first expired almost 24 h ago
 	refused("expired, still in the late window")
-	clk.Add(time.Second) // the late window ends, as the scanners see it
+	clk.Add(time.Second) // the late window ends
+	refused("expired, the late window not closed by its workflow yet")
+	closeLateWindow(t, s, first.ID)
 	require.NoError(t, s.DeleteWallet(ctx, "shop"), "a paid payment and an old expired one need no wallet")
 
 	prj, err := s.ProjectBySlug(ctx, "shop")
@@ -250,6 +252,7 @@ func TestDeletedWalletKeepsItsAddresses(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, saveStatus(t, s, first, paywatch.StatusExpired, "0", 1))
 	clk.Add(paywatch.LateWindow + 2*time.Hour)
+	closeLateWindow(t, s, first.ID)
 	require.NoError(t, s.DeleteWallet(ctx, "shop"))
 
 	_, _, err = s.PutWallet(ctx, "other", hdWallet())
@@ -318,6 +321,7 @@ func TestDeleteWalletRacesPaymentCreation(t *testing.T) {
 		outcomes["created"]++
 		require.True(t, saveStatus(t, s, pay, paywatch.StatusExpired, "0", 1))
 		clk.Add(paywatch.LateWindow + 2*time.Hour)
+		closeLateWindow(t, s, pay.ID)
 		require.NoError(t, s.DeleteWallet(ctx, "shop"))
 	}
 	t.Logf("outcomes: %v", outcomes)

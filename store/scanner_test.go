@@ -20,10 +20,33 @@ import (
 
 // setStatus moves a payment to a status (as its workflow would save it),
 // optionally with another expiry.
+//
+// An expired payment's late window is closed as its workflow would have
+// closed it on time (late_closed): once the window and its grace are over
+// by the store's clock.
 func setStatus(t *testing.T, s *store.Store, id string, st paywatch.Status, expiresAt *time.Time) {
 	t.Helper()
-	_, err := s.Pool().Exec(context.Background(),
-		`UPDATE payments SET status = $2, expires_at = COALESCE($3, expires_at) WHERE id = $1`, id, string(st), expiresAt)
+	closedBefore := s.Now().Add(-paywatch.LateWindow - paywatch.ConfirmingGrace)
+	_, err := s.Pool().Exec(context.Background(), `
+		UPDATE payments SET status = $2, expires_at = COALESCE($3, expires_at),
+		       late_closed = ($2 = 'expired' AND COALESCE($3, expires_at) <= $4)
+		WHERE id = $1`, id, string(st), expiresAt, closedBefore)
+	require.NoError(t, err)
+}
+
+// closeLateWindow closes payment id's late window, as its workflow does
+// once the window's end has passed and the chain was read up to it.
+func closeLateWindow(t *testing.T, s *store.Store, id string) {
+	t.Helper()
+	_, err := s.Pool().Exec(context.Background(), `UPDATE payments SET late_closed = true WHERE id = $1`, id)
+	require.NoError(t, err)
+}
+
+// holdLateWindow leaves payment id's late window open, as a workflow does
+// whose close waits for the chain's answer.
+func holdLateWindow(t *testing.T, s *store.Store, id string) {
+	t.Helper()
+	_, err := s.Pool().Exec(context.Background(), `UPDATE payments SET late_closed = false WHERE id = $1`, id)
 	require.NoError(t, err)
 }
 

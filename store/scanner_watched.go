@@ -31,8 +31,19 @@ func watchedOnAnyNetwork(late string) string {
 	return `p.address IS NOT NULL
 	AND (
 		p.status IN ('pending', 'confirming', 'partial')
-		OR (p.status = 'expired' AND p.expires_at > ` + late + ` AND ` + paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.LateFunds }) + `)
+		OR (` + lateOpenSQL("p", late) + ` AND ` + paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.LateFunds }) + `)
 	)`
+}
+
+// lateOpenSQL is the condition of an expired payment (alias a) whose late
+// window its workflow has not closed (late_closed, saved with the state
+// that closes it), with late the parameter of lateWindowStart: the
+// workflow's verdict decides, not the clock, since the close waits for the
+// chain's answer (up to a day of an outage) and counts what the chain
+// held before the window's end. Whether the payment's mode takes late
+// funds at all is the caller's to add.
+func lateOpenSQL(a, late string) string {
+	return `(` + a + `.status = 'expired' AND NOT ` + a + `.late_closed AND ` + a + `.expires_at > ` + late + `)`
 }
 
 // EarliestWatchedBlock returns the smallest start block of the payments
@@ -54,34 +65,32 @@ func (s *Store) EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (u
 	return uint64(*earliest), true, nil
 }
 
-// Waiting reports whether a payment waits on network n: one the scanners
-// watch (in progress, or expired inside its late window, which may still
-// take late funds), or a counted transfer still awaiting its
-// confirmations. It is the idle scanner's wake check: index reads
+// Waiting reports whether a payment waits on network n: one in progress
+// (pending, confirming or partial), or a counted transfer still awaiting
+// its confirmations. It is the idle scanner's wake check: index reads
 // (payments_waiting_idx, awaited_confirmations_due_idx), whatever the
-// number of finished payments. An expired payment keeps its network at
-// block pace through its late window because the workflow judges a late
-// transfer by when its signal arrives: one seen only at the idle pace
-// could miss the window's end.
+// number of finished payments. An expired payment inside its late window
+// does not keep its network at block pace (issue 37): its window's close
+// reads the chain up to the window's end itself, so a late transfer the
+// scanner reads only at the idle pace still counts.
 func (s *Store) Waiting(ctx context.Context, n paywatch.Network) (bool, error) {
 	var ok bool
 	err := s.pool.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM payments p
 			WHERE p.network = $1 AND p.address IS NOT NULL AND p.status IN ('pending', 'confirming', 'partial'))
-		OR EXISTS (SELECT 1 FROM payments p WHERE `+watchedCondition("$2")+` AND p.status = 'expired')
 		OR EXISTS (SELECT 1 FROM awaited_confirmations a WHERE a.network = $1 AND a.signalled_at IS NULL)`,
-		string(n), s.lateWindowStart()).Scan(&ok)
+		string(n)).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("payments waiting on %s: %w", n, err)
 	}
 	return ok, nil
 }
 
-// lateWindowStart is the oldest expires_at whose payment still takes late
-// funds, or may: a late transfer still confirming when the window ends gets
-// the confirming grace, and a reorg may mine it again meanwhile.
+// lateWindowStart is the oldest expires_at whose payment may still take
+// late funds while its workflow has not closed the window (lateOpenSQL):
+// paywatch.LateHold ago.
 func (s *Store) lateWindowStart() time.Time {
-	return s.clock().Add(-paywatch.LateWindow - paywatch.ConfirmingGrace)
+	return s.clock().Add(-paywatch.LateHold)
 }
 
 // WatchedPayment is a payment watching an address, as the scanners match

@@ -37,11 +37,6 @@ func (s *Store) StaticAddresses(ctx context.Context, projectID int64) ([]StaticA
 	})
 }
 
-// openPaymentSQL selects a payment that still needs its address watched:
-// unresolved, or expired less than a day ago (late funds still count).
-const openPaymentSQL = `(status IN ('pending', 'confirming', 'partial')
-	OR (status = 'expired' AND expires_at > now() - interval '24 hours'))`
-
 // RemoveStaticAddress takes a static address out of a project's wallet, so
 // no new payment gets it. It is refused while a payment still needs the
 // address watched, and for a dedicated address assigned to a customer,
@@ -81,8 +76,9 @@ func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network pa
 		}
 		var open bool
 		if err := tx.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM payments WHERE project_id = $1 AND network = $2 AND address = $3 AND `+openPaymentSQL+`)`,
-			prj.ID, network, norm).Scan(&open); err != nil {
+			SELECT EXISTS (SELECT 1 FROM payments WHERE project_id = $1 AND network = $2 AND address = $3
+			    AND (status IN ('pending', 'confirming', 'partial') OR `+lateOpenSQL("payments", "$4")+`))`,
+			prj.ID, network, norm, s.lateWindowStart()).Scan(&open); err != nil {
 			return fmt.Errorf("check open payments: %w", err)
 		}
 		if open {

@@ -153,7 +153,7 @@ func belowMinimumSQL() string {
 // transfer: in progress, or expired inside the late window of a mode whose
 // late funds count (watchedOnAnyNetwork without the address).
 func liveSQL(a, late string) string {
-	return `(` + a + `.status IN ('pending', 'confirming', 'partial') OR (` + a + `.status = 'expired' AND ` + a + `.expires_at > ` + late +
+	return `(` + a + `.status IN ('pending', 'confirming', 'partial') OR (` + lateOpenSQL(a, late) +
 		` AND ` + paywatch.PolicySQL(a, func(p paywatch.Policy) bool { return p.LateFunds }) + `))`
 }
 
@@ -205,7 +205,7 @@ func classifiedFromSQL(from, where, late string) string {
 	             AND lp.status IN ('pending', 'confirming', 'partial')` + takes + `)
 	         OR EXISTS (
 	           SELECT 1 FROM payments lp WHERE lp.network = t.network AND lp.address = t.to_address
-	             AND lp.status = 'expired' AND lp.expires_at > ` + late + `
+	             AND ` + lateOpenSQL("lp", late) + `
 	             AND ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.LateFunds }) + takes + `))`
 	return `
 	SELECT s.* FROM (

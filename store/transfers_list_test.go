@@ -121,6 +121,7 @@ func TestTransfersClassified(t *testing.T) {
 
 	// The late window closes without the payment taking it.
 	clk.Add(paywatch.LateWindow + paywatch.ConfirmingGrace)
+	setStatus(t, s, late.ID, paywatch.StatusExpired, nil)
 	got = f.state(lateFunds.TxHash)
 	assert.Equal(t, store.TransferUnmatched, got.State)
 	assert.Equal(t, store.ReasonAfterExpired, got.Reason)
