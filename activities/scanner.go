@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -98,6 +99,9 @@ type ScannerDeps struct {
 	// network's chain client may make in a UTC day, spread evenly over it
 	// (scanner_budget.go); a network without one has no limit.
 	DailyBudget map[paywatch.Network]uint64
+	// OverBudgetPoll overrides OverBudgetPoll, the slowest pace of a
+	// network past its budget while a payment waits on it (tests).
+	OverBudgetPoll time.Duration
 	// RPCTimeout bounds each poll's chain reads; 0 means DefaultRPCTimeout.
 	// Keep it below the scan activity's heartbeat timeout.
 	RPCTimeout time.Duration
@@ -183,6 +187,7 @@ type Scanner struct {
 	wakeCheck  time.Duration
 	batch      map[paywatch.Network]uint64
 	budget     map[paywatch.Network]uint64
+	overPoll   time.Duration
 	rpcTimeout time.Duration
 	// usage counts each network's RPC requests for the day's count.
 	usageMu sync.Mutex
@@ -204,6 +209,7 @@ func NewScanner(deps ScannerDeps) *Scanner {
 		wakeCheck:  deps.WakeCheck,
 		batch:      deps.BatchBlocks,
 		budget:     deps.DailyBudget,
+		overPoll:   cmp.Or(deps.OverBudgetPoll, OverBudgetPoll),
 		usage:      map[paywatch.Network]*netUsage{},
 		rpcTimeout: deps.RPCTimeout,
 	}
@@ -305,6 +311,11 @@ type scan struct {
 	pace tipPace
 	// overBudget is set while the scan waits for its daily RPC budget.
 	overBudget bool
+	// polled is when the last poll started.
+	polled time.Time
+	// overrun is set while the scan polls past its budget because a
+	// payment waits (overBudgetWait).
+	overrun bool
 	// confirmSoon, while in the future, has the scan look for newly due
 	// confirmations between polls (record, sleepConfirming).
 	confirmSoon time.Time
@@ -352,9 +363,9 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 		}
 		if st.loaded {
 			s.syncUsage(ctx, st, false)
-			if w := s.budgetWait(st); w > 0 {
+			if w := s.overBudgetWait(ctx, st); w > 0 {
 				heartbeat(st.progress)
-				if err := sleep(ctx, s.capped(min(w, maxBudgetWait), deadline), func() { heartbeat(st.progress) }); err != nil {
+				if err := sleep(ctx, s.capped(w, deadline), func() { heartbeat(st.progress) }); err != nil {
 					return st.progress, err
 				}
 				st.pace.reset()
@@ -362,6 +373,7 @@ func (s *Scanner) Run(ctx context.Context, in workflows.ScanInput, heartbeat fun
 			}
 		}
 		start := time.Now()
+		st.polled = start
 		caughtUp, err := s.poll1(ctx, st)
 		if err != nil {
 			if ctx.Err() != nil {

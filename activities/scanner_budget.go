@@ -35,6 +35,15 @@ const budgetSlack = 1.0 / 48
 // and looks again at least that often.
 const maxBudgetWait = 10 * time.Second
 
+// OverBudgetPoll is the slowest the scanner of a network polls while a
+// payment waits on it, whatever its daily budget says (issue 37): the
+// budget paces an idle network and may slow a busy one down to this, but
+// never stops it, so a waiting payment's transfer is read within this
+// (and the batch's read) of its block. A day of it costs about 2,880
+// polls of a few requests each; what that takes beyond the budget shows
+// on /health (degraded) and in paywatch_rpc_budget_overrun_requests.
+const OverBudgetPoll = 30 * time.Second
+
 // netUsage is the Scanner's count of one network's RPC requests, shared by
 // all its runs (a run ends every few minutes; two can overlap when a retry
 // races the attempt it replaces), so each request is added to the day's
@@ -147,10 +156,35 @@ func (s *Scanner) budgetWait(st *scan) time.Duration {
 			"used", used, "budget", limit, "wait", w.Round(time.Second))
 	case w == 0 && st.overBudget:
 		st.log.Info("the scanner is back within its daily RPC budget", "used", used, "budget", limit)
+		st.overrun = false
 	}
 	st.overBudget = w > 0
 	st.progress.OverBudget = w > 0
 	return w
+}
+
+// overBudgetWait returns how long the scan waits before its next poll
+// for its daily budget (budgetWait), at most maxBudgetWait at a time:
+// while nothing waits on the network, as long as the budget asks; while a
+// payment waits, no longer than OverBudgetPoll after the last poll began.
+func (s *Scanner) overBudgetWait(ctx context.Context, st *scan) time.Duration {
+	w := s.budgetWait(st)
+	if w == 0 {
+		return 0
+	}
+	if s.waiting(ctx, st) {
+		left := s.overPoll - time.Since(st.polled)
+		if left <= 0 {
+			if !st.overrun {
+				st.log.Warn("a payment waits on the network: the scanner polls past its daily RPC budget, every "+s.overPoll.String(),
+					"budget", s.budget[st.network])
+			}
+			st.overrun = true
+			return 0
+		}
+		w = min(w, left)
+	}
+	return min(w, maxBudgetWait)
 }
 
 func sameDay(a, b time.Time) bool {

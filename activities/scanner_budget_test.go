@@ -10,6 +10,7 @@ import (
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
+	"github.com/paywatch/paywatch/chains/devnet"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -87,6 +88,76 @@ func TestScannerStaysWithinItsDailyBudget(t *testing.T) {
 	for _, cs := range status {
 		if cs.Network == n {
 			assert.Equal(t, uint64(proxy.Requests()), cs.RPCRequestsToday, "each request counted once over both runs")
+		}
+	}
+}
+
+// Issue 37, item 1: a network whose daily budget is spent (here at 00:30
+// UTC, all 480 requests of the day) stops polling while nothing waits on
+// it, but a payment waiting on it still has its transfer read: the
+// scanner polls past the budget, at most OverBudgetPoll apart, and the
+// customer's transfer is signalled within that of its block.
+func TestSpentBudgetNeverStopsAWaitingPayment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.POLYGON
+	d, proxy, set := countedChain(ctx, t, n, 100*time.Millisecond)
+	db := newScanDB(t)
+	realStart := time.Now()
+	start := realStart.UTC().Truncate(24 * time.Hour).Add(30 * time.Minute)
+	clock := func() time.Time { return start.Add(time.Since(realStart)) }
+	_, err := db.store.AddRPCUsage(ctx, n, clock(), 480, 480)
+	require.NoError(t, err)
+	signals := &signalLog{}
+	const overPoll = 2 * time.Second
+	s := activities.NewScanner(activities.ScannerDeps{
+		Store: db.store, Chains: set, Signaler: signals, Clock: clock,
+		PollInterval:   map[paywatch.Network]time.Duration{n: 100 * time.Millisecond},
+		DailyBudget:    map[paywatch.Network]uint64{n: 480},
+		OverBudgetPoll: overPoll,
+	})
+
+	// Nothing waits: the scanner polls once and rests.
+	before := proxy.Requests()
+	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 3 * time.Second}, nil)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, proxy.Requests()-before, 4, "one poll at most")
+
+	// A payment waits, and its customer pays.
+	addr := randomAddress(t, n)
+	db.watch(t, n, paywatch.USDT, addr, mustHead(t, d, n))
+	seen := make(chan time.Time, 1)
+	signals.onSeen = func(tx paywatch.Transaction) {
+		select {
+		case seen <- time.Now():
+		default:
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(runCtx, workflows.ScanInput{Network: n, RunFor: 20 * time.Second}, nil)
+		done <- err
+	}()
+	time.Sleep(time.Second)
+	paid, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: addr, Amount: "25"})
+	require.NoError(t, err)
+	mined, ok := d.MinedAt(n, paid.BlockNumber)
+	require.True(t, ok)
+	select {
+	case at := <-seen:
+		assert.Less(t, at.Sub(mined), 2*overPoll, "read within the over-budget pace of its block")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the transfer to a waiting payment was never read under a spent budget")
+	}
+	stop()
+	<-done
+	status, err := db.store.ChainStatus(ctx)
+	require.NoError(t, err)
+	for _, cs := range status {
+		if cs.Network == n {
+			assert.Greater(t, cs.RPCRequestsToday, cs.RPCDailyBudget, "the overrun is counted, for /health and the metrics")
 		}
 	}
 }

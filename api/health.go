@@ -198,6 +198,12 @@ func (s *Server) judgeBudget(ch ChainStatus) string {
 		return ""
 	}
 	now := s.clock().UTC()
+	if over := ch.RPCRequestsToday - min(ch.RPCRequestsToday, ch.RPCDailyBudget); over > 0 {
+		// Polled past the budget because payments wait on the network
+		// (activities.OverBudgetPoll).
+		return fmt.Sprintf("%s RPC budget overrun: %d requests past the day's %d, for payments waiting on it",
+			ch.Network, over, ch.RPCDailyBudget)
+	}
 	share := min(1, now.Sub(now.Truncate(24*time.Hour)).Hours()/24+1.0/48)
 	if float64(ch.RPCRequestsToday) <= share*float64(ch.RPCDailyBudget) {
 		return ""

@@ -77,7 +77,12 @@ paywatch_scanner_scanned{network="TRC20"} 0
 	require.NoError(t, err)
 	assert.Equal(t, float64(750), gauge(t, m, "paywatch_rpc_requests_today", "ERC20"), "today's only")
 	assert.Equal(t, float64(10_000), gauge(t, m, "paywatch_rpc_daily_budget", "ERC20"))
+	assert.Equal(t, float64(0), gauge(t, m, "paywatch_rpc_budget_overrun_requests", "ERC20"))
 	assert.Equal(t, float64(0), gauge(t, m, "paywatch_rpc_requests_today", "TRC20"))
+	// Past the budget (payments waited on the network): by how much.
+	_, err = st.AddRPCUsage(ctx, paywatch.ERC20, time.Now(), 9_500, 10_000)
+	require.NoError(t, err)
+	assert.Equal(t, float64(250), gauge(t, m, "paywatch_rpc_budget_overrun_requests", "ERC20"))
 }
 
 // gauge scrapes m and returns the value of name for network n.

@@ -22,8 +22,9 @@ type ScannerStatus interface {
 // paywatch_scanner_head, paywatch_scanner_scanned,
 // paywatch_scanner_lag_blocks,
 // paywatch_scanner_updated_timestamp_seconds and
-// paywatch_scanner_failed_polls, paywatch_rpc_requests_today and
-// paywatch_rpc_daily_budget, by network. Reading them at
+// paywatch_scanner_failed_polls, paywatch_rpc_requests_today,
+// paywatch_rpc_daily_budget and paywatch_rpc_budget_overrun_requests, by
+// network. Reading them at
 // scrape time keeps them right whichever worker process runs a network's
 // scanner.
 func (m *Metrics) WatchScanners(st ScannerStatus) error {
@@ -45,6 +46,8 @@ var (
 		"RPC requests made to the network's endpoints this UTC day, as its scanners recorded them (every 30 s).", []string{"network"}, nil)
 	budgetDesc = prometheus.NewDesc("paywatch_rpc_daily_budget",
 		"PAYWATCH_<NETWORK>_DAILY_BUDGET: the RPC requests the network may use per UTC day; absent without one.", []string{"network"}, nil)
+	overrunDesc = prometheus.NewDesc("paywatch_rpc_budget_overrun_requests",
+		"RPC requests made this UTC day past the network's daily budget: a budget never stops a scanner while payments wait on its network; absent without a budget.", []string{"network"}, nil)
 )
 
 // scannerCollector reads chain_cursors and scanner_failures at scrape time.
@@ -61,6 +64,7 @@ func (c *scannerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- failedPollsDesc
 	ch <- requestsTodayDesc
 	ch <- budgetDesc
+	ch <- overrunDesc
 }
 
 // Collect reads every offered network's progress. When the read fails
@@ -83,6 +87,8 @@ func (c *scannerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(requestsTodayDesc, prometheus.GaugeValue, float64(r.RPCRequestsToday), n)
 		if r.RPCDailyBudget > 0 {
 			ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(r.RPCDailyBudget), n)
+			over := r.RPCRequestsToday - min(r.RPCRequestsToday, r.RPCDailyBudget)
+			ch <- prometheus.MustNewConstMetric(overrunDesc, prometheus.GaugeValue, float64(over), n)
 		}
 		if !r.UpdatedAt.IsZero() {
 			ch <- prometheus.MustNewConstMetric(updatedDesc, prometheus.GaugeValue, float64(r.UpdatedAt.UnixNano())/1e9, n)
