@@ -31,10 +31,14 @@ type httpNode struct {
 	client  *http.Client
 	// maxAnswer bounds an answer's size (maxHTTPAnswer; tests lower it).
 	maxAnswer int
+	// redact scrubs the endpoint's credentials from an answer before it is
+	// cut short for an error: cut first, a key across the cut would lose
+	// the end that the redactor recognises it by.
+	redact chainapi.Redactor
 }
 
 // newHTTPNode returns the node at base; it does no I/O.
-func newHTTPNode(base *url.URL, headers http.Header, tlsCfg *tls.Config, calls *atomic.Uint64) *httpNode {
+func newHTTPNode(base *url.URL, headers http.Header, tlsCfg *tls.Config, calls *atomic.Uint64, redact chainapi.Redactor) *httpNode {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 16
 	if tlsCfg != nil {
@@ -43,6 +47,7 @@ func newHTTPNode(base *url.URL, headers http.Header, tlsCfg *tls.Config, calls *
 	return &httpNode{
 		base:      base,
 		maxAnswer: maxHTTPAnswer,
+		redact:    redact,
 		headers:   headers.Clone(),
 		client: &http.Client{
 			Transport: countingRoundTripper{t, calls},
@@ -118,12 +123,12 @@ func (h *httpNode) call(ctx context.Context, method string, body, out any) error
 		return fmt.Errorf("%w: answer of %s is over %d bytes", chainapi.ErrRangeTooLarge, method, h.maxAnswer)
 	}
 	if res.StatusCode != http.StatusOK {
-		body := strings.TrimSpace(string(raw))
+		body := []rune(h.redact.String(strings.TrimSpace(string(raw))))
 		if len(body) > 200 {
-			body = body[:200] + "…"
+			body = append(body[:200], '…')
 		}
-		var err error = &httpStatusError{status: res.StatusCode, body: body}
-		if rateLimited(res.StatusCode, body) {
+		var err error = &httpStatusError{status: res.StatusCode, body: string(body)}
+		if rateLimited(res.StatusCode, string(body)) {
 			err = fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
 		}
 		if d := chainapi.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now()); d > 0 {

@@ -129,7 +129,7 @@ func (c *Client) dialNode(cfg chainapi.Config, i int, name chainapi.Redactor) (n
 		return nil, err
 	}
 	if ep.transport == transportHTTP {
-		return newHTTPNode(ep.base, cfg.HeadersOf(i), cfg.TLS, &c.calls), nil
+		return newHTTPNode(ep.base, cfg.HeadersOf(i), cfg.TLS, &c.calls, name), nil
 	}
 	return newGRPCNode(ep.addr, ep.transport == transportGRPCS, cfg.HeadersOf(i), cfg.TLS, &c.calls)
 }

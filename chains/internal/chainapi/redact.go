@@ -1,6 +1,7 @@
 package chainapi
 
 import (
+	"encoding/base64"
 	"net"
 	"net/http"
 	"net/url"
@@ -46,10 +47,17 @@ func NewRedactor(raw string, headers http.Header) Redactor {
 	// segments (raw and decoded) and the whole path, its query and values.
 	urlSecrets := func(u *url.URL) {
 		if u.User != nil {
-			add(u.User.Username())
-			if p, ok := u.User.Password(); ok {
-				add(p)
+			user := u.User.Username()
+			pass, ok := u.User.Password()
+			add(user)
+			if ok {
+				add(pass)
 			}
+			// What the user info is sent as: an Authorization header of
+			// Basic base64(user:pass), which a provider may echo.
+			basic := user + ":" + pass
+			add(basic)
+			add(base64.StdEncoding.EncodeToString([]byte(basic)))
 		}
 		for _, path := range []string{u.Path, u.EscapedPath()} {
 			for _, seg := range strings.Split(path, "/") {
@@ -106,9 +114,32 @@ func NewRedactor(raw string, headers http.Header) Redactor {
 			}
 		}
 	}
+	// Every form a secret may be sent or echoed in: percent-encoded (a
+	// provider that echoes the URL it was asked), and base64 (a header
+	// echoed in a proxy's error, say).
+	for _, sec := range slices.Clone(r.secrets) {
+		for _, v := range encodings(sec) {
+			if v != sec {
+				r.secrets = append(r.secrets, v)
+			}
+		}
+	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 	r.secrets = slices.Compact(r.secrets)
 	return r
+}
+
+// encodings returns the forms of a secret other than itself that a
+// request or an echo of it may carry: percent-encoded as a query value and
+// as a path segment, and base64 in the standard and URL alphabets, padded
+// and not.
+func encodings(sec string) []string {
+	b := []byte(sec)
+	return []string{
+		url.QueryEscape(sec), url.PathEscape(sec),
+		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+	}
 }
 
 // bareHostPort reports whether raw is host:port and nothing else: no
@@ -129,14 +160,46 @@ func bareHostPort(raw string) bool {
 // Name is the endpoint's name for logs, errors, /health and metrics.
 func (r Redactor) Name() string { return r.name }
 
-// String returns s with every secret of the endpoint replaced by "…".
+// String returns s with every secret of the endpoint replaced by "…", in
+// every form it is sent in (encodings), and any piece of one that starts
+// with its first minSecret characters: an answer a provider cut short, or
+// that a client cut, may end inside a key.
 func (r Redactor) String(s string) string {
 	for _, sec := range r.secrets {
 		if strings.Contains(s, sec) {
 			s = strings.ReplaceAll(s, sec, "…")
 		}
 	}
+	for _, sec := range r.secrets {
+		if len(sec) >= minSecret {
+			s = scrubPieces(s, sec)
+		}
+	}
 	return s
+}
+
+// scrubPieces replaces each run of s that starts with sec's first
+// minSecret characters and goes on as sec does with "…".
+func scrubPieces(s, sec string) string {
+	head := sec[:minSecret]
+	var out strings.Builder
+	for {
+		i := strings.Index(s, head)
+		if i < 0 {
+			if out.Len() == 0 {
+				return s
+			}
+			out.WriteString(s)
+			return out.String()
+		}
+		n := minSecret
+		for n < len(sec) && i+n < len(s) && s[i+n] == sec[n] {
+			n++
+		}
+		out.WriteString(s[:i])
+		out.WriteString("…")
+		s = s[i+n:]
+	}
 }
 
 // Error returns err with the endpoint's secrets scrubbed from its text. The

@@ -40,3 +40,20 @@ func TestRedactor(t *testing.T) {
 	}
 	assert.Nil(t, NewRedactor("https://x.example/v3/abcdefgh", nil).Error(nil))
 }
+
+// Issue 38: a credential is scrubbed in every form it is sent in, and a
+// piece of one cut short (from its first six characters on) goes too.
+func TestRedactorScrubsEveryForm(t *testing.T) {
+	r := NewRedactor("https://alice:pa55-w0rd%2Fx@rpc.example/k3y-in-path?apikey=a+b%2Fcdefg", http.Header{"X-Key": {"hdr-s3cret"}})
+	for _, echo := range []string{
+		"Authorization: Basic YWxpY2U6cGE1NS13MHJkL3g=", // base64("alice:pa55-w0rd/x"), as Go sends user info
+		"pass=pa55-w0rd/x", "pass=pa55-w0rd%2Fx", "query=apikey=a+b%2Fcdefg", "value=a b/cdefg",
+		"hdr=aGRyLXMzY3JldA==", "path=k3y-in-pa", "cut at k3y-in", "header cut hdr-s3c",
+	} {
+		clean := r.String(echo)
+		for _, bad := range []string{"YWxpY2U6", "pa55-w", "aGRyLXMz", "k3y-in", "hdr-s3", "a b/cd", "a+b%2F"} {
+			assert.NotContains(t, clean, bad, echo)
+		}
+	}
+	assert.Equal(t, "nothing secret here: 0x12", r.String("nothing secret here: 0x12"))
+}
