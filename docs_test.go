@@ -25,7 +25,7 @@ func docPages(t *testing.T) []string {
 	pages, err := filepath.Glob("docs/*.md")
 	require.NoError(t, err)
 	require.NotEmpty(t, pages)
-	return append([]string{"README.md", "CONTRIBUTING.md"}, pages...)
+	return append([]string{"README.md", "CONTRIBUTING.md", "SECURITY.md"}, pages...)
 }
 
 var (
@@ -160,6 +160,19 @@ func TestDocLinks(t *testing.T) {
 			t.Error(b)
 		}
 	}
+}
+
+// A reporter finds where to send a vulnerability privately from the
+// README and from docs/security.md (issue 38).
+func TestSecurityContactIsNamed(t *testing.T) {
+	const private = "https://github.com/paywatch/paywatch/security/advisories/new"
+	for _, page := range []string{"SECURITY.md", "docs/security.md"} {
+		text, ok := readRepoFile(page)
+		require.True(t, ok, page)
+		assert.Contains(t, text, private, page)
+	}
+	readme, _ := readRepoFile("README.md")
+	assert.Contains(t, readme, "(SECURITY.md)", "the README links SECURITY.md")
 }
 
 func TestHeadingSlugs(t *testing.T) {

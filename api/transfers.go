@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -50,6 +51,9 @@ type handledView struct {
 type transferDetailView struct {
 	transferView
 	Timeline []transferEventView `json:"timeline"`
+	// TimelineTotal is how many steps the whole timeline has; Timeline is
+	// the page of them asked for (timeline_limit, timeline_offset).
+	TimelineTotal int `json:"timeline_total"`
 }
 
 // transferEventView is a step of a transfer's timeline: seen, told (with
@@ -207,17 +211,39 @@ func (s *Server) getTransfer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	limit, err := queryInt(c, "timeline_limit", payments.DefaultTimelineLimit, 1, payments.MaxTimelineLimit)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(c, "timeline_offset", 0, 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
 	ctx, prj := c.Request().Context(), project(c).ID
 	t, err := s.payments.Transfer(ctx, prj, n, c.Param("tx_hash"), idx)
 	if err != nil {
 		return err
 	}
-	tl, err := s.payments.TransferTimeline(ctx, prj, t.ID())
+	tl, total, err := s.payments.TransferTimeline(ctx, prj, t.ID(), limit, offset)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"success": true,
-		"transfer": transferDetailView{transferView: viewTransfer(t), Timeline: viewTransferEvents(tl)}})
+		"transfer": transferDetailView{transferView: viewTransfer(t), Timeline: viewTransferEvents(tl), TimelineTotal: total}})
+}
+
+// queryInt reads the whole-number query parameter name, def when absent:
+// from lo to hi, else 400 Invalid request body.
+func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return def, nil
+	}
+	v, err := strconv.Atoi(raw)
+	if err != nil || v < lo || v > hi {
+		return 0, errInvalidBody
+	}
+	return v, nil
 }
 
 // handledRequest is the body of POST /v1/transfers/{network}/{tx_hash}/handled.

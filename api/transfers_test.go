@@ -84,6 +84,24 @@ func TestTransferTimelineOverTheAPI(t *testing.T) {
 	}, events(r))
 	assert.Equal(t, "tln@example.com", r.str("transfer.handled.by"))
 	assert.Equal(t, "Refunded instead", r.str("transfer.handled.note"))
+	assert.Equal(t, "4", fmt.Sprint(r.get("transfer.timeline_total")))
+
+	// Issue 38: the same mark again adds no step, and the timeline is
+	// read a page at a time.
+	for range 3 {
+		r = e.call(shop.key, "POST", path+"/handled", map[string]any{"note": "Refunded instead, via api"})
+		require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	}
+	r = e.call(shop.key, "GET", path+"?timeline_limit=2&timeline_offset=3", nil)
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, []string{
+		"handled <nil> tln@example.com Refunded instead",
+		"handled <nil> api Refunded instead, via api",
+	}, events(r), "one mark for three same requests")
+	assert.Equal(t, "5", fmt.Sprint(r.get("transfer.timeline_total")))
+	for _, q := range []string{"timeline_limit=0", "timeline_limit=501", "timeline_limit=x", "timeline_offset=-1"} {
+		requireError(t, e.call(shop.key, "GET", path+"?"+q, nil), http.StatusBadRequest, paywatch.MsgInvalidRequestBody)
+	}
 
 	r = e.call(shop.key, "GET", "/v1/transfers", nil)
 	require.Equal(t, http.StatusOK, r.Code, r.Raw)

@@ -48,11 +48,20 @@ func (s *Service) MarkTransferHandled(ctx context.Context, projectID int64, n pa
 	return s.store.MarkTransferHandled(ctx, projectID, n, h, logIndex, by, note)
 }
 
+// The bounds of a page of a transfer's timeline.
+const (
+	// DefaultTimelineLimit is how many steps a page holds unless asked.
+	DefaultTimelineLimit = store.DefaultTimelineLimit
+	// MaxTimelineLimit is the most steps one page holds.
+	MaxTimelineLimit = store.MaxTimelineLimit
+)
+
 // TransferTimeline returns what happened to one of a project's
 // transfers, oldest first: recorded, told as unmatched, and each mark of
-// it as handled (who, when, the note).
-func (s *Service) TransferTimeline(ctx context.Context, projectID int64, id store.TransferID) ([]store.TransferEvent, error) {
-	return s.store.TransferTimeline(ctx, projectID, id)
+// it as handled (who, when, the note); the page of at most limit steps
+// from offset on, and how many there are in all.
+func (s *Service) TransferTimeline(ctx context.Context, projectID int64, id store.TransferID, limit, offset int) ([]store.TransferEvent, int, error) {
+	return s.store.TransferTimeline(ctx, projectID, id, limit, offset)
 }
 
 // TransferMarks returns every mark of a project's transfers ids, each

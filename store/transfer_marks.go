@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,7 +51,21 @@ type TransferEvent struct {
 // transfer's marks, in tx (which holds the transfer's row lock): the
 // columns are what the list shows and filters on, the rows are the
 // history that a later mark no longer erases.
+//
+// A mark by the same hand with the same note as the current one adds
+// nothing (issue 38): a retried request, or a double click, does not grow
+// the timeline.
 func markTransfer(ctx context.Context, tx pgx.Tx, projectID int64, n paywatch.Network, txHash string, logIndex int64, m TransferMark) error {
+	var same bool
+	if err := tx.QueryRow(ctx, `
+		SELECT handled_at IS NOT NULL AND handled_by = $4 AND handled_note = $5 FROM chain_transfers
+		WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
+		string(n), txHash, logIndex, m.By, m.Note).Scan(&same); err != nil {
+		return err
+	}
+	if same {
+		return nil
+	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE chain_transfers SET handled_at = $4, handled_by = $5, handled_note = $6
 		WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
@@ -66,15 +79,40 @@ func markTransfer(ctx context.Context, tx pgx.Tx, projectID int64, n paywatch.Ne
 	return err
 }
 
+// Timeline pages (GET /v1/transfers/{network}/{tx_hash}'s
+// timeline_limit and timeline_offset).
+const (
+	// DefaultTimelineLimit is how many steps of a transfer's timeline a
+	// page holds unless asked otherwise.
+	DefaultTimelineLimit = 100
+	// MaxTimelineLimit is the most steps one page holds.
+	MaxTimelineLimit = 500
+)
+
 // TransferTimeline returns what happened to one of a project's recorded
 // transfers, oldest first: when a scanner recorded it, when its
 // transfer.unmatched event was written (if it was), and every mark of it
 // as handled, the current one last. Steps at the same instant keep that
-// order. ENOTFOUND "Transfer not found" when the project has no such
-// transfer (or a reorg removed it).
-func (s *Store) TransferTimeline(ctx context.Context, projectID int64, id TransferID) ([]TransferEvent, error) {
+// order. It returns the page of at most limit steps from offset on, and
+// how many steps there are in all: a transfer marked many times (each
+// mark is kept) is read a page at a time. ENOTFOUND "Transfer not found"
+// when the project has no such transfer (or a reorg removed it).
+func (s *Store) TransferTimeline(ctx context.Context, projectID int64, id TransferID, limit, offset int) ([]TransferEvent, int, error) {
+	// Every transfer's timeline holds its own row's step: without it the
+	// project has no such transfer (or a reorg removed it), whatever
+	// events and marks it once had.
+	var found bool
+	if err := s.pool.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM chain_transfers t
+		               WHERE t.network = $2 AND t.tx_hash = $3 AND t.log_index = $4 AND t.project_id = $1 AND NOT t.removed)`,
+		projectID, string(id.Network), id.TxHash, int64(id.LogIndex)).Scan(&found); err != nil {
+		return nil, 0, fmt.Errorf("read transfer timeline: %w", err)
+	}
+	if !found {
+		return nil, 0, notFound(paywatch.MsgTransferNotFound)
+	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT at, event, event_id, marked_by, note FROM (
+		SELECT at, event, event_id, marked_by, note, count(*) OVER () FROM (
 			SELECT t.created_at AS at, 'seen' AS event, NULL::text AS event_id, NULL::text AS marked_by, NULL::text AS note,
 			       0 AS step, 0::bigint AS seq
 			FROM chain_transfers t
@@ -87,18 +125,19 @@ func (s *Store) TransferTimeline(ctx context.Context, projectID int64, id Transf
 			SELECT m.at, 'handled', NULL, m.marked_by, m.note, 2, m.id
 			FROM chain_transfer_marks m
 			WHERE m.network = $2 AND m.tx_hash = $3 AND m.log_index = $4 AND m.project_id = $1
-		) steps ORDER BY at, step, seq`,
-		projectID, string(id.Network), id.TxHash, int64(id.LogIndex), string(EventTransferUnmatched))
+		) steps ORDER BY at, step, seq LIMIT $6 OFFSET $7`,
+		projectID, string(id.Network), id.TxHash, int64(id.LogIndex), string(EventTransferUnmatched), limit, offset)
 	if err != nil {
-		return nil, fmt.Errorf("read transfer timeline: %w", err)
+		return nil, 0, fmt.Errorf("read transfer timeline: %w", err)
 	}
+	total := 0
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TransferEvent, error) {
 		var (
 			e                 TransferEvent
 			kind              string
 			eventID, by, note *string
 		)
-		if err := r.Scan(&e.At, &kind, &eventID, &by, &note); err != nil {
+		if err := r.Scan(&e.At, &kind, &eventID, &by, &note, &total); err != nil {
 			return e, err
 		}
 		e.At, e.Event = e.At.UTC(), TransferEventKind(kind)
@@ -114,15 +153,20 @@ func (s *Store) TransferTimeline(ctx context.Context, projectID int64, id Transf
 		return e, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read transfer timeline: %w", err)
+		return nil, 0, fmt.Errorf("read transfer timeline: %w", err)
 	}
-	// Every transfer's timeline holds its own row's step: without it the
-	// project has no such transfer (or a reorg removed it), whatever
-	// events and marks it once had.
-	if !slices.ContainsFunc(out, func(e TransferEvent) bool { return e.Event == TransferEventSeen }) {
-		return nil, notFound(paywatch.MsgTransferNotFound)
+	if len(out) == 0 && offset > 0 {
+		// Past the end: the total is the steps there are.
+		if err := s.pool.QueryRow(ctx, `
+			SELECT 1 + (SELECT count(*) FROM webhook_events e
+			            WHERE e.network = $2 AND e.tx_hash = $3 AND e.log_index = $4 AND e.project_id = $1 AND e.event = $5)
+			         + (SELECT count(*) FROM chain_transfer_marks m
+			            WHERE m.network = $2 AND m.tx_hash = $3 AND m.log_index = $4 AND m.project_id = $1)`,
+			projectID, string(id.Network), id.TxHash, int64(id.LogIndex), string(EventTransferUnmatched)).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("read transfer timeline: %w", err)
+		}
 	}
-	return out, nil
+	return out, total, nil
 }
 
 // TransferMarks returns the marks of a project's transfers ids, each

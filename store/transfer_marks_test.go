@@ -34,7 +34,7 @@ func TestTransferTimelineKeepsEveryMark(t *testing.T) {
 	f.record(40, "", again)
 	id := store.TransferID{Network: paywatch.TRC20, TxHash: again.TxHash}
 
-	tl, err := s.TransferTimeline(ctx, f.prj.ID, id)
+	tl, _, err := s.TransferTimeline(ctx, f.prj.ID, id, store.DefaultTimelineLimit, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []store.TransferEvent{{At: seen, Event: store.TransferEventSeen}}, tl, "not told yet")
 
@@ -61,7 +61,7 @@ func TestTransferTimelineKeepsEveryMark(t *testing.T) {
 		}
 	}
 
-	tl, err = s.TransferTimeline(ctx, f.prj.ID, id)
+	tl, _, err = s.TransferTimeline(ctx, f.prj.ID, id, store.DefaultTimelineLimit, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []store.TransferEvent{
 		{At: seen, Event: store.TransferEventSeen},
@@ -78,8 +78,26 @@ func TestTransferTimelineKeepsEveryMark(t *testing.T) {
 		{At: second, By: "owner@shop.test", Note: "refunded instead"},
 	}}, marks, "a transfer never marked has no marks")
 
+	// Issue 38: the same mark again (a retried request, a double click)
+	// adds nothing; a page of the timeline says how many steps there are.
+	clk.Add(time.Minute)
+	again2, err := s.MarkTransferHandled(ctx, f.prj.ID, paywatch.TRC20, again.TxHash, nil, "owner@shop.test", "refunded instead")
+	require.NoError(t, err)
+	assert.Equal(t, latest, again2.Handled, "the mark is unchanged, its time too")
+	page, total, err := s.TransferTimeline(ctx, f.prj.ID, id, 2, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 4, total, "no fifth step")
+	assert.Equal(t, []store.TransferEvent{
+		{At: told, Event: store.TransferEventTold, EventID: uuidOf(again.TxHash)},
+		{At: first, Event: store.TransferEventHandled, By: "api", Note: "credited to order 7"},
+	}, page)
+	page, total, err = s.TransferTimeline(ctx, f.prj.ID, id, 2, 10)
+	require.NoError(t, err)
+	assert.Empty(t, page)
+	assert.Equal(t, 4, total, "past the end, still the count")
+
 	other := project(t, s, "other", mode(paywatch.ModeDedicated), staticWallet("TRC20", "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"))
-	_, err = s.TransferTimeline(ctx, other.ID, id)
+	_, _, err = s.TransferTimeline(ctx, other.ID, id, store.DefaultTimelineLimit, 0)
 	requireCode(t, err, paywatch.ENOTFOUND, paywatch.MsgTransferNotFound)
 	marks, err = s.TransferMarks(ctx, other.ID, []store.TransferID{id})
 	require.NoError(t, err)
@@ -152,13 +170,13 @@ func TestTransferMarksBackfill(t *testing.T) {
 	require.NoError(t, err)
 	s := store.New(pool)
 
-	tl, err := s.TransferTimeline(ctx, 1, store.TransferID{Network: paywatch.TRC20, TxHash: marked})
+	tl, _, err := s.TransferTimeline(ctx, 1, store.TransferID{Network: paywatch.TRC20, TxHash: marked}, store.DefaultTimelineLimit, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []store.TransferEvent{
 		{At: at, Event: store.TransferEventSeen},
 		{At: at.Add(time.Hour), Event: store.TransferEventHandled, By: "owner@old.test", Note: "refunded"},
 	}, tl)
-	tl, err = s.TransferTimeline(ctx, 1, store.TransferID{Network: paywatch.TRC20, TxHash: plain})
+	tl, _, err = s.TransferTimeline(ctx, 1, store.TransferID{Network: paywatch.TRC20, TxHash: plain}, store.DefaultTimelineLimit, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []store.TransferEvent{{At: at, Event: store.TransferEventSeen}}, tl)
 
