@@ -1,13 +1,17 @@
 package api_test
 
 import (
+	"encoding/json"
 	"html"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch"
 )
 
 // The list's poll answers 304 with no body while the list is as the page
@@ -49,4 +53,39 @@ func TestDashboardPaymentListPollNotModified(t *testing.T) {
 	next := changed.Header.Get("ETag")
 	assert.NotEqual(t, etag, next)
 	assert.Equal(t, http.StatusNotModified, b.sendHeader(http.MethodGet, u, nil, ifNoneMatch(next)).Code)
+}
+
+// The polls of the payment page and of the payment list are read by a
+// script that expects JSON: a payment or project it cannot see is a 404
+// with the API's {"error": ...} body, never the dashboard's HTML page
+// (issue 38, item 4). dash.js stops polling on a 404 and says so.
+func TestDashboardPollsAnswerNotFoundInJSON(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.owner("poll404@example.com", "poll404")
+	key := e.merchant("elsewhere", "pro", nil, hdWallet())
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": "x", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	theirs := r.str("payment.id")
+
+	for path, msg := range map[string]string{
+		"/dashboard/p/poll404/payments/00000000-0000-4000-8000-000000000000/status": paywatch.MsgPaymentNotFound,
+		"/dashboard/p/poll404/payments/not-a-uuid/status":                           paywatch.MsgPaymentNotFound,
+		"/dashboard/p/poll404/payments/" + theirs + "/status":                       paywatch.MsgPaymentNotFound,
+		"/dashboard/p/elsewhere/payments/" + theirs + "/status":                     paywatch.MsgNotFound,
+		"/dashboard/p/elsewhere/payments/status?limit=20":                           paywatch.MsgNotFound,
+	} {
+		p := b.sendHeader(http.MethodGet, path, nil, http.Header{"Accept": {"application/json"}})
+		assert.Equal(t, http.StatusNotFound, p.Code, path)
+		assert.True(t, strings.HasPrefix(p.Header.Get("Content-Type"), "application/json"), "%s: %s", path, p.Header.Get("Content-Type"))
+		var got map[string]any
+		if assert.NoError(t, json.Unmarshal([]byte(p.Body), &got), "%s: %s", path, p.Body) {
+			assert.Equal(t, map[string]any{"error": msg}, got, path)
+		}
+	}
+	// The page itself stays a page.
+	p := b.get("/dashboard/p/poll404/payments/00000000-0000-4000-8000-000000000000")
+	assert.Equal(t, http.StatusNotFound, p.Code)
+	assert.True(t, strings.HasPrefix(p.Header.Get("Content-Type"), "text/html"), p.Header.Get("Content-Type"))
 }

@@ -104,7 +104,8 @@ func body(msg string, fields map[string]any) map[string]any {
 // domain errors and workflow rejections by their code, Echo's own errors
 // (unknown route, body too large, unreadable body) by status, and anything
 // else as a logged 500 whose body never shows internals. The hosted pages
-// (marked by htmlPage) get the same status with an HTML page.
+// (marked by htmlPage) and the dashboard's pages get the same status with
+// an HTML page; the dashboard's polls get the JSON body.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -144,7 +145,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(status)
 		return
 	}
-	if dash, _ := c.Get(ctxDash).(bool); dash {
+	// The dashboard's polls (statusPoll) are read by its script, which
+	// expects JSON as the API answers it, whatever the status.
+	if dash, _ := c.Get(ctxDash).(bool); dash && !statusPoll(c) {
 		msg, _ := b["error"].(string)
 		s.renderDashError(c, status, msg)
 		return

@@ -274,6 +274,40 @@ func TestWebhookURLInAnyIPv4NotationIsJudgedByItsAddress(t *testing.T) {
 	assert.Equal(t, "https://0x5db8d70e/hook", r.str("project.webhook_url"))
 }
 
+// A webhook URL whose port is outside 1-65535 is refused wherever it is
+// saved, as every malformed URL is, and nothing changes (issue 38, item
+// 4): POST /v1/projects with the contract's one message, PATCH with the
+// detailed one, and the dashboard's settings form showing it.
+func TestWebhookURLPortOutOfRangeIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	b.owner("port@example.com", "port")
+	require.Equal(t, http.StatusOK, e.op("PATCH", "/v1/projects/port", map[string]any{"webhook_url": "https://93.184.215.14:8443/hook"}).Code)
+	before := e.snapshot()
+
+	const shape = "webhook_url must be an absolute http or https URL"
+	for _, u := range []string{
+		"https://93.184.215.14:99999/hook", "https://93.184.215.14:0/hook", "https://93.184.215.14:65536/hook",
+		"https://[2606:4700:4700::1111]:100000/hook",
+	} {
+		requireError(t, e.op("POST", "/v1/projects", map[string]any{"slug": "new", "webhook_url": u}), http.StatusBadRequest, "Invalid request body")
+		requireError(t, e.op("PATCH", "/v1/projects/port", map[string]any{"webhook_url": u}), http.StatusBadRequest, shape)
+
+		b.get("/dashboard/p/port/settings")
+		p := b.post("/dashboard/p/port/settings", map[string]string{
+			"name": "Port shop", "webhook_url": u, "address_mode": "per_payment", "pool_matching": "micro_amount",
+			"micro_amount_decimals": "3", "payment_expiry_minutes": "60",
+		})
+		assert.Equal(t, http.StatusBadRequest, p.Code, u)
+		assert.Contains(t, p.Body, shape, "the form says why: %s", u)
+	}
+	assert.Equal(t, before, e.snapshot(), "nothing changed")
+	r := e.op("PATCH", "/v1/projects/port", map[string]any{"webhook_url": "https://93.184.215.14:65535/hook"})
+	require.Equal(t, http.StatusOK, r.Code, r.Raw)
+	assert.Equal(t, "https://93.184.215.14:65535/hook", r.str("project.webhook_url"))
+}
+
 // FuzzNoInputAnswers5xx sends fuzzed paths, queries and bodies to the real
 // handlers of both listeners, over real PostgreSQL and the real payment
 // workflow, and fails on any 5xx. route picks the endpoint (modulo the

@@ -103,10 +103,28 @@ func Parse(s string) (Lang, bool) {
 	return l.lang, ok
 }
 
+// closeEnough is the least confidence of the matcher at which a tag is
+// taken as a language spoken, for ParseTag and Match alike, so that
+// ?lang=, the cookie, a merchant's locale and Accept-Language never
+// disagree about a tag. High takes regional variants ("pt-PT" for pt-BR,
+// "de-CH" for de); Low, which golang.org/x/text calls "most likely not a
+// match", is what it gives Traditional Chinese (zh-TW, zh-HK, zh-Hant)
+// against zh-Hans, and is refused.
+//
+// Traditional Chinese is not guessed as Simplified Chinese on purpose:
+// they are two written standards, and a reader of one reads the other
+// with effort, on a page whose amounts and instructions must not be
+// misread. The buyer's browser decides instead: one that also lists
+// plain "zh" (as Chrome does for zh-TW) or zh-Hans gets Simplified
+// Chinese, another its next language or English, and the switcher offers
+// 简体中文 in one click. A merchant who judges Simplified Chinese right
+// for its buyers says so with a locale of zh-Hans.
+const closeEnough = language.High
+
 // ParseTag returns the language a BCP 47 tag names: exactly (any case), or
 // as a close variant ("en-US", "pt", "zh-CN", "de-AT"); false for a tag
 // the pages do not speak (a far match such as "zh-TW" for Simplified
-// Chinese is refused rather than guessed).
+// Chinese is refused rather than guessed: see closeEnough).
 func ParseTag(s string) (Lang, bool) {
 	if l, ok := Parse(s); ok {
 		return l, true
@@ -116,14 +134,15 @@ func ParseTag(s string) (Lang, bool) {
 		return "", false
 	}
 	_, i, conf := matcher.Match(tag)
-	if conf < language.High {
+	if conf < closeEnough {
 		return "", false
 	}
 	return languages[i].lang, true
 }
 
 // Match picks the language of an Accept-Language header: the best of the
-// languages spoken, or "" when none is close (the caller falls back).
+// languages spoken, or "" when none is close enough (closeEnough: a
+// header of only "zh-TW" is ""), and the caller falls back.
 func Match(acceptLanguage string) Lang {
 	load()
 	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
@@ -131,7 +150,7 @@ func Match(acceptLanguage string) Lang {
 		return ""
 	}
 	_, i, conf := matcher.Match(tags...)
-	if conf == language.No {
+	if conf < closeEnough {
 		return ""
 	}
 	return languages[i].lang

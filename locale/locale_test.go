@@ -111,6 +111,35 @@ func TestLanguages(t *testing.T) {
 	assert.Equal(t, "ltr", locale.Lang("de").Dir())
 }
 
+// Traditional Chinese is not spoken, and no way of asking for it is read
+// as Simplified Chinese: not ?lang=, the cookie or the merchant's locale
+// (ParseTag), nor the browser's Accept-Language (Match). A browser that
+// also lists plain zh, or zh-Hans, gets Simplified Chinese because it said
+// so; otherwise its next language, or English (issue 38, item 4).
+func TestTraditionalChineseIsNotGuessed(t *testing.T) {
+	for _, tag := range []string{"zh-TW", "zh-HK", "zh-MO", "zh-Hant", "zh-Hant-TW", "ZH-tw"} {
+		_, ok := locale.ParseTag(tag)
+		assert.False(t, ok, "ParseTag(%q)", tag)
+		assert.Equal(t, locale.Lang(""), locale.Match(tag), "Match(%q)", tag)
+		assert.Equal(t, locale.English, locale.Choose(tag), "Accept-Language: %s", tag)
+		assert.Equal(t, locale.English, locale.Choose("", tag), "?lang=%s", tag)
+		assert.Equal(t, locale.Choose(tag), locale.Choose("", tag), "%s: the header and an explicit choice agree", tag)
+	}
+	for _, tc := range []struct {
+		accept string
+		want   locale.Lang
+	}{
+		{"zh-TW,zh;q=0.9,en-US;q=0.8,en;q=0.7", "zh-Hans"}, // Chrome's default for Traditional Chinese
+		{"zh-TW,zh-Hans;q=0.5", "zh-Hans"},
+		{"zh-TW,fr;q=0.5", "fr"},
+		{"ja,zh-TW;q=0.8", locale.English},
+		{"zh-Hans-TW", "zh-Hans"}, // Simplified script, as written in Taiwan
+		{"zh-SG", "zh-Hans"},
+	} {
+		assert.Equal(t, tc.want, locale.Choose(tc.accept), "Accept-Language: %s", tc.accept)
+	}
+}
+
 // Amounts keep every digit, in the language's decimal separator, never
 // grouping thousands (a figure copied into a wallet must not read as
 // another).

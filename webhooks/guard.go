@@ -23,7 +23,8 @@ import (
 var ErrPrivateAddress = errors.New("webhook URL points to a private or reserved address")
 
 // ErrBadURL means a webhook URL is not an absolute http(s) URL whose
-// host is a host name or an IP address (see Host).
+// host is a host name or an IP address (see Host) and whose port, if
+// given, is 1-65535.
 var ErrBadURL = errors.New("webhook URL must be an absolute http or https URL")
 
 // reservedPrefixes are the special-purpose ranges (IANA IPv4 and IPv6
@@ -116,8 +117,9 @@ func PublicIP(ip netip.Addr) bool {
 
 // CheckURL checks a webhook URL as the service does when a project
 // saves it and before every delivery: an absolute http or https URL whose
-// host is a valid host name or IP address (read as Host reads it)
-// that is, or resolves only to, public addresses (see PublicIP).
+// host is a valid host name or IP address (read as Host reads it), with
+// no user info and no port outside 1-65535, that is, or resolves only to,
+// public addresses (see PublicIP).
 // "localhost" and names under ".localhost" are refused without a lookup.
 // With allowPrivate (PAYWATCH_WEBHOOK_ALLOW_PRIVATE) only the URL's form is
 // checked. Errors wrap ErrBadURL or ErrPrivateAddress; a failed DNS
@@ -132,7 +134,7 @@ func CheckURL(ctx context.Context, rawURL string, allowPrivate bool) error {
 // change.
 func checkURL(ctx context.Context, resolver *net.Resolver, rawURL string, allowPrivate bool) error {
 	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || !validPort(u.Port()) {
 		return ErrBadURL
 	}
 	host, ip, err := Host(u.Hostname())
@@ -164,6 +166,19 @@ func checkURL(ctx context.Context, resolver *net.Resolver, rawURL string, allowP
 		}
 	}
 	return nil
+}
+
+// validPort reports whether port, as url.URL.Port gives it (digits, or
+// "" for the scheme's default), is one a connection can be made to:
+// 1-65535. url.Parse takes any run of digits, so without this a URL such
+// as https://shop.example:99999/ would be saved and then fail every
+// delivery.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n != 0
 }
 
 // privateAnswer is an ErrPrivateAddress that came from a DNS answer, looked

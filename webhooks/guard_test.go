@@ -94,6 +94,15 @@ func TestCheckWebhookURL(t *testing.T) {
 		{"ftp://8.8.8.8/hook", webhooks.ErrBadURL},
 		{"/relative", webhooks.ErrBadURL},
 		{"https://user:pw@8.8.8.8/", webhooks.ErrBadURL},
+		// A port is 1-65535 (issue 38, item 4): no dialer reaches another.
+		{"https://8.8.8.8:1/hook", nil},
+		{"https://8.8.8.8:65535/hook", nil},
+		{"https://8.8.8.8:99999/hook", webhooks.ErrBadURL},
+		{"https://8.8.8.8:65536/hook", webhooks.ErrBadURL},
+		{"https://8.8.8.8:0/hook", webhooks.ErrBadURL},
+		{"https://8.8.8.8:00000/hook", webhooks.ErrBadURL},
+		{"https://[2606:4700:4700::1111]:70000/hook", webhooks.ErrBadURL},
+		{"https://8.8.8.8:99999999999999999999999/hook", webhooks.ErrBadURL},
 	} {
 		err := webhooks.CheckURL(ctx, tc.url, false)
 		if tc.err == nil {
@@ -104,6 +113,7 @@ func TestCheckWebhookURL(t *testing.T) {
 	}
 	assert.NoError(t, webhooks.CheckURL(ctx, "http://127.0.0.1:8080/hook", true), "allowPrivate lifts the range check")
 	assert.ErrorIs(t, webhooks.CheckURL(ctx, "ftp://127.0.0.1/", true), webhooks.ErrBadURL)
+	assert.ErrorIs(t, webhooks.CheckURL(ctx, "http://127.0.0.1:99999/", true), webhooks.ErrBadURL, "allowPrivate checks the port too")
 }
 
 // The dialer refuses private addresses after DNS resolution, so a name that
