@@ -117,6 +117,10 @@ type PaymentState struct {
 	// LateChecked is set once the chain was read up to the late window's
 	// end (the close's check).
 	LateChecked bool
+	// LateByChain is set by runs that close their late window by reading
+	// the chain (the workflow's lateCheckVersion): their network need not
+	// stay at block pace through the window (store.Waiting).
+	LateByChain bool
 	// FinalHead is the head the on-chain check at the deadline read up
 	// to: the late window's check reads the chain only after it.
 	FinalHead uint64

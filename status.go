@@ -74,12 +74,13 @@ const (
 	// late_closed, the workflow's LateClosed) is still taken to count a
 	// transfer: the late window, the confirming grace of a transfer still
 	// confirming at its end, and a day of patience with an on-chain check
-	// that gets no answer (the workflow's outagePatience), with an hour to
+	// that gets no answer (the workflow's outagePatience, counted from the
+	// first failure, which may come a grace after the end), with an hour to
 	// spare. Until the workflow closes the window, no transfer to the
 	// address is told unmatched, and its reorgs are still signalled; past
 	// LateHold the clock decides, so that a workflow that is gone
 	// (terminated by an operator) holds no address forever.
-	LateHold = 2*LateWindow + ConfirmingGrace + 30*time.Minute
+	LateHold = 2*LateWindow + 2*ConfirmingGrace + time.Hour
 	// PendingShownExpiredAfter is how long after expires_at a pending
 	// payment keeps being shown as pending, to absorb clock skew and
 	// transfers in flight at the deadline.

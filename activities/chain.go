@@ -102,10 +102,11 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 // scanner's cursor are read from the chain, on every network: what the
 // deadline's check read (ReadFrom) and what the scanner recorded are not
 // read again. On TRC20 a scanner at work that has not reached the window's
-// last block is waited for (the check fails, and the workflow tries again
-// a minute later), so a day of abandoned checkouts costs no block reads
-// beyond the scanner's own; a scanner that has recorded nothing for
-// scannerAlive is not waited for.
+// last block is waited for (the check fails with ErrTypeScannerBehind, and
+// the workflow tries again a minute later), so an abandoned checkout costs
+// a head and a few block-time reads rather than its window's blocks; a
+// scanner that has recorded nothing for scannerAlive is not waited for,
+// nor one the workflow has waited for long enough (NoWait).
 func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInput) (workflows.FinalCheckResult, error) {
 	c, err := a.client(in.Network)
 	if err != nil {
@@ -125,38 +126,42 @@ func (a *Activities) FinalCheck(ctx context.Context, in workflows.FinalCheckInpu
 			return workflows.FinalCheckResult{}, temporalError(err)
 		}
 	}
+	rec, err := a.store.RecordedTransfersTo(ctx, in.Network, in.Token, addr, start)
+	if err != nil {
+		return workflows.FinalCheckResult{}, temporalError(err)
+	}
+	// Blocks cost a call or more each where a client cannot filter by
+	// recipient (TRC20), and the network's scanner, at work, reads them
+	// anyway, once for every payment: the close of a late window waits for
+	// it rather than read them again for each window that ends (issue 37),
+	// unless the workflow has waited long enough (NoWait: a scanner that
+	// moves but never catches up). On EVM networks the few blocks after the
+	// cursor (an idle scanner keeps 128 behind the head) are one
+	// eth_getLogs filtered by recipient.
+	waitForScanner := !in.Until.IsZero() && !in.NoWait && in.Network.Family() != paywatch.FamilyEVM &&
+		rec.Scanned && a.now().Sub(rec.RecordedAt) < scannerAlive
+	if waitForScanner && rec.Height+1 < estimatedBlockAt(in.Network, a.blockTimes[in.Network], in.Until, a.now(), head) {
+		// Surely behind: no block reads to say so.
+		return workflows.FinalCheckResult{}, scannerBehind(in.Network, rec.Height, in.Until)
+	}
 	end := head
 	if !in.Until.IsZero() {
 		if end, err = a.lastBlockBefore(ctx, c, in.Until, start, head); err != nil {
 			return workflows.FinalCheckResult{}, temporalError(err)
 		}
 	}
-	rec, err := a.store.RecordedTransfersTo(ctx, in.Network, in.Token, addr, start)
-	if err != nil {
-		return workflows.FinalCheckResult{}, temporalError(err)
+	if waitForScanner && rec.Height < end {
+		return workflows.FinalCheckResult{}, scannerBehind(in.Network, rec.Height, in.Until)
 	}
 	var found []chains.Transfer
 	for _, t := range rec.Transfers {
-		if t.BlockNumber <= end {
+		if in.Until.IsZero() || t.BlockNumber <= end {
 			found = append(found, t)
 		}
 	}
 	from := max(start, in.ReadFrom)
 	if rec.Scanned && (in.Network.Family() != paywatch.FamilyEVM || !in.Until.IsZero()) {
 		from = max(from, rec.Height+1)
-	}
-	if !in.Until.IsZero() && in.Network.Family() != paywatch.FamilyEVM && rec.Scanned && rec.Height < end &&
-		a.now().Sub(rec.RecordedAt) < scannerAlive {
-		// Blocks cost a call or more each where a client cannot filter by
-		// recipient (TRC20), and the network's scanner, at work, reads
-		// them anyway, once for every payment: wait for it rather than
-		// read them again for each late window that ends (issue 37). On
-		// EVM networks the few blocks after the cursor (an idle scanner
-		// keeps 128 behind the head) are one eth_getLogs filtered by
-		// recipient.
-		return workflows.FinalCheckResult{}, temporalError(fmt.Errorf(
-			"%s: the scanner has read up to block %d, before the late window's last block %d; checked again once it is past",
-			in.Network, rec.Height, end))
 	}
 	onChain, err := a.readWindow(ctx, c, in, addr, start, from, end)
 	if err != nil {

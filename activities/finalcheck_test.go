@@ -273,6 +273,12 @@ func TestFinalCheckUntilTheLateWindowsEnd(t *testing.T) {
 				_, err = acts.FinalCheck(ctx, in)
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "the scanner has read up to block")
+				// The workflow that has waited long enough reads the chain.
+				noWait := in
+				noWait.NoWait = true
+				res, err = acts.FinalCheck(ctx, noWait)
+				require.NoError(t, err)
+				require.Len(t, res.Transfers, 1)
 				_, err = db.pool.Exec(ctx, `UPDATE chain_cursors SET updated_at = now() - interval '20 minutes' WHERE network = $1`, string(n))
 				require.NoError(t, err)
 				res, err = acts.FinalCheck(ctx, in)

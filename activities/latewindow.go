@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains"
 )
@@ -71,4 +73,35 @@ func (a *Activities) lastBlockBefore(ctx context.Context, c chains.Client, until
 		}
 	}
 	return lo - 1, nil
+}
+
+// ErrTypeScannerBehind is the error type of a late window's check that
+// waits for the network's scanner to read past the window's end: not
+// retried by the activity (nothing changes within seconds), tried again
+// by the workflow a minute later.
+const ErrTypeScannerBehind = "ScannerBehind"
+
+// scannerBehind is the error of a check that waits for the scanner.
+func scannerBehind(n paywatch.Network, height uint64, until time.Time) error {
+	msg := fmt.Sprintf("%s: the scanner has read up to block %d, not yet past the late window's end %s; checked again once it is",
+		n, height, until.UTC().Format(time.RFC3339))
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeScannerBehind, nil)
+}
+
+// estimatedBlockAt is a block that was surely mined at or before until on
+// network n, whose head is head now: twice as many blocks back from the
+// head as the time since until holds at the network's block time (bt, or
+// its nominal one), so a chain up to twice as fast as that is still
+// placed no later than the truth. 0 when until is in the future.
+func estimatedBlockAt(n paywatch.Network, bt time.Duration, until, now time.Time, head uint64) uint64 {
+	info, _ := paywatch.LookupNetwork(n)
+	bt = cmp.Or(bt, info.BlockTime)
+	if !now.After(until) || bt <= 0 {
+		return 0
+	}
+	back := uint64(2 * now.Sub(until) / bt)
+	if back >= head {
+		return 0
+	}
+	return head - back
 }

@@ -141,7 +141,8 @@ func BenchmarkRPCCost(b *testing.B) {
 				expired = append(expired, db.watch(b, info.Network, paywatch.USDT, randomAddress(b, info.Network), st.Head))
 			}
 		}
-		_, err := db.pool.Exec(ctx, `UPDATE payments SET status = 'expired', expires_at = now() - interval '1 hour' WHERE id = ANY($1::uuid[])`, expired)
+		_, err := db.pool.Exec(ctx, `UPDATE payments SET status = 'expired', expires_at = now() - interval '1 hour', late_by_chain = true
+			WHERE id = ANY($1::uuid[])`, expired)
 		require.NoError(b, err)
 		run("1,000 expired payments per network, in their late windows", nil)
 		// 1,000 open payments per network; one of them gets paid every

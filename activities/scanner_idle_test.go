@@ -126,9 +126,17 @@ func TestWhatKeepsANetworkWaiting(t *testing.T) {
 	assert.False(t, ok, "another network's payment")
 	_, err = db.pool.Exec(ctx, `UPDATE payments SET status = 'expired', expires_at = now() - interval '1 hour' WHERE id = $1`, id)
 	require.NoError(t, err)
-	// Issue 37, item 4: the late window's close reads the chain itself, so
-	// an abandoned checkout leaves its network at the idle pace.
-	assert.False(t, waiting(), "expired, in its late window")
+	// A run of the release before judges a late transfer by when its
+	// signal arrives: its network stays at block pace through the window.
+	assert.True(t, waiting(), "expired, in its late window, judged by its signals")
+	_, err = db.pool.Exec(ctx, `UPDATE payments SET expires_at = now() - interval '25 hours' WHERE id = $1`, id)
+	require.NoError(t, err)
+	assert.False(t, waiting(), "expired, its late window over")
+	// Issue 37, item 4: a run that closes its late window by reading the
+	// chain leaves an abandoned checkout's network at the idle pace.
+	_, err = db.pool.Exec(ctx, `UPDATE payments SET expires_at = now() - interval '1 hour', late_by_chain = true WHERE id = $1`, id)
+	require.NoError(t, err)
+	assert.False(t, waiting(), "expired, in its late window, closed by the chain")
 	_, err = db.pool.Exec(ctx, `INSERT INTO awaited_confirmations (payment_id, network, tx_hash, log_index, block_number, block_hash)
 		VALUES ($1, $2, '0xabc', 0, 5, '0xdef')`, id, string(n))
 	require.NoError(t, err)

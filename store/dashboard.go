@@ -219,7 +219,8 @@ func (s *Store) DeleteWallet(ctx context.Context, slug string) error {
 		var open bool
 		if err := tx.QueryRow(ctx, `
 			SELECT EXISTS (SELECT 1 FROM payments WHERE project_id = $1
-			    AND (status IN ('pending', 'confirming', 'partial') OR `+lateOpenSQL("payments", "$2")+`))`,
+			    AND (status IN ('pending', 'confirming', 'partial')
+			         OR (`+lateOpenSQL("payments", "$2")+` AND `+paywatch.PolicySQL("payments", func(p paywatch.Policy) bool { return p.LateFunds })+`)))`,
 			projectID, now.Add(-paywatch.LateHold)).Scan(&open); err != nil {
 			return fmt.Errorf("check open payments: %w", err)
 		}

@@ -133,14 +133,15 @@ func (s *Store) SavePaymentStateResult(ctx context.Context, st paywatch.PaymentS
 			start_block = COALESCE($15, start_block),
 			state_version = $16,
 			updated_at = $17,
-			late_closed = $18
+			late_closed = $18,
+			late_by_chain = $19
 		WHERE id = $1 AND state_version < $16`,
 			st.PaymentID, string(st.Status),
 			optionalText(string(st.Network)), optionalText(string(st.Token)), optionalText(st.Address),
 			st.Amount.Units().String(), original, decimals,
 			paid, string(txs), optionalText(st.TxHash),
 			utcOrNil(st.PaidAt), st.LatePayment, utcOrNil(st.AddressAssignedAt), startBlock,
-			st.Version, s.now().UTC(), st.LateClosed,
+			st.Version, s.now().UTC(), st.LateClosed, st.LateByChain,
 		)
 		if err != nil {
 			return err

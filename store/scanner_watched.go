@@ -73,13 +73,19 @@ func (s *Store) EarliestWatchedBlock(ctx context.Context, n paywatch.Network) (u
 // does not keep its network at block pace (issue 37): its window's close
 // reads the chain up to the window's end itself, so a late transfer the
 // scanner reads only at the idle pace still counts.
+//
+// A payment whose workflow still judges late transfers by when their
+// signals arrive (a run of the release before, not late_by_chain) keeps
+// its network at block pace through its late window, as it did.
 func (s *Store) Waiting(ctx context.Context, n paywatch.Network) (bool, error) {
 	var ok bool
 	err := s.pool.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM payments p
 			WHERE p.network = $1 AND p.address IS NOT NULL AND p.status IN ('pending', 'confirming', 'partial'))
-		OR EXISTS (SELECT 1 FROM awaited_confirmations a WHERE a.network = $1 AND a.signalled_at IS NULL)`,
-		string(n)).Scan(&ok)
+		OR EXISTS (SELECT 1 FROM awaited_confirmations a WHERE a.network = $1 AND a.signalled_at IS NULL)
+		OR EXISTS (SELECT 1 FROM payments p WHERE `+watchedCondition("$2")+` AND p.status = 'expired' AND NOT p.late_by_chain
+			AND p.expires_at > $3)`,
+		string(n), s.lateWindowStart(), s.clock().Add(-paywatch.LateWindow-paywatch.ConfirmingGrace)).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("payments waiting on %s: %w", n, err)
 	}

@@ -47,11 +47,22 @@ func (s *Store) StaticAddresses(ctx context.Context, projectID int64) ([]StaticA
 // wallet stays the address's owner (address_owners), and adding the
 // address again clears the mark.
 func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network paywatch.Network, address string) error {
+	_, err := s.RemoveStaticAddressAlerted(ctx, slug, network, address, nil)
+	return err
+}
+
+// RemoveStaticAddressAlerted is RemoveStaticAddress that also queues the
+// e-mail alert makes of the project and the address as stored (nil: none),
+// in the transaction that removes the address, so the wallet never loses
+// an address without its alert.
+func (s *Store) RemoveStaticAddressAlerted(ctx context.Context, slug string, network paywatch.Network, address string,
+	alert func(p *Project, address string) *Mail) (*Mail, error) {
 	norm, err := paywatch.NormalizeNetworkAddress(network, address)
 	if err != nil {
-		return notFound(paywatch.MsgStaticAddressNotFound)
+		return nil, notFound(paywatch.MsgStaticAddressNotFound)
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	var queued *Mail
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		prj, err := scanProject(tx.QueryRow(ctx, projectSelect+` WHERE p.slug = $1 FOR UPDATE OF p`, slug))
 		if noRows(err) {
 			return notFound(paywatch.MsgProjectNotFound)
@@ -77,7 +88,8 @@ func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network pa
 		var open bool
 		if err := tx.QueryRow(ctx, `
 			SELECT EXISTS (SELECT 1 FROM payments WHERE project_id = $1 AND network = $2 AND address = $3
-			    AND (status IN ('pending', 'confirming', 'partial') OR `+lateOpenSQL("payments", "$4")+`))`,
+			    AND (status IN ('pending', 'confirming', 'partial')
+			         OR (`+lateOpenSQL("payments", "$4")+` AND `+paywatch.PolicySQL("payments", func(p paywatch.Policy) bool { return p.LateFunds })+`)))`,
 			prj.ID, network, norm, s.lateWindowStart()).Scan(&open); err != nil {
 			return fmt.Errorf("check open payments: %w", err)
 		}
@@ -87,6 +99,19 @@ func (s *Store) RemoveStaticAddress(ctx context.Context, slug string, network pa
 		if _, err := tx.Exec(ctx, `UPDATE static_addresses SET removed_at = now() WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("remove static address: %w", err)
 		}
+		if alert != nil {
+			if m := alert(prj, norm); m != nil {
+				q, err := s.queueMail(ctx, tx, *m)
+				if err != nil {
+					return err
+				}
+				queued = &q
+			}
+		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return queued, nil
 }

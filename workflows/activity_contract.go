@@ -176,6 +176,11 @@ type FinalCheckInput struct {
 	// chain: an earlier check read the blocks before it. Recorded
 	// transfers are listed from StartBlock on.
 	ReadFrom uint64
+	// NoWait, with Until, reads the blocks after the network's scanner's
+	// cursor from the chain even where a scanner at work would read them
+	// (TRC20), which the check otherwise waits for: set once the workflow
+	// has waited deadlineCheckPatience.
+	NoWait bool
 }
 
 // FinalCheckResult lists the token's transfers to the address since

@@ -206,6 +206,9 @@ func (p *payment) setup(ctx workflow.Context) error {
 	p.pushed = v >= 1
 	p.safety = v >= safetyVersion
 	p.lateCheck = v >= lateCheckVersion
+	if p.lateCheck && !p.st.LateByChain {
+		p.st.LateByChain = true // saved with the next state; no command of its own
+	}
 	p.seen = workflow.GetSignalChannel(ctx, SignalTransferSeen)
 	p.removed = workflow.GetSignalChannel(ctx, SignalTransferRemoved)
 	p.confirmed = workflow.GetSignalChannel(ctx, SignalTransfersConfirmed)

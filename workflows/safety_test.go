@@ -356,6 +356,9 @@ func (s *PaymentSuite) TestLateWindowCheckIsRetriedUntilTheChainAnswers() {
 	s.Equal([]paywatch.Event{paywatch.EventExpired, paywatch.EventCompleted}, s.events())
 	s.True(s.last().LatePayment)
 	s.True(s.now().After(lateEnd.Add(paywatch.ConfirmingGrace)), "counted well after the window's end")
+	last := s.finalIns[len(s.finalIns)-1]
+	s.True(last.NoWait, "after half an hour of failures the check reads the chain itself")
+	s.False(s.finalIns[1].NoWait, "the first try waits for a scanner at work")
 }
 
 // Nothing on chain before the window's end: the close's read finds
@@ -367,6 +370,7 @@ func (s *PaymentSuite) TestLateWindowClosesWithTheVerdictSaved() {
 	st := s.last()
 	s.True(st.LateClosed)
 	s.True(st.LateChecked)
+	s.True(st.LateByChain, "saved, so its network may idle through the window")
 	s.Len(s.finalIns, 2)
 }
 
@@ -379,4 +383,5 @@ func (s *PaymentSuite) TestVersion3RunsCloseTheLateWindowByTheClock() {
 	s.Equal(in.ExpiresAt.Add(paywatch.LateWindow), s.now())
 	s.Len(s.finalIns, 1, "the deadline's check only")
 	s.False(s.last().LateChecked)
+	s.False(s.last().LateByChain, "its network stays at block pace through the window")
 }

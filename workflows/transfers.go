@@ -381,6 +381,9 @@ func (p *payment) lateWindowCheck(ctx workflow.Context) bool {
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, chainOptions), ActivityFinalCheck, FinalCheckInput{
 		PaymentID: p.st.PaymentID, Network: p.st.Network, Token: p.st.Token, Address: p.st.Address, StartBlock: p.st.StartBlock,
 		Until: p.lateEnd(), ReadFrom: p.st.FinalHead + 1,
+		// A scanner that moves but never gets past the window's end is
+		// waited for no longer than a failing check's first patience.
+		NoWait: p.st.CheckFailingSince != nil && workflow.Now(ctx).Sub(*p.st.CheckFailingSince) >= deadlineCheckPatience,
 	}).Get(ctx, &res)
 	if err != nil {
 		p.logger.Warn("on-chain check at the late window's end failed", "paymentId", p.st.PaymentID, "error", err)
