@@ -166,7 +166,10 @@ func (s *Scanner) budgetWait(st *scan) time.Duration {
 // overBudgetWait returns how long the scan waits before its next poll
 // for its daily budget (budgetWait), at most maxBudgetWait at a time:
 // while nothing waits on the network, as long as the budget asks; while a
-// payment waits, no longer than OverBudgetPoll after the last poll began.
+// payment waits, not at all until the scan has caught up with the head it
+// saw (a cursor left hours behind by a day over budget is read back to
+// back, not one batch per OverBudgetPoll), then no longer than
+// OverBudgetPoll after the last poll began.
 func (s *Scanner) overBudgetWait(ctx context.Context, st *scan) time.Duration {
 	w := s.budgetWait(st)
 	if w == 0 {
@@ -174,6 +177,9 @@ func (s *Scanner) overBudgetWait(ctx context.Context, st *scan) time.Duration {
 	}
 	if s.waiting(ctx, st) {
 		left := s.overPoll - time.Since(st.polled)
+		if st.height < st.head {
+			left = 0 // behind: catch up first
+		}
 		if left <= 0 {
 			if !st.overrun {
 				st.log.Warn("a payment waits on the network: the scanner polls past its daily RPC budget, every "+s.overPoll.String(),

@@ -115,6 +115,7 @@ func TestSpentBudgetNeverStopsAWaitingPayment(t *testing.T) {
 		PollInterval:   map[paywatch.Network]time.Duration{n: 100 * time.Millisecond},
 		DailyBudget:    map[paywatch.Network]uint64{n: 480},
 		OverBudgetPoll: overPoll,
+		BatchBlocks:    map[paywatch.Network]uint64{n: 200},
 	})
 
 	// Nothing waits: the scanner polls once and rests.
@@ -123,7 +124,12 @@ func TestSpentBudgetNeverStopsAWaitingPayment(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, proxy.Requests()-before, 4, "one poll at most")
 
-	// A payment waits, and its customer pays.
+	// The scanner stays away while 3,000 blocks are made (a day over
+	// budget, idle): 15 batches behind. A payment waits, and its customer
+	// pays: the scanner catches up back to back, not one batch per
+	// over-budget poll.
+	_, err = d.Mine(ctx, n, 3000)
+	require.NoError(t, err)
 	addr := randomAddress(t, n)
 	db.watch(t, n, paywatch.USDT, addr, mustHead(t, d, n))
 	seen := make(chan time.Time, 1)
