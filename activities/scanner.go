@@ -250,6 +250,15 @@ func (s *Scanner) BatchBlocks(n paywatch.Network) uint64 {
 	return DefaultEVMBatch
 }
 
+// WorkerStopTimeout is how long a stopping worker waits for its running
+// activities before the SDK cancels them (worker.Options). The scans end
+// at once when the worker stops (ScanNetwork); the wait lets each report
+// where it stands as a finished run, and lets the SDK send its last
+// heartbeat, before the Temporal client closes. Without it, the SDK
+// cancels every activity the moment the worker stops: a scan's result
+// then fails with "context canceled", and its last heartbeat is cut short.
+const WorkerStopTimeout = 2 * time.Second
+
 // ScanNetwork is the activity: it runs Run with Temporal heartbeats.
 // The heartbeat details are the ScanProgress, for the Web UI; a retried
 // attempt resumes from the cursor in PostgreSQL, which is the truth.
@@ -276,7 +285,27 @@ func (s *Scanner) ScanNetwork(ctx context.Context, in workflows.ScanInput) (work
 		case <-runCtx.Done():
 		}
 	}()
-	p, err := s.Run(runCtx, in, func(p workflows.ScanProgress) { activity.RecordHeartbeat(ctx, p) })
+	// The SDK sends at most one heartbeat per throttle interval and holds
+	// the newest of the others back; when the worker stops, it sends that
+	// one on the context it was recorded with while this scan returns. The
+	// activity's context ends as the scan returns and would cut that send
+	// short (a WARN "RecordActivityHeartbeat with error ... context
+	// canceled" per network on every clean stop), so heartbeats carry the
+	// activity's values without its cancellation; the SDK bounds each send
+	// with its own timeout, and WorkerStopTimeout keeps the client open
+	// for it. Once the run ends, the progress goes back as the result, and
+	// nothing more is recorded.
+	hbCtx := context.WithoutCancel(ctx)
+	p, err := s.Run(runCtx, in, func(p workflows.ScanProgress) {
+		select {
+		case <-stopping:
+			return
+		case <-runCtx.Done():
+			return
+		default:
+			activity.RecordHeartbeat(hbCtx, p)
+		}
+	})
 	if err != nil && errors.Is(err, context.Canceled) {
 		select {
 		case <-stopping:

@@ -149,7 +149,7 @@ func (s *Server) walletSubmit(c echo.Context) error {
 	}
 	if rm := c.FormValue("remove_address"); rm != "" {
 		network, address, _ := strings.Cut(rm, " ")
-		err := s.payments.RemoveStaticAddress(c.Request().Context(), dashProject(c).Slug, paywatch.Network(network), address)
+		err := s.payments.RemoveStaticAddress(c.Request().Context(), dashProject(c).Slug, paywatch.Network(network), address, session(c).Account.Email)
 		if err != nil {
 			return s.walletRender(c, false, false, err)
 		}

@@ -143,6 +143,43 @@ func walletAlert(l locale.Lang, p *store.Project, u store.WalletUpdate, at time.
 	}
 }
 
+// RemoveStaticAddress takes a static address out of project slug's wallet,
+// so no new payment gets it; refused while a payment still needs it
+// watched, and for a dedicated address assigned to a customer. Like a
+// wallet change, it e-mails the owner an alert naming the network, the
+// address and by, who removed it (the signed-in account), queued with the
+// removal: whoever holds a stolen session could otherwise thin out the
+// addresses customers pay to unnoticed.
+func (s *Service) RemoveStaticAddress(ctx context.Context, slug string, n paywatch.Network, address, by string) error {
+	m, err := s.store.RemoveStaticAddressAlerted(ctx, slug, n, address, func(p *store.Project, address string) *store.Mail {
+		if p.Owner == nil {
+			return nil
+		}
+		m := staticAddressRemovedAlert(ownerLang(p), p, n, address, by, s.now())
+		return &m
+	})
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		// As for PutWallet: a client gone by now must not keep it from
+		// leaving.
+		s.StartMail(context.WithoutCancel(ctx), m.ID)
+	}
+	return nil
+}
+
+// staticAddressRemovedAlert is the wallet alert, in the owner's language,
+// for a static address removed by by.
+func staticAddressRemovedAlert(l locale.Lang, p *store.Project, n paywatch.Network, address, by string, at time.Time) store.Mail {
+	return store.Mail{
+		To:      p.Owner.Email,
+		Subject: l.T("mail.wallet.subject", "Project", p.Name),
+		Text: l.T("mail.wallet.text", "Project", p.Name, "Slug", p.Slug, "At", at.UTC().Format("2006-01-02 15:04:05"),
+			"Changes", l.T("mail.wallet.address_removed", "Network", string(n), "Address", address, "By", by)),
+	}
+}
+
 // DeleteWallet deletes a project's wallet, refused with 409 while any of
 // its payments may still be paid into it (store.DeleteWallet). The
 // dashboard asks for the owner's protection key before calling it.

@@ -68,13 +68,6 @@ func (s *Service) StaticAddresses(ctx context.Context, projectID int64) ([]Stati
 	return s.store.StaticAddresses(ctx, projectID)
 }
 
-// RemoveStaticAddress takes a static address out of project slug's wallet,
-// so no new payment gets it; refused while a payment still needs it
-// watched, and for a dedicated address assigned to a customer.
-func (s *Service) RemoveStaticAddress(ctx context.Context, slug string, n paywatch.Network, address string) error {
-	return s.store.RemoveStaticAddress(ctx, slug, n, address)
-}
-
 // UnusedRun returns, per family, the longest run of consecutive derivation
 // indices of wallet w that never received funds (the operator watches it
 // against wallet software's gap limit).

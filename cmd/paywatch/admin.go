@@ -73,7 +73,9 @@ type adminClient struct {
 // success, 1 when the call fails or the service refuses it, 2 on a usage
 // error.
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "help" || wantsHelp(args) {
+		// "paywatch admin accounts create --help" too: before the master
+		// key is looked for, and whatever else the line holds.
 		fmt.Fprint(stdout, adminUsage)
 		if len(args) == 0 {
 			return 2

@@ -18,12 +18,9 @@ import (
 // each problem, and exits 1 when there is a problem, 2 when the
 // configuration can't be read or names no endpoint. It reads the same
 // variables as serve (PAYWATCH_<NETWORK>_RPC_URL, _RPC_HEADERS, token
-// contract overrides) and nothing else: no database, no Temporal.
-func runCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "paywatch check: takes no arguments; it reads the service's environment\n")
-		return 2
-	}
+// contract overrides) and nothing else: no database, no Temporal. It
+// takes no arguments (run handles them: noArguments).
+func runCheck(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := LoadConfig(ModeServe, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "paywatch check: invalid configuration:\n%v\n", err)

@@ -42,15 +42,16 @@ const devnetTimeout = 2 * time.Minute
 // success, 1 when the call fails or the devnet refuses it, 2 on a usage
 // error.
 func runDevnet(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) > 0 && args[0] == "serve" {
+		return runDevnetServe(ctx, args[1:], getenv, stdout, stderr)
+	}
+	if len(args) == 0 || args[0] == "help" || wantsHelp(args) {
+		// "paywatch devnet send --help" too.
 		fmt.Fprint(stdout, devnetUsage)
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
-	}
-	if args[0] == "serve" {
-		return runDevnetServe(ctx, args[1:], getenv, stdout, stderr)
 	}
 	base := serviceBaseURL(getenv)
 	method, path, body, err := devnetRequest(args)

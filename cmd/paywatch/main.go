@@ -31,6 +31,7 @@ Commands:
   version   print the version
 
 Configuration is read from environment variables; see docs/operating.md (Configuration).
+"paywatch <command> --help" (or "paywatch help <command>") prints a command's usage.
 `
 
 func main() {
@@ -47,11 +48,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch cmd := args[0]; cmd {
 	case "dev", "serve", "api", "worker":
+		if code, ok := noArguments(cmd, args[1:], stdout, stderr); !ok {
+			return code
+		}
 		return runService(ctx, Mode(cmd), getenv, stdout, stderr)
 	case "migrate":
+		if code, ok := noArguments(cmd, args[1:], stdout, stderr); !ok {
+			return code
+		}
 		return runMigrate(ctx, getenv, stdout, stderr)
 	case "check":
-		return runCheck(ctx, args[1:], getenv, stdout, stderr)
+		if code, ok := noArguments(cmd, args[1:], stdout, stderr); !ok {
+			return code
+		}
+		return runCheck(ctx, getenv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
 	case "devnet":
@@ -59,9 +69,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "temporal":
 		return runTemporal(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":
+		if code, ok := noArguments("version", args[1:], stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, version)
 		return 0
 	case "help", "-h", "--help":
+		if len(args) > 1 {
+			// "paywatch help check" is "paywatch check --help".
+			u, ok := commandUsage(args[1])
+			if !ok {
+				fmt.Fprintf(stderr, "paywatch: unknown command %q\n\n%s", args[1], usage)
+				return 2
+			}
+			fmt.Fprint(stdout, u)
+			return 0
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:

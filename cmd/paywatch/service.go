@@ -269,7 +269,7 @@ func (m *Main) startWorker(ctx context.Context) error {
 	}
 	// The default of 1,000 concurrent activities leaves room for the five
 	// long-running scan activities next to the payments' short ones.
-	w := worker.New(m.temporal, cfg.TaskQueue, worker.Options{})
+	w := worker.New(m.temporal, cfg.TaskQueue, worker.Options{WorkerStopTimeout: activities.WorkerStopTimeout})
 	mailer, err := m.mailer()
 	if err != nil {
 		return err

@@ -156,7 +156,7 @@ func lockTemporalDatabase(ctx context.Context, databaseURL string) (*pgx.Conn, e
 func runTemporal(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) == 1 && args[0] == "serve":
-	case len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help"):
+	case len(args) == 1 && args[0] == "help", wantsHelp(args):
 		fmt.Fprint(stdout, temporalUsage)
 		return 0
 	default:
