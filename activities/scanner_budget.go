@@ -166,10 +166,11 @@ func (s *Scanner) budgetWait(st *scan) time.Duration {
 // overBudgetWait returns how long the scan waits before its next poll
 // for its daily budget (budgetWait), at most maxBudgetWait at a time:
 // while nothing waits on the network, as long as the budget asks; while a
-// payment waits, not at all until the scan has caught up with the head it
-// saw (a cursor left hours behind by a day over budget is read back to
-// back, not one batch per OverBudgetPoll), then no longer than
-// OverBudgetPoll after the last poll began.
+// payment waits, not at all while the scan is more than a batch behind
+// the head it saw (a cursor left hours behind by a day over budget is read
+// back to back, not one batch per OverBudgetPoll), then no longer than
+// OverBudgetPoll after the last poll began: the next poll reads in one
+// batch whatever came meanwhile.
 func (s *Scanner) overBudgetWait(ctx context.Context, st *scan) time.Duration {
 	w := s.budgetWait(st)
 	if w == 0 {
@@ -177,8 +178,8 @@ func (s *Scanner) overBudgetWait(ctx context.Context, st *scan) time.Duration {
 	}
 	if s.waiting(ctx, st) {
 		left := s.overPoll - time.Since(st.polled)
-		if st.height < st.head {
-			left = 0 // behind: catch up first
+		if st.head > st.height+s.BatchBlocks(st.network) {
+			left = 0 // more behind than one batch reads: catch up first
 		}
 		if left <= 0 {
 			if !st.overrun {

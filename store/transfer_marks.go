@@ -58,7 +58,8 @@ type TransferEvent struct {
 func markTransfer(ctx context.Context, tx pgx.Tx, projectID int64, n paywatch.Network, txHash string, logIndex int64, m TransferMark) error {
 	var same bool
 	if err := tx.QueryRow(ctx, `
-		SELECT handled_at IS NOT NULL AND handled_by = $4 AND handled_note = $5 FROM chain_transfers
+		SELECT handled_at IS NOT NULL AND handled_by IS NOT DISTINCT FROM $4 AND handled_note IS NOT DISTINCT FROM $5
+		FROM chain_transfers
 		WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
 		string(n), txHash, logIndex, m.By, m.Note).Scan(&same); err != nil {
 		return err

@@ -279,8 +279,15 @@ func (c *Client) batch(ctx context.Context, ec *ethclient.Client, elems []rpc.Ba
 		return err // the endpoint failed, not just the batch
 	}
 	if c.noBatch.CompareAndSwap(false, true) {
+		// Only how it refused: the answer's body may echo the request's
+		// credentials (issue 38), and this line is logged as is.
+		reason := "its answer is not a list of results"
+		var herr rpc.HTTPError
+		if errors.As(err, &herr) {
+			reason = fmt.Sprintf("HTTP %d", herr.StatusCode)
+		}
 		slog.Warn("the RPC endpoint refused a JSON-RPC batch; sending calls one at a time",
-			"network", c.network, "error", err)
+			"network", c.network, "reason", reason)
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func (h *httpNode) call(ctx context.Context, method string, body, out any) error
 		return fmt.Errorf("%w: answer of %s is over %d bytes", chainapi.ErrRangeTooLarge, method, h.maxAnswer)
 	}
 	if res.StatusCode != http.StatusOK {
-		body := []rune(h.redact.String(strings.TrimSpace(string(raw))))
+		body := []rune(h.redact.String(strings.TrimSpace(string(raw[:min(len(raw), 16<<10)]))))
 		if len(body) > 200 {
 			body = append(body[:200], '…')
 		}

@@ -18,12 +18,23 @@ import (
 type Redactor struct {
 	name    string
 	secrets []string // longest first, so a secret inside another goes with it
+	// pieces are the credentials themselves (not the URL or header value
+	// that holds them), in every form: a run of text that starts with one's
+	// first minSecret characters and goes on as it does is a cut piece of
+	// it (String).
+	pieces []string
 }
 
 // minSecret is the shortest path segment or query value taken for a secret:
 // shorter ones ("v2", "rpc") are route names, and replacing them everywhere
-// would garble messages without hiding anything.
+// would garble messages without hiding anything. It is also how many first
+// characters of a credential make a piece of it.
 const minSecret = 6
+
+// maxRedacted is the most of a text String reads: a provider's answer may
+// be megabytes long, and what is cut off is no longer in the text. A
+// credential across the cut goes as a piece of it.
+const maxRedacted = 16 << 10
 
 // NewRedactor returns the Redactor of the endpoint at raw with headers.
 // Its name is the scheme, host and port, with "/…" where a path or query
@@ -32,50 +43,60 @@ const minSecret = 6
 // names itself.
 func NewRedactor(raw string, headers http.Header) Redactor {
 	r := Redactor{}
-	add := func(s string) {
-		if s = strings.TrimSpace(s); len(s) >= minSecret || (s != "" && len(s) == len(raw)) {
-			r.secrets = append(r.secrets, s)
-		}
-	}
-	// Every configured header value is a secret, however short.
-	addAlways := func(s string) {
+	// container adds what holds credentials (the whole URL, path or query,
+	// a header's whole value): replaced whole, never taken apart.
+	container := func(s string) {
 		if s = strings.TrimSpace(s); s != "" {
 			r.secrets = append(r.secrets, s)
 		}
 	}
-	// urlSecrets adds what of u can hold a key: its user info, its path
-	// segments (raw and decoded) and the whole path, its query and values.
+	// credential adds a credential in every form it may travel in; a
+	// path segment or query value shorter than minSecret is none (unless
+	// always, as for a password or a header's token).
+	credential := func(s string, always bool) {
+		s = strings.TrimSpace(s)
+		if s == "" || !always && len(s) < minSecret && len(s) != len(raw) {
+			return
+		}
+		for _, v := range append([]string{s}, encodings(s)...) {
+			r.secrets = append(r.secrets, v)
+			if len(v) >= minSecret {
+				r.pieces = append(r.pieces, v)
+			}
+		}
+	}
+	// urlSecrets adds what of u can hold a key: its user info (and the
+	// Basic header Go sends for it), its path segments (raw and decoded)
+	// and the whole path, its query and values.
 	urlSecrets := func(u *url.URL) {
 		if u.User != nil {
 			user := u.User.Username()
 			pass, ok := u.User.Password()
-			add(user)
+			credential(user, false)
 			if ok {
-				add(pass)
+				credential(pass, true)
 			}
-			// What the user info is sent as: an Authorization header of
-			// Basic base64(user:pass), which a provider may echo.
 			basic := user + ":" + pass
-			add(basic)
-			add(base64.StdEncoding.EncodeToString([]byte(basic)))
+			credential(basic, true)
+			credential(base64.StdEncoding.EncodeToString([]byte(basic)), true)
 		}
 		for _, path := range []string{u.Path, u.EscapedPath()} {
 			for _, seg := range strings.Split(path, "/") {
-				add(seg)
+				credential(seg, false)
 				if un, err := url.PathUnescape(seg); err == nil {
-					add(un)
+					credential(un, false)
 				}
 			}
 			if p := strings.Trim(path, "/"); strings.Contains(p, "/") {
-				add(p)
+				container(p)
 			}
 		}
 		for _, vs := range u.Query() {
 			for _, v := range vs {
-				add(v)
+				credential(v, false)
 			}
 		}
-		add(u.RawQuery)
+		container(u.RawQuery)
 	}
 	hidden := func(u *url.URL) bool {
 		return strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil
@@ -88,7 +109,7 @@ func NewRedactor(raw string, headers http.Header) Redactor {
 			r.name += "/…"
 		}
 		if hidden(u) {
-			add(raw)
+			container(raw)
 		}
 		urlSecrets(u)
 	case bareHostPort(raw): // host:port, a gRPC address, parses as scheme "host"
@@ -97,49 +118,82 @@ func NewRedactor(raw string, headers http.Header) Redactor {
 		// No scheme: whatever follows host:port could be a key.
 		if v, err := url.Parse("//" + raw); err == nil && v.Host != "" && hidden(v) {
 			r.name = v.Host + "/…"
-			add(raw)
+			container(raw)
 			urlSecrets(v)
 		} else if strings.ContainsAny(raw, "/?@#") || err != nil {
 			r.name = "<endpoint>"
-			add(raw)
+			credential(raw, true)
 		} else {
 			r.name = raw
 		}
 	}
+	// Every configured header value is a secret, however short; its token
+	// after a scheme ("Bearer TOKEN") is the credential, and a Basic one's
+	// user name and password too.
 	for _, vs := range headers {
 		for _, v := range vs {
-			addAlways(v)
-			if _, tok, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN", "Basic ..."
-				addAlways(tok)
+			scheme, tok, ok := strings.Cut(strings.TrimSpace(v), " ")
+			if !ok {
+				credential(v, true)
+				continue
+			}
+			container(v)
+			credential(tok, true)
+			if strings.EqualFold(scheme, "Basic") {
+				if dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(tok)); err == nil {
+					user, pass, _ := strings.Cut(string(dec), ":")
+					credential(string(dec), true)
+					credential(user, false)
+					credential(pass, true)
+				}
 			}
 		}
 	}
-	// Every form a secret may be sent or echoed in: percent-encoded (a
-	// provider that echoes the URL it was asked), and base64 (a header
-	// echoed in a proxy's error, say).
-	for _, sec := range slices.Clone(r.secrets) {
-		for _, v := range encodings(sec) {
-			if v != sec {
-				r.secrets = append(r.secrets, v)
-			}
-		}
-	}
-	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	byLength := func(a, b string) int { return len(b) - len(a) }
+	slices.SortFunc(r.secrets, byLength)
 	r.secrets = slices.Compact(r.secrets)
+	slices.SortFunc(r.pieces, byLength)
+	r.pieces = slices.Compact(r.pieces)
 	return r
 }
 
-// encodings returns the forms of a secret other than itself that a
+// encodings returns the forms of a credential other than itself that a
 // request or an echo of it may carry: percent-encoded as a query value and
-// as a path segment, and base64 in the standard and URL alphabets, padded
-// and not.
+// as a path segment (upper- and lower-case hex), JSON-escaped, and base64
+// in the standard and URL alphabets, padded and not.
 func encodings(sec string) []string {
 	b := []byte(sec)
-	return []string{
-		url.QueryEscape(sec), url.PathEscape(sec),
+	var out []string
+	for _, v := range []string{
+		url.QueryEscape(sec), url.PathEscape(sec), strings.ReplaceAll(sec, "/", `\/`),
 		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
 		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+	} {
+		out = append(out, v, lowerEscapes(v))
 	}
+	return slices.DeleteFunc(out, func(v string) bool { return v == sec })
+}
+
+// lowerEscapes returns s with its %XX escapes in lower-case hex.
+func lowerEscapes(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + ('a' - 'A')
+	}
+	return c
 }
 
 // bareHostPort reports whether raw is host:port and nothing else: no
@@ -161,19 +215,21 @@ func bareHostPort(raw string) bool {
 func (r Redactor) Name() string { return r.name }
 
 // String returns s with every secret of the endpoint replaced by "…", in
-// every form it is sent in (encodings), and any piece of one that starts
-// with its first minSecret characters: an answer a provider cut short, or
-// that a client cut, may end inside a key.
+// every form it is sent in (encodings), and any piece of a credential
+// that starts with its first minSecret characters: an answer a provider
+// cut short, or that a client cut, may end inside a key. Only the first
+// maxRedacted bytes of s are kept.
 func (r Redactor) String(s string) string {
+	if len(s) > maxRedacted {
+		s = strings.ToValidUTF8(s[:maxRedacted], "") + "…"
+	}
 	for _, sec := range r.secrets {
 		if strings.Contains(s, sec) {
 			s = strings.ReplaceAll(s, sec, "…")
 		}
 	}
-	for _, sec := range r.secrets {
-		if len(sec) >= minSecret {
-			s = scrubPieces(s, sec)
-		}
+	for _, p := range r.pieces {
+		s = scrubPieces(s, p)
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +57,28 @@ func TestRedactorScrubsEveryForm(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "nothing secret here: 0x12", r.String("nothing secret here: 0x12"))
+
+	// What holds a credential (the URL, the query, a header's whole value)
+	// is replaced whole, never by its first characters: a message that
+	// merely starts like one keeps its words.
+	r = NewRedactor("https://mainnet.infura.io/v3/0123456789abcdef?apikey=zzzzzzzzzz",
+		http.Header{"Authorization": {"Bearer tok3ntok3ntok3n"}})
+	plain := `bad endpoint "grpc://x:1": see https://docs.infura.io/ invalid apikey; Bearer token missing; block 1234567`
+	assert.Equal(t, plain, r.String(plain))
+	assert.NotContains(t, r.String("got Bearer tok3ntok3n"), "tok3nt", "a cut token")
+
+	// A Basic header's user and password, decoded; lower-case escapes and
+	// JSON's escaped slash.
+	r = NewRedactor("https://rpc.example/ab%2Fcdefghijkl/", http.Header{"Authorization": {"Basic Ym9iLXVzZXI6aHVudGVyMi1zZWNyZXQ="}})
+	clean := r.String(`user=bob-user pass=hunter2-secret path=/ab%2fcdefghijkl/ json="ab\/cdefghijkl"`)
+	for _, bad := range []string{"bob-us", "hunter", "ab%2fcdef", `ab\/cdef`, "cdefghijkl"} {
+		assert.NotContains(t, clean, bad)
+	}
+
+	// A long answer is read up to maxRedacted, and a key across that cut
+	// goes as a piece.
+	long := strings.Repeat("x", maxRedacted-10) + "hunter2-secret and more"
+	clean = r.String(long)
+	assert.LessOrEqual(t, len(clean), maxRedacted+len("…"))
+	assert.NotContains(t, clean, "hunter")
 }
