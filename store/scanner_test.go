@@ -394,6 +394,8 @@ func TestRecordedTransfersToStopsAtTheCursor(t *testing.T) {
 
 	got, err = s.RecordedTransfersTo(ctx, n, paywatch.USDT, to, 105)
 	require.NoError(t, err)
+	assert.Equal(t, s.Now().UTC(), got.RecordedAt.UTC(), "when the scanner last moved the cursor")
+	got.RecordedAt = time.Time{}
 	assert.Equal(t, store.RecordedTransfers{Scanned: true, Height: 104}, got, "a start block above the cursor")
 	got, err = s.RecordedTransfersTo(ctx, paywatch.ERC20, paywatch.USDT, to, 0)
 	require.NoError(t, err)
