@@ -62,6 +62,16 @@ func (c *Client) blockTransfers(ctx context.Context, b block) ([]chainapi.Transf
 
 // BlockTime returns the timestamp of block n.
 func (c *Client) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
+	b, err := c.blockAt(ctx, n)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(b.time).UTC(), nil
+}
+
+// blockAt returns block n's header, its id checked; ErrBlockNotFound above
+// the node's head.
+func (c *Client) blockAt(ctx context.Context, n uint64) (blockHead, error) {
 	var b blockHead
 	var found bool
 	err := c.do(ctx, func(ctx context.Context, nd node) (err error) {
@@ -69,13 +79,13 @@ func (c *Client) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
 		return err
 	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("tron: block %d: %w", n, err)
+		return blockHead{}, fmt.Errorf("tron: block %d: %w", n, err)
 	}
-	if !found {
-		return time.Time{}, fmt.Errorf("tron: block %d: %w", n, chainapi.ErrBlockNotFound)
+	if !found { // java-tron answers an unknown height with an empty block
+		return blockHead{}, fmt.Errorf("tron: block %d: %w", n, chainapi.ErrBlockNotFound)
 	}
 	if err := checkBlockID(b.id, n); err != nil {
-		return time.Time{}, err
+		return blockHead{}, err
 	}
-	return time.UnixMilli(b.time).UTC(), nil
+	return b, nil
 }

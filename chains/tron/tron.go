@@ -145,19 +145,8 @@ func (c *Client) nowBlock(ctx context.Context) (blockHead, error) {
 
 // BlockHash returns the id of block n as 64 lowercase hex digits.
 func (c *Client) BlockHash(ctx context.Context, n uint64) (string, error) {
-	var b blockHead
-	var found bool
-	err := c.do(ctx, func(ctx context.Context, nd node) (err error) {
-		b, found, err = nd.blockByNum(ctx, n)
-		return err
-	})
+	b, err := c.blockAt(ctx, n)
 	if err != nil {
-		return "", fmt.Errorf("tron: block %d: %w", n, err)
-	}
-	if !found { // java-tron answers an unknown height with an empty block
-		return "", fmt.Errorf("tron: block %d: %w", n, chainapi.ErrBlockNotFound)
-	}
-	if err := checkBlockID(b.id, n); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(b.id), nil
