@@ -16,6 +16,7 @@ const (
 	ERC20    Network = "ERC20"
 	POLYGON  Network = "POLYGON"
 	ARBITRUM Network = "ARBITRUM"
+	BASE     Network = "BASE"
 )
 
 // Token names a stablecoin as it appears in the API.
@@ -23,8 +24,10 @@ type Token string
 
 // The supported tokens.
 const (
-	USDT Token = "USDT"
-	USDC Token = "USDC"
+	USDT  Token = "USDT"
+	USDC  Token = "USDC"
+	DAI   Token = "DAI"
+	PYUSD Token = "PYUSD"
 )
 
 // Family is an address family: networks of one family share derived addresses.
@@ -38,10 +41,11 @@ const (
 
 // PlannedNetworks lists networks the API already names but does not serve
 // yet, so a client sending one learns it is coming rather than unknown.
-var PlannedNetworks = []Network{"BASE", "SOLANA", "TON"}
+var PlannedNetworks = []Network{"SOLANA", "TON"}
 
-// PlannedTokens lists tokens the API already names but does not serve yet.
-var PlannedTokens = []Token{"DAI", "PYUSD"}
+// PlannedTokens lists tokens the API already names but does not serve yet
+// (none since DAI and PYUSD joined; kept for the next one).
+var PlannedTokens = []Token{}
 
 // NetworkInfo describes one supported network: everything the API, the
 // scanners and the hosted page need to know about it.
@@ -88,10 +92,13 @@ type tokenRow struct {
 }
 
 // networkRow is one row of the registry. Adding a network means adding one
-// row here and nothing else.
+// row here and nothing else; adding a token to a network is one tokenRow.
 type networkRow struct {
 	info   NetworkInfo // Tokens is filled from tokens at init.
 	tokens []tokenRow
+	// txPath is the explorer's path before a transaction hash; "" means
+	// "/tx/", which every EVM explorer uses.
+	txPath string
 }
 
 // networkTable is the registry of supported networks, in API order.
@@ -104,6 +111,7 @@ var networkTable = []networkRow{
 		tokens: []tokenRow{
 			{USDT, 6, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"},
 		},
+		txPath: "/#/transaction/",
 	},
 	{
 		info: NetworkInfo{
@@ -113,6 +121,7 @@ var networkTable = []networkRow{
 		tokens: []tokenRow{
 			{USDT, 18, "0x55d398326f99059fF775485246999027B3197955"},
 			{USDC, 18, "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d"},
+			{DAI, 18, "0x1AF3F329e8BE154074D8769D1FFa4eE058B1DBc3"},
 		},
 	},
 	{
@@ -123,6 +132,8 @@ var networkTable = []networkRow{
 		tokens: []tokenRow{
 			{USDT, 6, "0xdAC17F958D2ee523a2206206994597C13D831ec7"},
 			{USDC, 6, "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"},
+			{DAI, 18, "0x6B175474E89094C44Da98b954EedeAC495271d0F"},
+			{PYUSD, 6, "0x6c3ea9036406852006290770BEdFcAbA0e23A0e8"},
 		},
 	},
 	{
@@ -133,6 +144,7 @@ var networkTable = []networkRow{
 		tokens: []tokenRow{
 			{USDT, 6, "0xc2132D05D31c914a87C6611C10748AEb04B58e8F"},
 			{USDC, 6, "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"},
+			{DAI, 18, "0x8f3Cf7ad23Cd3CaDbD9735AFf958023239c6A063"},
 		},
 	},
 	{
@@ -143,14 +155,35 @@ var networkTable = []networkRow{
 		tokens: []tokenRow{
 			{USDT, 6, "0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9"},
 			{USDC, 6, "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"},
+			{DAI, 18, "0xDA10009cBd5D07dd0CeCc66161FC93D7c9000da1"},
+			{PYUSD, 6, "0x46850aD61C2B7d64d08c9C754F45254596696984"},
+		},
+	},
+	{
+		info: NetworkInfo{
+			Network: BASE, Name: "Base", NativeToken: "ETH", Confirmations: 10,
+			Family: FamilyEVM, Explorer: "https://basescan.org", ChainID: 8453, BlockTime: 2 * time.Second,
+		},
+		tokens: []tokenRow{
+			{USDC, 6, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"},
+			{DAI, 18, "0x50c5725949A6F0c72E6C4a641F24049A917DB0Cb"},
 		},
 	},
 }
 
-// tokenNames holds the display names of the supported tokens.
-var tokenNames = map[Token]string{
-	USDT: "Tether USD",
-	USDC: "USD Coin",
+// tokenList names every token the table uses, with its display name, in
+// the order Tokens returns them. Append only: the devnet deploys each
+// token at the faucet nonce of its place here, so its contract address
+// on every EVM devnet (in the README and in operators' env files) stays
+// put when a row or a token is added.
+var tokenList = []struct {
+	token Token
+	name  string
+}{
+	{USDT, "Tether USD"},
+	{USDC, "USD Coin"},
+	{DAI, "Dai Stablecoin"},
+	{PYUSD, "PayPal USD"},
 }
 
 // Indexes built once from networkTable, so lookups stay O(1) and the table
@@ -169,6 +202,11 @@ func init() {
 			tokenIndex[t.token] = true
 		}
 		networkIndex[row.info.Network] = row
+	}
+	for t := range tokenIndex {
+		if TokenName(t) == "" {
+			panic("paywatch: token " + string(t) + " of the network table is missing from tokenList")
+		}
 	}
 }
 
@@ -191,7 +229,7 @@ func (r *networkRow) token(t Token) (tokenRow, bool) {
 }
 
 // Networks returns every supported network in API order (TRC20, BEP20, ERC20,
-// POLYGON, ARBITRUM). The result is a copy the caller owns.
+// POLYGON, ARBITRUM, BASE). The result is a copy the caller owns.
 func Networks() []NetworkInfo {
 	out := make([]NetworkInfo, 0, len(networkTable))
 	for i := range networkTable {
@@ -276,8 +314,32 @@ func Pairs() []Pair {
 	return out
 }
 
+// LinkToken is the token of a payment link that fixes network n and names
+// no token: the network's first token in the table (USDT wherever it is
+// served, USDC on BASE), so a link on any network is valid without one.
+// Without a network it is USDT, the API's default; the buyer then picks
+// the pair.
+func LinkToken(n Network) Token {
+	if row, ok := networkIndex[n]; ok && len(row.tokens) > 0 {
+		return row.tokens[0].token
+	}
+	return USDT
+}
+
+// Tokens returns every supported token in tokenList's fixed order (USDT,
+// USDC, DAI, PYUSD); the caller owns the slice.
+func Tokens() []Token {
+	var out []Token
+	for _, t := range tokenList {
+		if tokenIndex[t.token] {
+			out = append(out, t.token)
+		}
+	}
+	return out
+}
+
 // Decimals returns the number of decimals of token t's contract on network
-// n (18 for both tokens on BEP20, 6 elsewhere). It returns 0 for a pair that
+// n (18 for every token on BEP20 and for DAI everywhere, 6 otherwise). It returns 0 for a pair that
 // is not served, so callers must ValidatePair first.
 func Decimals(n Network, t Token) int {
 	if row, ok := networkIndex[n]; ok {
@@ -323,7 +385,12 @@ func (t Token) Valid() bool {
 // TokenName returns the display name of a token ("Tether USD", "USD Coin"),
 // or "" for an unknown token.
 func TokenName(t Token) string {
-	return tokenNames[t]
+	for _, e := range tokenList {
+		if e.token == t {
+			return e.name
+		}
+	}
+	return ""
 }
 
 // Families returns the address families in the order their first network
@@ -362,12 +429,13 @@ func NetworksOf(f Family) []Network {
 // ExplorerTxURL is a transaction's page on the network's block explorer;
 // "" for an unknown network or an empty hash.
 func ExplorerTxURL(n Network, hash string) string {
-	info, ok := LookupNetwork(n)
+	row, ok := networkIndex[n]
 	if !ok || hash == "" {
 		return ""
 	}
-	if n == TRC20 {
-		return info.Explorer + "/#/transaction/" + hash
+	path := row.txPath
+	if path == "" {
+		path = "/tx/"
 	}
-	return info.Explorer + "/tx/" + hash
+	return row.info.Explorer + path + hash
 }

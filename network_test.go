@@ -23,10 +23,11 @@ func TestNetworksTable(t *testing.T) {
 		tokens        []paywatch.Token
 	}{
 		{paywatch.TRC20, "Tron (TRC20)", "TRX", 19, paywatch.FamilyTron, "https://tronscan.org", 0, 3 * time.Second, []paywatch.Token{paywatch.USDT}},
-		{paywatch.BEP20, "BSC (BEP20)", "BNB", 15, paywatch.FamilyEVM, "https://bscscan.com", 56, 450 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
-		{paywatch.ERC20, "Ethereum (ERC20)", "ETH", 12, paywatch.FamilyEVM, "https://etherscan.io", 1, 12 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
-		{paywatch.POLYGON, "Polygon", "POL", 64, paywatch.FamilyEVM, "https://polygonscan.com", 137, 1750 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
-		{paywatch.ARBITRUM, "Arbitrum One", "ETH", 40, paywatch.FamilyEVM, "https://arbiscan.io", 42161, 250 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC}},
+		{paywatch.BEP20, "BSC (BEP20)", "BNB", 15, paywatch.FamilyEVM, "https://bscscan.com", 56, 450 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}},
+		{paywatch.ERC20, "Ethereum (ERC20)", "ETH", 12, paywatch.FamilyEVM, "https://etherscan.io", 1, 12 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}},
+		{paywatch.POLYGON, "Polygon", "POL", 64, paywatch.FamilyEVM, "https://polygonscan.com", 137, 1750 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}},
+		{paywatch.ARBITRUM, "Arbitrum One", "ETH", 40, paywatch.FamilyEVM, "https://arbiscan.io", 42161, 250 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}},
+		{paywatch.BASE, "Base", "ETH", 10, paywatch.FamilyEVM, "https://basescan.org", 8453, 2 * time.Second, []paywatch.Token{paywatch.USDC, paywatch.DAI}},
 	}
 	all := paywatch.Networks()
 	require.Len(t, all, len(tests), "order and count of Networks()")
@@ -58,8 +59,8 @@ func TestNetworksReturnsCopies(t *testing.T) {
 	again, ok := paywatch.LookupNetwork(paywatch.BEP20)
 	require.True(t, ok)
 	assert.Equal(t, "BSC (BEP20)", again.Name)
-	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC}, again.Tokens)
-	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC}, paywatch.Networks()[1].Tokens)
+	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}, again.Tokens)
+	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}, paywatch.Networks()[1].Tokens)
 }
 
 func TestParseNetwork(t *testing.T) {
@@ -70,7 +71,8 @@ func TestParseNetwork(t *testing.T) {
 		{"TRC20", ""},
 		{"ARBITRUM", ""},
 		{"trc20", `unknown network "trc20": network names are uppercase, e.g. TRC20`},
-		{"BASE", "network BASE is planned but not yet available"},
+		{"BASE", ""},
+		{"base", `unknown network "base": network names are uppercase, e.g. BASE`},
 		{"SOLANA", "network SOLANA is planned but not yet available"},
 		{"TON", "network TON is planned but not yet available"},
 		{"", `unknown network ""`},
@@ -100,8 +102,9 @@ func TestParseToken(t *testing.T) {
 		{"USDT", ""},
 		{"USDC", ""},
 		{"usdt", `unknown token "usdt": token names are uppercase, e.g. USDT`},
-		{"DAI", "token DAI is planned but not yet available"},
-		{"PYUSD", "token PYUSD is planned but not yet available"},
+		{"DAI", ""},
+		{"PYUSD", ""},
+		{"pyusd", `unknown token "pyusd": token names are uppercase, e.g. PYUSD`},
 		{"BUSD", `unknown token "BUSD"`},
 		{"", `unknown token ""`},
 	}
@@ -121,15 +124,16 @@ func TestParseToken(t *testing.T) {
 }
 
 func TestValidatePairAndPairs(t *testing.T) {
+	// operations.md §9's table, and nothing else.
 	want := []paywatch.Pair{
 		{paywatch.TRC20, paywatch.USDT},
-		{paywatch.BEP20, paywatch.USDT}, {paywatch.BEP20, paywatch.USDC},
-		{paywatch.ERC20, paywatch.USDT}, {paywatch.ERC20, paywatch.USDC},
-		{paywatch.POLYGON, paywatch.USDT}, {paywatch.POLYGON, paywatch.USDC},
-		{paywatch.ARBITRUM, paywatch.USDT}, {paywatch.ARBITRUM, paywatch.USDC},
+		{paywatch.BEP20, paywatch.USDT}, {paywatch.BEP20, paywatch.USDC}, {paywatch.BEP20, paywatch.DAI},
+		{paywatch.ERC20, paywatch.USDT}, {paywatch.ERC20, paywatch.USDC}, {paywatch.ERC20, paywatch.DAI}, {paywatch.ERC20, paywatch.PYUSD},
+		{paywatch.POLYGON, paywatch.USDT}, {paywatch.POLYGON, paywatch.USDC}, {paywatch.POLYGON, paywatch.DAI},
+		{paywatch.ARBITRUM, paywatch.USDT}, {paywatch.ARBITRUM, paywatch.USDC}, {paywatch.ARBITRUM, paywatch.DAI}, {paywatch.ARBITRUM, paywatch.PYUSD},
+		{paywatch.BASE, paywatch.USDC}, {paywatch.BASE, paywatch.DAI},
 	}
 	assert.Equal(t, want, paywatch.Pairs())
-	assert.Len(t, paywatch.Pairs(), 9)
 	for _, p := range want {
 		assert.NoError(t, paywatch.ValidatePair(p.Network, p.Token), p.String())
 	}
@@ -139,8 +143,21 @@ func TestValidatePairAndPairs(t *testing.T) {
 	assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
 	assert.Equal(t, "USDC is not supported on TRC20", paywatch.ErrorMessage(err))
 
-	assert.EqualError(t, paywatch.ValidatePair("BASE", paywatch.USDT), "network BASE is planned but not yet available")
-	assert.EqualError(t, paywatch.ValidatePair(paywatch.ERC20, "DAI"), "token DAI is planned but not yet available")
+	for _, refused := range []struct {
+		n   paywatch.Network
+		t   paywatch.Token
+		msg string
+	}{
+		{paywatch.BASE, paywatch.USDT, "USDT is not supported on BASE"},
+		{paywatch.BASE, paywatch.PYUSD, "PYUSD is not supported on BASE"},
+		{paywatch.TRC20, paywatch.DAI, "DAI is not supported on TRC20"},
+		{paywatch.TRC20, paywatch.PYUSD, "PYUSD is not supported on TRC20"},
+		{paywatch.BEP20, paywatch.PYUSD, "PYUSD is not supported on BEP20"},
+		{paywatch.POLYGON, paywatch.PYUSD, "PYUSD is not supported on POLYGON"},
+		{"SOLANA", paywatch.USDC, "network SOLANA is planned but not yet available"},
+	} {
+		assert.EqualError(t, paywatch.ValidatePair(refused.n, refused.t), refused.msg)
+	}
 	assert.EqualError(t, paywatch.ValidatePair("", ""), `unknown network ""`)
 	assert.EqualError(t, paywatch.ValidatePair(paywatch.ERC20, "usdc"), `unknown token "usdc": token names are uppercase, e.g. USDC`)
 	assert.Equal(t, "USDT on TRC20", paywatch.Pair{paywatch.TRC20, paywatch.USDT}.String())
@@ -164,8 +181,17 @@ func TestDecimalsAndContracts(t *testing.T) {
 		{paywatch.ARBITRUM, paywatch.USDC, 6, "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"},
 		// Pairs that are not served have no decimals and no contract.
 		{paywatch.TRC20, paywatch.USDC, 0, ""},
-		{"BASE", paywatch.USDC, 0, ""},
-		{paywatch.ERC20, "DAI", 0, ""},
+		{paywatch.BEP20, paywatch.DAI, 18, "0x1AF3F329e8BE154074D8769D1FFa4eE058B1DBc3"},
+		{paywatch.ERC20, paywatch.DAI, 18, "0x6B175474E89094C44Da98b954EedeAC495271d0F"},
+		{paywatch.ERC20, paywatch.PYUSD, 6, "0x6c3ea9036406852006290770BEdFcAbA0e23A0e8"},
+		{paywatch.POLYGON, paywatch.DAI, 18, "0x8f3Cf7ad23Cd3CaDbD9735AFf958023239c6A063"},
+		{paywatch.ARBITRUM, paywatch.DAI, 18, "0xDA10009cBd5D07dd0CeCc66161FC93D7c9000da1"},
+		{paywatch.ARBITRUM, paywatch.PYUSD, 6, "0x46850aD61C2B7d64d08c9C754F45254596696984"},
+		{paywatch.BASE, paywatch.USDC, 6, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"},
+		{paywatch.BASE, paywatch.DAI, 18, "0x50c5725949A6F0c72E6C4a641F24049A917DB0Cb"},
+		{paywatch.BASE, paywatch.USDT, 0, ""},
+		{paywatch.TRC20, paywatch.DAI, 0, ""},
+		{"SOLANA", paywatch.USDC, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.network)+"/"+string(tt.token), func(t *testing.T) {
@@ -194,17 +220,35 @@ func TestTronUSDTContractBytes(t *testing.T) {
 func TestTokenNamesAndFamilies(t *testing.T) {
 	assert.Equal(t, "Tether USD", paywatch.TokenName(paywatch.USDT))
 	assert.Equal(t, "USD Coin", paywatch.TokenName(paywatch.USDC))
-	assert.Equal(t, "", paywatch.TokenName("DAI"))
-	assert.Equal(t, paywatch.Family(""), paywatch.Network("BASE").Family())
-	assert.False(t, paywatch.Network("BASE").Valid())
-	assert.False(t, paywatch.Token("DAI").Valid())
+	assert.Equal(t, "Dai Stablecoin", paywatch.TokenName(paywatch.DAI))
+	assert.Equal(t, "PayPal USD", paywatch.TokenName(paywatch.PYUSD))
+	assert.Equal(t, "", paywatch.TokenName("BUSD"))
+	assert.Equal(t, paywatch.FamilyEVM, paywatch.BASE.Family())
+	assert.Equal(t, paywatch.Family(""), paywatch.Network("SOLANA").Family())
+	assert.False(t, paywatch.Network("SOLANA").Valid())
+	assert.True(t, paywatch.Token("PYUSD").Valid())
+	assert.False(t, paywatch.Token("BUSD").Valid())
 
 	assert.Equal(t, []paywatch.Family{paywatch.FamilyTron, paywatch.FamilyEVM}, paywatch.Families())
 	assert.Equal(t, []paywatch.Network{paywatch.TRC20}, paywatch.NetworksOf(paywatch.FamilyTron))
-	assert.Equal(t, []paywatch.Network{paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM}, paywatch.NetworksOf(paywatch.FamilyEVM))
+	assert.Equal(t, []paywatch.Network{paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE}, paywatch.NetworksOf(paywatch.FamilyEVM))
 	f, err := paywatch.ParseFamily("evm")
 	require.NoError(t, err)
 	assert.Equal(t, paywatch.FamilyEVM, f)
 	_, err = paywatch.ParseFamily("EVM")
 	assert.EqualError(t, err, `unknown address family "EVM"`)
+}
+
+// Tokens keeps tokenList's fixed order, and LinkToken gives a network's
+// first token: USDT wherever it is served, USDC on BASE.
+func TestTokensOrderAndLinkToken(t *testing.T) {
+	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}, paywatch.Tokens())
+	for _, info := range paywatch.Networks() {
+		assert.Equal(t, info.Tokens[0], paywatch.LinkToken(info.Network), info.Network)
+		assert.NoError(t, paywatch.ValidatePair(info.Network, paywatch.LinkToken(info.Network)))
+	}
+	assert.Equal(t, paywatch.USDC, paywatch.LinkToken(paywatch.BASE))
+	assert.Equal(t, paywatch.USDT, paywatch.LinkToken(""), "no network: the API's default")
+	assert.Equal(t, "https://basescan.org/tx/0xab", paywatch.ExplorerTxURL(paywatch.BASE, "0xab"))
+	assert.Equal(t, "https://tronscan.org/#/transaction/ab", paywatch.ExplorerTxURL(paywatch.TRC20, "ab"))
 }

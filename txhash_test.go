@@ -41,7 +41,7 @@ func TestNormalizeTxHash(t *testing.T) {
 		{paywatch.TRC20, lower[:63] + "g", "invalid transaction hash: not hexadecimal"},
 		{paywatch.TRC20, lower[:62] + " 0", "invalid transaction hash: not hexadecimal"},
 		{paywatch.ERC20, "0x" + lower[:31] + "é" + lower[33:], "invalid transaction hash: not hexadecimal"},
-		{"BASE", lower, "network BASE is planned but not yet available"},
+		{"TON", lower, "network TON is planned but not yet available"},
 		{"", lower, `unknown network ""`},
 	}
 	for _, tt := range bad {
