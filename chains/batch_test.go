@@ -23,7 +23,7 @@ func TestReadBatchOnEveryNetwork(t *testing.T) {
 			to := newAddress(t, n)
 			cursor, err := d.Mine(ctx, n, 1) // above 0: genesis is no cursor
 			require.NoError(t, err)
-			sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "2"})
+			sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "2"})
 			require.NoError(t, err)
 			head, err := d.Mine(ctx, n, 2)
 			require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestReadBatchRefusesLogsALaggingIndexLeftOut(t *testing.T) {
 	t.Cleanup(c.Close)
 	to := newAddress(t, n)
 	cursor := st.Head
-	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "2"})
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "2"})
 	require.NoError(t, err)
 	head, err := d.Mine(ctx, n, 1) // the transfer's block is the second newest
 	require.NoError(t, err)
@@ -141,7 +141,7 @@ func TestReadBatchAcceptsBloomFalsePositives(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	cursor := st.Head
-	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "2"})
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "2"})
 	require.NoError(t, err)
 	head, err := d.Mine(ctx, n, 5)
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestReadBatchHalvesARefusedRange(t *testing.T) {
 	to := newAddress(t, n)
 	var sent []devnet.TransferResult
 	for range 3 {
-		r, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "1"})
+		r, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "1"})
 		require.NoError(t, err)
 		sent = append(sent, r)
 		_, err = d.Mine(ctx, n, 3)
@@ -199,7 +199,7 @@ func TestReadBatchWithoutJSONRPCBatches(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	cursor := st.Head
-	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "3"})
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "3"})
 	require.NoError(t, err)
 	head, err := d.Mine(ctx, n, 1)
 	require.NoError(t, err)

@@ -3,8 +3,8 @@
 // devnet chains (package chains/devnet).
 //
 // Dial picks the implementation by the network's address family: chains/evm
-// (go-ethereum's ethclient over JSON-RPC) for BEP20, ERC20, POLYGON and
-// ARBITRUM, chains/tron (gotron-sdk over gRPC) for TRC20. Both cost the same
+// (go-ethereum's ethclient over JSON-RPC) for the evm family (BEP20, ERC20,
+// POLYGON, ARBITRUM, BASE), chains/tron (gotron-sdk over gRPC) for TRC20. Both cost the same
 // RPC calls per block whatever the number of watched addresses: a scan reads
 // every Transfer of the configured token contracts and the caller matches
 // recipients itself.

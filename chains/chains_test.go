@@ -29,7 +29,20 @@ import (
 // protocols on loopback: JSON-RPC over HTTP served by go-ethereum nodes, and
 // gRPC served by the devnet Tron node.
 
-var allNetworks = []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM}
+// allNetworks is every network of the registry, in API order.
+var allNetworks = func() []paywatch.Network {
+	var out []paywatch.Network
+	for _, info := range paywatch.Networks() {
+		out = append(out, info.Network)
+	}
+	return out
+}()
+
+// anyToken is the first token network n carries (USDT, or USDC on BASE).
+func anyToken(n paywatch.Network) paywatch.Token {
+	info, _ := paywatch.LookupNetwork(n)
+	return info.Tokens[0]
+}
 
 // startDevnet starts devnet chains for nets with no automatic blocks.
 func startDevnet(t testing.TB, cfg devnet.Config) *devnet.Devnet {
@@ -115,10 +128,8 @@ func TestTransfersOnEveryNetwork(t *testing.T) {
 			to := newAddress(t, n)
 
 			var sent []devnet.TransferResult
-			for _, tok := range []paywatch.Token{paywatch.USDT, paywatch.USDC} {
-				if paywatch.ValidatePair(n, tok) != nil {
-					continue
-				}
+			info, _ := paywatch.LookupNetwork(n)
+			for _, tok := range info.Tokens {
 				res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: tok, To: to, Amount: "12.345678"})
 				require.NoError(t, err)
 				sent = append(sent, res)
@@ -199,7 +210,7 @@ func TestReorgDropsTransfer(t *testing.T) {
 			ctx := ctxT(t)
 			c := dial(t, d, n, 0)
 			to := newAddress(t, n)
-			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "5"})
+			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "5"})
 			require.NoError(t, err)
 			head, err := d.Mine(ctx, n, 2)
 			require.NoError(t, err)
@@ -236,7 +247,7 @@ func TestReorgDropsTransfer(t *testing.T) {
 			assert.Equal(t, newHead, gotHead)
 
 			// The chain goes on normally after the reorg.
-			res2, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "6"})
+			res2, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "6"})
 			require.NoError(t, err)
 			assert.Equal(t, newHead+1, res2.BlockNumber)
 			byAddr, err = c.AddressTransfers(ctx, to, 0)
@@ -260,10 +271,8 @@ func fill(t *testing.T, d *devnet.Devnet, n paywatch.Network) (from, to uint64, 
 		if i%10 == 0 || i%10 == 3 || i%10 == 7 {
 			var reqs []devnet.TransferRequest
 			for j := range i%3 + 1 {
-				tok := paywatch.USDT
-				if n != paywatch.TRC20 && j == 1 {
-					tok = paywatch.USDC
-				}
+				info, _ := paywatch.LookupNetwork(n)
+				tok := info.Tokens[j%len(info.Tokens)]
 				reqs = append(reqs, devnet.TransferRequest{
 					Network: n, Token: tok, To: recipients[(i+j)%3], Amount: fmt.Sprintf("%d.%02d", i+1, j),
 				})
@@ -372,7 +381,7 @@ func TestFailover(t *testing.T) {
 			if n != paywatch.TRC20 {
 				dead = "http://" + dead
 			}
-			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "1"})
+			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "1"})
 			require.NoError(t, err)
 
 			c := dial(t, d, n, 0, dead)
@@ -437,9 +446,9 @@ func TestFailedTransfersDoNotCount(t *testing.T) {
 			ctx := ctxT(t)
 			c := dial(t, d, n, 0)
 			to := newAddress(t, n)
-			failed, err := d.TransferFailed(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "7"})
+			failed, err := d.TransferFailed(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "7"})
 			require.NoError(t, err)
-			ok, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "8"})
+			ok, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "8"})
 			require.NoError(t, err)
 
 			ts, err := c.Transfers(ctx, failed.BlockNumber, ok.BlockNumber)
@@ -468,7 +477,7 @@ func TestFailedTransfersDoNotCount(t *testing.T) {
 func TestDialRejectsBadConfig(t *testing.T) {
 	ctx := context.Background()
 	for name, cfg := range map[string]chains.Config{
-		"unknown network": {Network: "BASE", URLs: []string{"http://127.0.0.1:1"}},
+		"unknown network": {Network: "SOLANA", URLs: []string{"http://127.0.0.1:1"}},
 		"no url":          {Network: paywatch.ERC20},
 		"bad evm url":     {Network: paywatch.ERC20, URLs: []string{"127.0.0.1:8545"}},
 		"bad tron addr":   {Network: paywatch.TRC20, URLs: []string{"ftp://node:50051"}},
@@ -554,8 +563,8 @@ func TestTronIncompleteTransactionInfosAreAnError(t *testing.T) {
 	ctx := ctxT(t)
 	to := newAddress(t, n)
 	sent, err := d.TransferBatch(ctx, []devnet.TransferRequest{
-		{Network: n, Token: paywatch.USDT, To: to, Amount: "1"},
-		{Network: n, Token: paywatch.USDT, To: to, Amount: "2"},
+		{Network: n, Token: anyToken(n), To: to, Amount: "1"},
+		{Network: n, Token: anyToken(n), To: to, Amount: "2"},
 	})
 	require.NoError(t, err)
 	require.Len(t, sent, 2)

@@ -45,7 +45,7 @@ func TestQuorumEndpointBehindTooLongFails(t *testing.T) {
 	q3 := dialLag(t, d, n, 2, lag, stuck.URL, fast.URL, fast2.URL)
 	_, err := d.Mine(ctx, n, 3)
 	require.NoError(t, err)
-	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "1"})
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "1"})
 	require.NoError(t, err)
 	b := sent.BlockNumber
 
@@ -189,7 +189,7 @@ func TestQuorumAddressRangeWaitsForItsLastBlock(t *testing.T) {
 	to := newAddress(t, n)
 	from, err := d.Mine(ctx, n, 1)
 	require.NoError(t, err)
-	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "3"})
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "3"})
 	require.NoError(t, err)
 
 	ts, err := q.(chains.AddressRangeReader).AddressTransfersIn(ctx, to, from, sent.BlockNumber)
@@ -262,10 +262,10 @@ func TestQuorumRefusesALyingTronEndpoint(t *testing.T) {
 	to := newAddress(t, n)
 	_, err := d.Mine(ctx, n, 1)
 	require.NoError(t, err)
-	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "4"})
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "4"})
 	require.NoError(t, err)
 	b := sent.BlockNumber
-	truth := units(t, n, paywatch.USDT, "4")
+	truth := units(t, n, anyToken(n), "4")
 
 	alone := dialURLs(t, d, n, 1, liar.URL)
 	tip, err := alone.(chains.TipReader).ReadTip(ctx, b)

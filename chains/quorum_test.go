@@ -55,7 +55,7 @@ func TestQuorumOfHonestEndpoints(t *testing.T) {
 			to := newAddress(t, n)
 			cursor, err := d.Mine(ctx, n, 1)
 			require.NoError(t, err)
-			sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "2.5"})
+			sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "2.5"})
 			require.NoError(t, err)
 
 			tip, err := q.(chains.TipReader).ReadTip(ctx, sent.BlockNumber)
@@ -223,7 +223,7 @@ func TestQuorumWaitsForTheSlowerEndpoint(t *testing.T) {
 	single := dialURLs(t, d, n, 1, fast.URL)
 	_, err := d.Mine(ctx, n, 3)
 	require.NoError(t, err)
-	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "1"})
+	sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "1"})
 	require.NoError(t, err)
 	b := sent.BlockNumber
 
@@ -300,7 +300,7 @@ func TestQuorumCost(t *testing.T) {
 		next := st.Head + 1
 		before, calls := requests(), chains.Calls(c)
 		for range blocks {
-			sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "1"})
+			sent, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "1"})
 			require.NoError(t, err)
 			require.Equal(t, next, sent.BlockNumber)
 			tip, err := c.(chains.TipReader).ReadTip(ctx, next)

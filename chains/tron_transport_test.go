@@ -139,9 +139,9 @@ func TestTronTransports(t *testing.T) {
 			u, tlsCfg := tronEndpoint(t, d, transport)
 			c := dialTron(t, d, tlsCfg, nil, u)
 			to := newAddress(t, n)
-			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "12.345678"})
+			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "12.345678"})
 			require.NoError(t, err)
-			failed, err := d.TransferFailed(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDT, To: to, Amount: "1"})
+			failed, err := d.TransferFailed(ctx, devnet.TransferRequest{Network: n, Token: anyToken(n), To: to, Amount: "1"})
 			require.NoError(t, err)
 
 			head, err := c.Head(ctx)
@@ -150,9 +150,9 @@ func TestTronTransports(t *testing.T) {
 			hash, err := c.BlockHash(ctx, res.BlockNumber)
 			require.NoError(t, err)
 			want := chains.Transfer{
-				Network: n, Token: paywatch.USDT, Contract: st.Tokens[paywatch.USDT],
+				Network: n, Token: anyToken(n), Contract: st.Tokens[paywatch.USDT],
 				TxHash: res.TxHash, BlockNumber: res.BlockNumber, BlockHash: hash,
-				From: faucet(n), To: to, Amount: units(t, n, paywatch.USDT, "12.345678"),
+				From: faucet(n), To: to, Amount: units(t, n, anyToken(n), "12.345678"),
 			}
 			ts, err := c.Transfers(ctx, res.BlockNumber, head)
 			require.NoError(t, err)
@@ -332,8 +332,8 @@ func TestCheckFindsATronNodeWithoutHistory(t *testing.T) {
 	d := startDevnet(t, devnet.Config{Networks: []paywatch.Network{n}})
 	ctx := ctxT(t)
 	_, err := d.TransferBatch(ctx, []devnet.TransferRequest{
-		{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "1"},
-		{Network: n, Token: paywatch.USDT, To: newAddress(t, n), Amount: "2"},
+		{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "1"},
+		{Network: n, Token: anyToken(n), To: newAddress(t, n), Amount: "2"},
 	})
 	require.NoError(t, err)
 	st, _ := d.Network(n)

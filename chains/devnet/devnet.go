@@ -3,14 +3,19 @@
 // (operations.md §4). They speak the real protocols on loopback, so the
 // service reads them with the same chains clients it uses for real networks:
 //
-//   - BEP20, ERC20, POLYGON and ARBITRUM are each a go-ethereum node (the
-//     engine of ethclient/simulated: an in-memory database, no peers, blocks
-//     sealed on demand) with its mainnet chain id (56, 1, 137, 42161),
-//     serving JSON-RPC over HTTP on 127.0.0.1. Test tokens USDT and USDC
-//     (contracts/TestToken.sol; 18 decimals on BEP20, 6 elsewhere) are
-//     deployed at start by the faucet, so their addresses are the same on
-//     every EVM devnet: USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3,
-//     USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512. Block 1 deploys them,
+//   - BEP20, ERC20, POLYGON, ARBITRUM and BASE are each a go-ethereum node
+//     (the engine of ethclient/simulated: an in-memory database, no peers,
+//     blocks sealed on demand) with its mainnet chain id (56, 1, 137,
+//     42161, 8453), serving JSON-RPC over HTTP on 127.0.0.1. The test
+//     tokens of the network's row (contracts/TestToken.sol, at the row's
+//     decimals: 18 for every BEP20 token and for DAI, 6 otherwise) are
+//     deployed at start by the faucet, each at the nonce of its place in
+//     paywatch.Tokens (a chain without it spends that nonce on an empty
+//     transfer), so a token has one address on every EVM devnet: USDT
+//     0x5FbDB2315678afecb367f032d93F642f64180aa3, USDC
+//     0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512, DAI
+//     0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0, PYUSD
+//     0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9. Block 1 deploys them,
 //     block 2 funds the other dev accounts.
 //   - TRC20 is a gRPC server implementing the part of the Tron Wallet API
 //     that gotron-sdk's client and the scanner use, behaving as java-tron
@@ -53,7 +58,7 @@ type Config struct {
 	// interval × [1 − BlockJitter, 1 + BlockJitter], as real chains vary;
 	// 0 keeps a steady pace.
 	BlockJitter float64
-	// Networks lists the chains to run; nil runs all five.
+	// Networks lists the chains to run; nil runs every network.
 	Networks []paywatch.Network
 	// LogRangeLimit, if set, makes the EVM chains refuse eth_getLogs over
 	// more blocks than this, as public providers do ("exceed maximum block

@@ -51,11 +51,19 @@ func TestAccountsAndContractsAreTheDocumentedOnes(t *testing.T) {
 func TestStartsEveryNetwork(t *testing.T) {
 	began := time.Now()
 	d := start(t, devnet.Config{})
-	t.Logf("5 chains started in %v", time.Since(began))
+	t.Logf("6 chains started in %v", time.Since(began))
 
 	st := d.Networks()
-	require.Len(t, st, 5)
-	wantIDs := map[paywatch.Network]int64{paywatch.TRC20: 0, paywatch.BEP20: 56, paywatch.ERC20: 1, paywatch.POLYGON: 137, paywatch.ARBITRUM: 42161}
+	require.Len(t, st, 6)
+	wantIDs := map[paywatch.Network]int64{paywatch.TRC20: 0, paywatch.BEP20: 56, paywatch.ERC20: 1, paywatch.POLYGON: 137, paywatch.ARBITRUM: 42161, paywatch.BASE: 8453}
+	// Each token has one address on every EVM devnet, whichever tokens
+	// the chain carries (the faucet's nonce n deploys the n-th token).
+	evmTokens := map[paywatch.Token]string{
+		paywatch.USDT:  "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+		paywatch.USDC:  "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+		paywatch.DAI:   "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+		paywatch.PYUSD: "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
+	}
 	for i, info := range paywatch.Networks() {
 		s := st[i]
 		assert.Equal(t, info.Network, s.Network, "API order")
@@ -65,10 +73,11 @@ func TestStartsEveryNetwork(t *testing.T) {
 			assert.NotContains(t, s.RPCURL, "://")
 			assert.Equal(t, uint64(0), s.Head)
 		} else {
-			assert.Equal(t, map[paywatch.Token]string{
-				paywatch.USDT: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-				paywatch.USDC: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
-			}, s.Tokens)
+			want := map[paywatch.Token]string{}
+			for _, tok := range info.Tokens {
+				want[tok] = evmTokens[tok]
+			}
+			assert.Equal(t, want, s.Tokens)
 			assert.True(t, strings.HasPrefix(s.RPCURL, "http://127.0.0.1:"), s.RPCURL)
 			assert.Equal(t, uint64(2), s.Head, "deployment and funding blocks")
 		}
@@ -83,7 +92,7 @@ func TestStartSubsetAndUnknown(t *testing.T) {
 	_, err := d.Mine(context.Background(), paywatch.ERC20, 1)
 	assert.Equal(t, paywatch.ENOTFOUND, paywatch.ErrorCode(err))
 
-	_, err = devnet.Start(context.Background(), devnet.Config{Networks: []paywatch.Network{"BASE"}})
+	_, err = devnet.Start(context.Background(), devnet.Config{Networks: []paywatch.Network{"SOLANA"}})
 	assert.Error(t, err)
 }
 
@@ -212,7 +221,7 @@ func TestHandler(t *testing.T) {
 	assert.Equal(t, float64(137), poly["chain_id"])
 	assert.Equal(t, float64(2), poly["head"])
 	assert.Contains(t, poly["rpc_url"], "http://127.0.0.1:")
-	assert.Len(t, poly["tokens"], 2)
+	assert.Equal(t, map[string]any{"USDT": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "USDC": "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512", "DAI": "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"}, poly["tokens"])
 
 	code, body = do(t, h, "POST", "/devnet/transfers", `{"network":"POLYGON","token":"USDC","to":"`+strings.ToLower(to)+`","amount":"10.5"}`)
 	require.Equal(t, http.StatusCreated, code, "%v", body)
@@ -272,7 +281,7 @@ func TestHandler(t *testing.T) {
 		{"count zero", "/devnet/blocks", `{"network":"POLYGON","count":0}`, 400, "count"},
 		{"count huge", "/devnet/blocks", `{"network":"POLYGON","count":1000000}`, 400, "count"},
 		{"count not a number", "/devnet/blocks", `{"network":"POLYGON","count":"5"}`, 400, "count"},
-		{"blocks unknown network", "/devnet/blocks", `{"network":"BASE","count":1}`, 404, "planned"},
+		{"blocks unknown network", "/devnet/blocks", `{"network":"SOLANA","count":1}`, 404, "planned"},
 		{"depth missing", "/devnet/reorg", `{"network":"POLYGON"}`, 400, "depth"},
 		{"depth zero", "/devnet/reorg", `{"network":"POLYGON","depth":0}`, 400, "depth"},
 		{"depth into setup", "/devnet/reorg", `{"network":"POLYGON","depth":9}`, 400, "setup"},
@@ -367,4 +376,46 @@ func TestReorgReincludeMinesTheDroppedTransfersAgain(t *testing.T) {
 			assert.Equal(t, again+1, next.BlockNumber)
 		})
 	}
+}
+
+// Every pair of operations.md §9 that the devnet carries moves on it and
+// reads back through the chain client with its table's decimals: DAI to
+// the last of its 18 decimals, PYUSD and BASE's USDC with 6.
+func TestNewPairsTransferAndReadExactly(t *testing.T) {
+	d := start(t, devnet.Config{Networks: []paywatch.Network{paywatch.ERC20, paywatch.BASE}})
+	ctx := context.Background()
+	to := devnet.Accounts()[2].EVM
+	for _, tc := range []struct {
+		network paywatch.Network
+		token   paywatch.Token
+		amount  string
+		units   string
+	}{
+		{paywatch.BASE, paywatch.USDC, "25.5", "25500000"},
+		{paywatch.BASE, paywatch.DAI, "0.000000000000000001", "1"},
+		{paywatch.BASE, paywatch.DAI, "12.345678901234567891", "12345678901234567891"},
+		{paywatch.ERC20, paywatch.DAI, "1000000", "1000000000000000000000000"},
+		{paywatch.ERC20, paywatch.PYUSD, "0.000001", "1"},
+	} {
+		t.Run(string(tc.token)+" on "+string(tc.network), func(t *testing.T) {
+			st, ok := d.Network(tc.network)
+			require.True(t, ok)
+			c, err := chains.Dial(ctx, chains.Config{Network: tc.network, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+			require.NoError(t, err)
+			defer c.Close()
+			res, err := d.Transfer(ctx, devnet.TransferRequest{Network: tc.network, Token: tc.token, To: to, Amount: tc.amount})
+			require.NoError(t, err)
+			got, err := c.Transfers(ctx, res.BlockNumber, res.BlockNumber)
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, tc.token, got[0].Token)
+			assert.Equal(t, st.Tokens[tc.token], got[0].Contract)
+			assert.Equal(t, to, got[0].To)
+			assert.Equal(t, tc.units, got[0].Amount.String(), "base units")
+		})
+	}
+	_, err := d.Transfer(ctx, devnet.TransferRequest{Network: paywatch.BASE, Token: paywatch.USDT, To: to, Amount: "1"})
+	assert.EqualError(t, err, "USDT is not supported on BASE")
+	_, err = d.Transfer(ctx, devnet.TransferRequest{Network: paywatch.ERC20, Token: paywatch.PYUSD, To: to, Amount: "0.0000001"})
+	assert.ErrorContains(t, err, "decimal")
 }

@@ -48,7 +48,7 @@ type transferResultJSON struct {
 // Handler serves the devnet control endpoints of operations.md §4, without
 // authentication; mount it on the API listener only while devnet chains run:
 //
-//	GET  /devnet            200 {networks: [{network, chain_id, head, rpc_url, tokens: {USDT, USDC}}]}
+//	GET  /devnet            200 {networks: [{network, chain_id, head, rpc_url, tokens: {TOKEN: contract, ...}}]}
 //	POST /devnet/transfers  {network, token, to, amount, from?} → 201 {tx_hash, block_number, network, token, from, to, amount}
 //	POST /devnet/blocks     {network, count} → 200 {network, head}
 //	POST /devnet/reorg      {network, depth, reinclude?} → 200 {network, head, dropped: [tx_hash, ...]}

@@ -20,9 +20,10 @@ import (
 // chainNames names the chain ids an operator is likely to meet: the
 // networks' mainnets and their public testnets.
 var chainNames = map[int64]string{
-	1: "Ethereum mainnet", 56: "BNB Smart Chain mainnet", 137: "Polygon PoS mainnet", 42161: "Arbitrum One",
+	1: "Ethereum mainnet", 56: "BNB Smart Chain mainnet", 137: "Polygon PoS mainnet", 42161: "Arbitrum One", 8453: "Base mainnet",
 	11155111: "Sepolia testnet", 17000: "Holesky testnet", 560048: "Hoodi testnet", 97: "BNB Smart Chain testnet",
-	80002: "Polygon Amoy testnet", 421614: "Arbitrum Sepolia testnet", 31337: "a local anvil or Hardhat node",
+	80002: "Polygon Amoy testnet", 421614: "Arbitrum Sepolia testnet", 84532: "Base Sepolia testnet",
+	31337: "a local anvil or Hardhat node",
 }
 
 // identityOf names chain id got for network n: OK when it is n's mainnet

@@ -1,5 +1,6 @@
 // Package evm is the chains.Client of the EVM networks (BEP20, ERC20,
-// POLYGON, ARBITRUM): go-ethereum's ethclient over JSON-RPC on HTTP(S).
+// POLYGON, ARBITRUM, BASE): go-ethereum's ethclient over JSON-RPC on
+// HTTP(S).
 //
 // A scan is one eth_getLogs per MaxBlockRange blocks for the Transfer event
 // of the configured token contracts (an address filter, never one call per
