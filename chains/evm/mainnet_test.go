@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -66,6 +68,18 @@ var mainnetCases = []mainnetCase{
 				token: paywatch.USDC, contract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
 				from: "0xDFd5293D8e347dFe59E90eFd55b2956a1343963d", to: "0xCeaf4f788f0a9DA83D471d0Ab0205Da41b8AaAA7",
 				amount: "2997000000",
+			},
+		},
+	},
+	{
+		network: paywatch.BASE, dir: "base", block: 4999983,
+		hash: "0xaa6741346f8f812a3cf24f68193bd8d784618a57c782908534c97b37d345a5cc",
+		want: []wantTransfer{
+			{
+				tx: "0x2350912778a6d27107182f5e093c2128df2a50de2b3fcd606279f8cdc6f33b6a", logIndex: 3,
+				token: paywatch.DAI, contract: "0x50c5725949A6F0c72E6C4a641F24049A917DB0Cb",
+				from: "0xdcC8A6bA71A6C0053cBB32F935e9B4B64d465ea3", to: "0xEEc019764ca2098a93E0177A3AE02a5bEc599756",
+				amount: "706964899278176643945",
 			},
 		},
 	},
@@ -127,6 +141,42 @@ func TestMainnetRecordedBlockLaggingLogIndex(t *testing.T) {
 	}
 }
 
+// TestMainnetRecordedBaseUSDCLog reads a Base USDC Transfer log recorded
+// without its block's header (testdata/mainnet/base-usdc-log): a newer
+// node's log object, with a blockTimestamp field older nodes do not send.
+func TestMainnetRecordedBaseUSDCLog(t *testing.T) {
+	mc := mainnetCase{
+		network: paywatch.BASE, block: 50542634,
+		hash: "0x9831c921c8c827d4aafa3c3815a3779458cb07368a02d3cc5d89295f1f23030e",
+		want: []wantTransfer{
+			{
+				tx: "0x2c2a53ce984c5d359e1c10cb5f09f33153460730dcbcb4c8cc18efe8d5a1d1f0", logIndex: 1436,
+				token: paywatch.USDC, contract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+				from: "0x1d7f97D26ae2C01F9b01Fc252B73Cf0Db3397E95", to: "0x3cDCE9661F6d8475DfDd8Bc3470Ae1434e6977AF",
+				amount: "360960",
+			},
+		},
+	}
+	node := newRecordedNode(t, "base-usdc-log")
+	require.Nil(t, node.block, "the recording has no header")
+	require.Equal(t, mc.block, node.number)
+	require.Equal(t, mc.hash, node.hash)
+	require.Len(t, node.logs, 1)
+	require.Contains(t, string(node.logs[0].raw), `"blockTimestamp":"0x6a90cd37"`)
+
+	c := dialRecorded(t, mc.network, node)
+	ctx := context.Background()
+	got, err := c.Transfers(ctx, mc.block, mc.block)
+	require.NoError(t, err)
+	assertTransfers(t, mc, got)
+	assert.Equal(t, 1, node.calls("eth_getLogs", false))
+
+	// The recipient's topic filter matches the log too.
+	got, err = c.AddressTransfersIn(ctx, mc.want[0].to, mc.block, mc.block)
+	require.NoError(t, err)
+	assertTransfers(t, mc, got)
+}
+
 func assertTransfers(t *testing.T, mc mainnetCase, got []paywatch.Transfer) {
 	t.Helper()
 	require.Len(t, got, len(mc.want))
@@ -161,11 +211,13 @@ func dialRecorded(t *testing.T, n paywatch.Network, node *recordedNode) *evm.Cli
 // recordedNode is a JSON-RPC node that knows one block: it answers from
 // the recorded block.json and logs.json, matching each call on its method
 // and parameters, and answers as a node does for anything else (null, an
-// empty list, or "method not found").
+// empty list, or "method not found"). A recording without block.json
+// (logs whose header was not found) has the logs' block as its head and
+// answers null for every header.
 type recordedNode struct {
 	number uint64
 	hash   string
-	block  json.RawMessage // the result object of block.json
+	block  json.RawMessage // the result object of block.json; nil without one
 	logs   []recordedLog
 
 	// lagging makes range queries of eth_getLogs answer [] while queries
@@ -185,29 +237,44 @@ type recordedLog struct {
 func newRecordedNode(t *testing.T, dir string) *recordedNode {
 	t.Helper()
 	base := filepath.Join("testdata", "mainnet", dir)
-	var block struct {
-		Result json.RawMessage `json:"result"`
+	n := &recordedNode{called: map[string]int{}}
+	if _, err := os.Stat(filepath.Join(base, "block.json")); err == nil {
+		var block struct {
+			Result json.RawMessage `json:"result"`
+		}
+		readJSON(t, filepath.Join(base, "block.json"), &block)
+		var header struct {
+			Hash   string         `json:"hash"`
+			Number hexutil.Uint64 `json:"number"`
+		}
+		require.NoError(t, json.Unmarshal(block.Result, &header))
+		// The recording is the chain's own: its fields hash to its hash.
+		var full types.Header
+		require.NoError(t, json.Unmarshal(block.Result, &full))
+		require.Equal(t, header.Hash, full.Hash().Hex(), "%s: the header's fields hash to its hash", dir)
+		n.number, n.hash, n.block = uint64(header.Number), header.Hash, block.Result
+	} else {
+		require.ErrorIs(t, err, fs.ErrNotExist)
 	}
-	readJSON(t, filepath.Join(base, "block.json"), &block)
-	var header struct {
-		Hash   string         `json:"hash"`
-		Number hexutil.Uint64 `json:"number"`
-	}
-	require.NoError(t, json.Unmarshal(block.Result, &header))
 
 	var logs struct {
 		Result []json.RawMessage `json:"result"`
 	}
 	readJSON(t, filepath.Join(base, "logs.json"), &logs)
-	n := &recordedNode{number: uint64(header.Number), hash: header.Hash, block: block.Result, called: map[string]int{}}
+	require.True(t, n.block != nil || len(logs.Result) > 0, "%s: no block.json and no logs", dir)
 	for _, raw := range logs.Result {
 		var l struct {
-			Address   string   `json:"address"`
-			Topics    []string `json:"topics"`
-			BlockHash string   `json:"blockHash"`
+			Address     string         `json:"address"`
+			Topics      []string       `json:"topics"`
+			BlockHash   string         `json:"blockHash"`
+			BlockNumber hexutil.Uint64 `json:"blockNumber"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &l))
+		if n.block == nil && len(n.logs) == 0 {
+			n.number, n.hash = uint64(l.BlockNumber), l.BlockHash
+		}
 		require.Equal(t, n.hash, l.BlockHash, "every recorded log is of the recorded block")
+		require.Equal(t, n.number, uint64(l.BlockNumber), "every recorded log is of the recorded block")
 		for i := range l.Topics {
 			l.Topics[i] = strings.ToLower(l.Topics[i])
 		}
@@ -297,7 +364,7 @@ func (n *recordedNode) answer(req rpcRequest) rpcResponse {
 			return invalidParams(resp, "the recording holds transaction hashes only")
 		}
 		resp.Result = json.RawMessage("null")
-		if v, err := hexutil.DecodeUint64(num); err == nil && v == n.number {
+		if v, err := hexutil.DecodeUint64(num); err == nil && v == n.number && n.block != nil {
 			resp.Result = n.block
 		}
 	case "eth_getLogs":
