@@ -23,8 +23,13 @@ type linksPage struct {
 	dashPage
 	Links    []linkRow
 	Networks []paywatch.NetworkInfo
+	// Tokens are the tokens served on the networks offered, in the order
+	// of paywatch.Pairs.
+	Tokens []tokenOption
 	// The new-link form as typed.
 	Slug, LinkTitle, Amount, Token, Network string
+	// Refused says the new-link form was refused: the message is about it.
+	Refused bool
 }
 
 // decimalText is an amount as a form may type it.
@@ -48,6 +53,7 @@ func (s *Server) linksRender(c echo.Context, pg linksPage, err error) error {
 			pg.Networks = append(pg.Networks, n)
 		}
 	}
+	pg.Tokens = tokenOptions(s.payments.Offered)
 	status := http.StatusOK
 	if err != nil {
 		st, msg, ok := formError(err)
@@ -88,6 +94,7 @@ func (s *Server) linkCreate(c echo.Context) error {
 		}
 	}
 	if err != nil {
+		pg.Refused = true
 		return s.linksRender(c, pg, err)
 	}
 	return s.redirect(c, DashboardPath+"/p/"+dashProject(c).Slug+"/links", flashLinkCreated)

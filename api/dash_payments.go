@@ -31,8 +31,11 @@ type paymentsPage struct {
 	dashPage
 	Payments []paymentRow
 	Statuses []paywatch.Status
+	// Networks and Tokens are the filters' choices, from the table.
+	Networks []paywatch.NetworkInfo
+	Tokens   []tokenOption
 	// The filters as typed, and the pages before and after.
-	Status, CreatedAfter, UpdatedAfter string
+	Status, CreatedAfter, UpdatedAfter, Network, Token string
 	// Filters names the filters in force, for the folded form's summary.
 	Filters string
 	// Link is the payment link whose payments are listed; "" for all.
@@ -148,11 +151,16 @@ func (s *Server) paymentsList(c echo.Context) (paymentsPage, int, error) {
 			q.Del(k)
 		}
 	}
-	pg := paymentsPage{Statuses: paywatch.Statuses(), Status: q.Get("status"), CreatedAfter: q.Get("created_after"), UpdatedAfter: q.Get("updated_after")}
+	pg := paymentsPage{Statuses: paywatch.Statuses(), Networks: paywatch.Networks(), Tokens: tokenOptions(nil),
+		Status: q.Get("status"), CreatedAfter: q.Get("created_after"), UpdatedAfter: q.Get("updated_after"),
+		Network: q.Get("network"), Token: q.Get("token")}
 	status := http.StatusOK
 	link := q.Get("link")
 	q.Del("link")
 	f, err := listFilter(c)
+	if err == nil {
+		f.Network, f.Token, err = pairFilter(pg.Network, pg.Token)
+	}
 	if !uuidText.MatchString(link) {
 		link = ""
 	}
@@ -180,7 +188,7 @@ func (s *Server) paymentsList(c echo.Context) (paymentsPage, int, error) {
 	} else {
 		pg.LiveURL = DashboardPath + "/p/" + dashProject(c).Slug + "/payments/status?" + q.Encode()
 	}
-	pg.Filters = filterSummary(pg.Status, pg.CreatedAfter, pg.UpdatedAfter)
+	pg.Filters = filterSummary(pg.Status, pg.Network, pg.Token, pg.CreatedAfter, pg.UpdatedAfter)
 	pg.Limit, pg.Offset = f.Limit, f.Offset
 	page := func(offset int) string {
 		v := url.Values{}
@@ -199,11 +207,38 @@ func (s *Server) paymentsList(c echo.Context) (paymentsPage, int, error) {
 	return pg, status, nil
 }
 
+// pairFilter reads the list's network and token filters (the
+// dashboard's own: GET /v1/payments has neither), "" for any. An unknown
+// name, or a pair the table does not serve, is refused with the API's
+// message ("PYUSD is not supported on BASE"), since no payment can match.
+func pairFilter(network, token string) (paywatch.Network, paywatch.Token, error) {
+	var n paywatch.Network
+	var t paywatch.Token
+	var err error
+	if network != "" {
+		if n, err = paywatch.ParseNetwork(network); err != nil {
+			return "", "", err
+		}
+	}
+	if token != "" {
+		if t, err = paywatch.ParseToken(token); err != nil {
+			return "", "", err
+		}
+	}
+	if n != "" && t != "" {
+		if err = paywatch.ValidatePair(n, t); err != nil {
+			return "", "", err
+		}
+	}
+	return n, t, nil
+}
+
 // filterSummary names the list's filters in force: "none", or for example
-// "paid · created after 1 Nov 2026 (UTC)". A typed date reads as the
-// dashboard writes dates, marked UTC since the filters count UTC days
-// while the rows show the viewer's time; anything else as it was typed.
-func filterSummary(status, createdAfter, updatedAfter string) string {
+// "paid · DAI on BASE · created after 1 Nov 2026 (UTC)". A typed date
+// reads as the dashboard writes dates, marked UTC since the filters count
+// UTC days while the rows show the viewer's time; anything else as it was
+// typed.
+func filterSummary(status, network, token, createdAfter, updatedAfter string) string {
 	date := func(s string) string {
 		if t, err := time.Parse("2006-01-02", s); err == nil {
 			return t.Format("2 Jan 2006")
@@ -213,6 +248,14 @@ func filterSummary(status, createdAfter, updatedAfter string) string {
 	var parts []string
 	if status != "" {
 		parts = append(parts, status)
+	}
+	switch {
+	case network != "" && token != "":
+		parts = append(parts, token+" on "+network)
+	case network != "":
+		parts = append(parts, "any token on "+network)
+	case token != "":
+		parts = append(parts, token+" on any network")
 	}
 	if createdAfter != "" {
 		parts = append(parts, "created after "+date(createdAfter)+" (UTC)")

@@ -126,12 +126,25 @@ func (s *Server) protectionKeySet(c echo.Context) bool {
 	return session(c).ProtectionKeySet
 }
 
-// familyName names an address family for people.
+// familyName names an address family for people: the display name of
+// its one network ("Tron (TRC20)"), or the family and the networks that
+// share its addresses ("EVM (BEP20, ERC20, POLYGON, ARBITRUM, BASE)").
 func familyName(f paywatch.Family) string {
-	if f == paywatch.FamilyTron {
-		return "Tron (TRC20)"
+	ns := paywatch.NetworksOf(f)
+	if len(ns) == 1 {
+		if info, ok := paywatch.LookupNetwork(ns[0]); ok {
+			return info.Name
+		}
 	}
-	return "EVM (BEP20, ERC20, Polygon, Arbitrum)"
+	name := strings.ToUpper(string(f))
+	if len(ns) == 0 {
+		return name
+	}
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = string(n)
+	}
+	return name + " (" + strings.Join(names, ", ") + ")"
 }
 
 func (s *Server) walletShow(c echo.Context) error {

@@ -3,9 +3,11 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +190,26 @@ func TestSetupURLIsTheServedGuide(t *testing.T) {
 	// Offline: nothing on it loads from elsewhere.
 	assert.NotContains(t, page.Raw, `src="http`)
 	assert.NotContains(t, page.Raw, `href="http`)
+}
+
+// The guide names the networks and tokens of the table, and which tokens
+// each network serves: not every token is on every network.
+func TestGuideNamesTheTablesNetworksAndTokens(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	page := e.do(request{method: "GET", path: "/docs/getting-started"})
+	require.Equal(t, http.StatusOK, page.Code)
+	assert.Contains(t, page.Raw, "<p>paywatch watches TRC20, BEP20, ERC20, POLYGON, ARBITRUM and BASE for USDT, USDC, DAI and PYUSD\ntransfers")
+	assert.Contains(t, page.Raw, "<tr><td><code>BASE</code></td><td>Base</td><td>USDC, DAI</td><td>10</td></tr>")
+	assert.Contains(t, page.Raw, "<tr><td><code>TRC20</code></td><td>Tron (TRC20)</td><td>USDT</td><td>19</td></tr>")
+	for _, info := range paywatch.Networks() {
+		var tokens []string
+		for _, tok := range info.Tokens {
+			tokens = append(tokens, string(tok))
+		}
+		assert.Contains(t, page.Raw, "<tr><td><code>"+string(info.Network)+"</code></td><td>"+html.EscapeString(info.Name)+"</td><td>"+
+			strings.Join(tokens, ", ")+"</td><td>"+strconv.Itoa(info.Confirmations)+"</td></tr>", info.Network)
+	}
 }
 
 func TestDevnetEndpointsAnswerOnlyTheAPIHostAndJSON(t *testing.T) {

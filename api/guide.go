@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"html/template"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/paywatch/paywatch"
 )
 
 // GuidePath is where the API listener serves the getting-started guide that
@@ -19,11 +23,59 @@ const guideCSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'
 
 var guidePage = template.Must(template.ParseFS(webFS, "web/guide/getting-started.html"))
 
+// guideData is what the guide shows: this instance's base URL in its
+// examples, and the networks and tokens of the table (network.go), so that
+// a new network or token reaches the guide with nothing to edit.
+type guideData struct {
+	BaseURL string
+	// Networks and Tokens name them all: "TRC20, BEP20 and ERC20".
+	Networks, Tokens string
+	// Rows are the networks, each with the tokens it serves.
+	Rows []guideRow
+}
+
+// guideRow is one network of the guide's table.
+type guideRow struct {
+	Network, Name, Tokens, Confirmations string
+}
+
+// guideTable is the guide's part of guideData, built once from the table.
+var guideTable = func() guideData {
+	var d guideData
+	var networks, tokens []string
+	for _, info := range paywatch.Networks() {
+		networks = append(networks, string(info.Network))
+		var ts []string
+		for _, t := range info.Tokens {
+			ts = append(ts, string(t))
+		}
+		d.Rows = append(d.Rows, guideRow{
+			Network: string(info.Network), Name: info.Name,
+			Tokens: strings.Join(ts, ", "), Confirmations: strconv.Itoa(info.Confirmations),
+		})
+	}
+	for _, t := range paywatch.Tokens() {
+		tokens = append(tokens, string(t))
+	}
+	d.Networks, d.Tokens = joinWords(networks, "and"), joinWords(tokens, "and")
+	return d
+}()
+
+// joinWords writes a list as prose: "A", "A and B", "A, B and C".
+func joinWords(words []string, last string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " " + last + " " + words[len(words)-1]
+}
+
 // guide serves the getting-started guide, with this instance's base URL in
 // its examples.
 func (s *Server) guide(c echo.Context) error {
+	d := guideTable
+	d.BaseURL = s.deps.BaseURL
 	var buf bytes.Buffer
-	if err := guidePage.Execute(&buf, struct{ BaseURL string }{s.deps.BaseURL}); err != nil {
+	if err := guidePage.Execute(&buf, d); err != nil {
 		return err
 	}
 	h := c.Response().Header()

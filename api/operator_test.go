@@ -237,10 +237,11 @@ func TestWalletEndpoint(t *testing.T) {
 	assert.Equal(t, true, r.get("wallet.xpubs.evm"))
 	assert.Equal(t, false, r.get("wallet.xpubs.tron"))
 	assert.Equal(t, "2", string(r.get("wallet.addresses.TRC20").(jsonNumber)))
-	// per_payment: the evm xpub serves the four EVM networks.
+	// per_payment: the evm xpub serves the five EVM networks.
 	nets := r.get("wallet.available_networks").([]any)
-	require.Len(t, nets, 4)
+	require.Len(t, nets, 5)
 	assert.Equal(t, "BEP20", nets[0].(map[string]any)["network"])
+	assert.Equal(t, "BASE", nets[4].(map[string]any)["network"])
 
 	// A second project of a free owner would exceed the wallet limit: the
 	// owner first needs a higher project limit to have one.

@@ -105,16 +105,16 @@ func TestPaymentPageNetworkChoice(t *testing.T) {
 	nets := s.Body["available_networks"].([]any)
 	require.Len(t, nets, 2)
 	assert.Equal(t, map[string]any{"network": "TRC20", "name": "Tron (TRC20)", "tokens": []any{"USDT"}, "confirmations": jsonNumber("19")}, nets[0])
-	assert.Equal(t, map[string]any{"network": "ARBITRUM", "name": "Arbitrum One", "tokens": []any{"USDT", "USDC"}, "confirmations": jsonNumber("40")}, nets[1])
+	assert.Equal(t, map[string]any{"network": "ARBITRUM", "name": "Arbitrum One", "tokens": []any{"USDT", "USDC", "DAI", "PYUSD"}, "confirmations": jsonNumber("40")}, nets[1])
 
 	page := e.payGet("/" + id).Raw
 	assert.Contains(t, page, `data-state="choose"`)
 	assert.Contains(t, page, `<form method="post" action="/`+id+`/select-network" id="choose-form"`)
-	for _, pair := range []string{"TRC20:USDT", "ARBITRUM:USDT", "ARBITRUM:USDC"} {
+	for _, pair := range []string{"TRC20:USDT", "ARBITRUM:USDT", "ARBITRUM:USDC", "ARBITRUM:DAI", "ARBITRUM:PYUSD"} {
 		assert.Contains(t, page, `name="pair" value="`+pair+`"`)
 	}
 	assert.NotContains(t, page, "TRC20:USDC")
-	assert.Contains(t, page, "USDT or USDC")
+	assert.Contains(t, page, "USDT / USDC / DAI / PYUSD")
 }
 
 func TestPaymentPageNotFound(t *testing.T) {

@@ -133,8 +133,10 @@ func (s *Server) choices(ctx context.Context, p *payments.Payment) ([]paywatch.N
 	return out, nil
 }
 
-// tokensLabel names the tokens of a list of networks: "USDT", or "USDT or
-// USDC".
+// tokensLabel names the tokens of a list of networks, in the table's
+// order: "USDT", "USDT / USDC", "USDT / USDC / DAI / PYUSD". The slash
+// reads alike in every language of the page, where a word ("or") would
+// need a catalogue entry and a grammar of lists for each.
 func tokensLabel(infos []paywatch.NetworkInfo) string {
 	var tokens []string
 	seen := map[paywatch.Token]bool{}
@@ -146,7 +148,7 @@ func tokensLabel(infos []paywatch.NetworkInfo) string {
 			}
 		}
 	}
-	return strings.Join(tokens, " or ")
+	return strings.Join(tokens, " / ")
 }
 
 // pageState is the state the page shows: the status, refined by whether a

@@ -146,6 +146,48 @@ func TestWalletLinkIsTheExactTransfer(t *testing.T) {
 	assert.Equal(t, []string{"7250000"}, r.params["uint256"])
 }
 
+// Every EVM pair of the table has a wallet link naming its own contract,
+// its chain and the amount in its own base units (25.5 DAI is
+// 25500000000000000000, 25.5 PYUSD 25500000), read by the parser above.
+func TestWalletLinkOfEveryEVMPair(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	key := e.merchant("shop", "pro", nil, hdWallet())
+	// The new pairs, written out rather than computed.
+	want := map[paywatch.Pair]string{
+		{Network: paywatch.BASE, Token: paywatch.DAI}:       "25500000000000000000",
+		{Network: paywatch.BASE, Token: paywatch.USDC}:      "25500000",
+		{Network: paywatch.ERC20, Token: paywatch.DAI}:      "25500000000000000000",
+		{Network: paywatch.ERC20, Token: paywatch.PYUSD}:    "25500000",
+		{Network: paywatch.ARBITRUM, Token: paywatch.PYUSD}: "25500000",
+		{Network: paywatch.BEP20, Token: paywatch.DAI}:      "25500000000000000000",
+		{Network: paywatch.POLYGON, Token: paywatch.DAI}:    "25500000000000000000",
+	}
+	seen := 0
+	for _, pair := range paywatch.Pairs() {
+		info, ok := paywatch.LookupNetwork(pair.Network)
+		require.True(t, ok)
+		if info.Family != paywatch.FamilyEVM {
+			continue
+		}
+		seen++
+		id := e.createPayment(key, map[string]any{"amount": jsonNumber("25.5"), "external_ref": "u-" + pair.String(), "network": string(pair.Network), "token": string(pair.Token)})
+		r := parseEIP681(t, e.walletLinkOf(id))
+		assert.Equal(t, paywatch.DefaultContract(pair.Network, pair.Token), r.target, "%s: the token contract", pair)
+		assert.Equal(t, info.ChainID, r.chainID, "%s: the chain id", pair)
+		assert.Equal(t, "transfer", r.function, pair.String())
+		assert.Equal(t, []string{"address", "uint256"}, slices.Sorted(maps.Keys(r.params)), pair.String())
+		units := baseUnits(t, "25.5", paywatch.Decimals(pair.Network, pair.Token))
+		assert.Equal(t, []string{units}, r.params["uint256"], "%s: 25.5 in base units", pair)
+		if w, ok := want[pair]; ok {
+			assert.Equal(t, w, units, pair.String())
+		}
+	}
+	assert.Equal(t, 16, seen, "every pair but USDT on TRC20")
+	base, _ := paywatch.LookupNetwork(paywatch.BASE)
+	assert.Equal(t, int64(8453), base.ChainID)
+}
+
 func TestWalletLinkCarriesTheMicroOffset(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})

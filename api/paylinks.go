@@ -219,7 +219,7 @@ func (s *Server) linkSubmit(c echo.Context) error {
 	}
 	token := l.Token
 	if token == "" {
-		token = paywatch.USDT
+		token = paywatch.LinkToken(l.Network)
 	}
 	decimals := networkLessDecimals
 	if l.Network != "" {

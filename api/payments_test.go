@@ -39,8 +39,8 @@ func TestCreateValidation(t *testing.T) {
 		"external_ref a number":  map[string]any{"amount": 10, "external_ref": 42},
 		"network unknown":        map[string]any{"amount": 10, "external_ref": "u", "network": "BITCOIN"},
 		"network lower case":     map[string]any{"amount": 10, "external_ref": "u", "network": "trc20"},
-		"network planned":        map[string]any{"amount": 10, "external_ref": "u", "network": "BASE"},
-		"token unknown":          map[string]any{"amount": 10, "external_ref": "u", "token": "DAI"},
+		"network planned":        map[string]any{"amount": 10, "external_ref": "u", "network": "SOLANA"},
+		"token unknown":          map[string]any{"amount": 10, "external_ref": "u", "token": "BUSD"},
 		"order id too long":      map[string]any{"amount": 10, "external_ref": "u", "external_order_id": long},
 		"expires_in too short":   map[string]any{"amount": 10, "external_ref": "u", "expires_in": 299},
 		"expires_in too long":    map[string]any{"amount": 10, "external_ref": "u", "expires_in": 86401},
@@ -167,7 +167,7 @@ func TestCreateWithoutNetwork(t *testing.T) {
 	assert.Equal(t, []any{"USDT"}, trc["tokens"])
 	assert.Equal(t, jsonNumber("19"), trc["confirmations"])
 	assert.Equal(t, "https://tronscan.org", trc["explorer"])
-	assert.Equal(t, []any{"USDT", "USDC"}, nets[1].(map[string]any)["tokens"])
+	assert.Equal(t, []any{"USDT", "USDC", "DAI", "PYUSD"}, nets[1].(map[string]any)["tokens"])
 
 	id := p["id"].(string)
 	g := e.call(key, "GET", "/v1/payments/"+id, nil)
@@ -559,7 +559,7 @@ func TestConfig(t *testing.T) {
 	bsc := chains[1].(map[string]any)
 	assert.Equal(t, "BEP20", bsc["chain"])
 	assert.Equal(t, "BSC (BEP20)", bsc["name"])
-	assert.Equal(t, []any{"USDT", "USDC"}, bsc["tokens"])
+	assert.Equal(t, []any{"USDT", "USDC", "DAI"}, bsc["tokens"])
 	assert.Equal(t, jsonNumber("15"), bsc["confirmations"])
 	assert.Equal(t, "https://bscscan.com", bsc["explorer"])
 	assert.NotContains(t, bsc, "network")

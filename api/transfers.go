@@ -139,7 +139,7 @@ func transferFilter(c echo.Context) (payments.TransferFilter, error) {
 		}
 	}
 	if _, ok := q["address"]; ok {
-		families := []paywatch.Family{paywatch.FamilyEVM, paywatch.FamilyTron}
+		families := paywatch.Families()
 		if f.Network != "" {
 			families = []paywatch.Family{f.Network.Family()}
 		}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/locale"
 )
 
@@ -198,5 +200,41 @@ func TestCataloguesHaveNoUnusedMessages(t *testing.T) {
 	code := sources.String()
 	for id := range catalogue(t, locale.English) {
 		assert.True(t, strings.Contains(code, `"`+id+`"`), "%q is in the catalogue and used nowhere", id)
+	}
+}
+
+// No message names a network or a token: they reach every language through
+// {{.Token}} and {{.Network}} from the table (network.go), so a new network
+// or token (BASE, DAI, PYUSD) needs no translation and cannot be left out
+// of one.
+func TestCataloguesNameNoNetworkOrToken(t *testing.T) {
+	names := []string{"Tron", "Ethereum", "BSC", "Arbitrum", "Tether", "PayPal", "Dai"}
+	for _, info := range paywatch.Networks() {
+		names = append(names, string(info.Network), info.Name)
+	}
+	for _, p := range paywatch.Pairs() {
+		names = append(names, string(p.Token), paywatch.TokenName(p.Token))
+	}
+	for _, n := range paywatch.PlannedNetworks {
+		names = append(names, string(n))
+	}
+	for i, n := range names {
+		names[i] = regexp.QuoteMeta(n)
+	}
+	named := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
+	for _, l := range locale.Languages() {
+		for id, msg := range catalogue(t, l) {
+			texts := []any{msg}
+			if forms, ok := msg.(map[string]any); ok {
+				texts = texts[:0]
+				for _, f := range forms {
+					texts = append(texts, f)
+				}
+			}
+			for _, s := range texts {
+				s, _ := s.(string)
+				assert.Empty(t, named.FindAllString(s, -1), "%s: %q names a network or token instead of taking it as a field", l, id)
+			}
+		}
 	}
 }

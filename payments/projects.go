@@ -208,13 +208,13 @@ var networklessDecimals = func() int {
 
 // LinkAmount reads the fixed amount of a payment link (text in JSON number
 // form) at the precision the link allows: the token's decimals on a fixed
-// network (token USDT when none is given; an unsupported pair is refused
+// network (paywatch.LinkToken when none is given; an unsupported pair is refused
 // with its message), or the fewest decimals of any token otherwise.
 func LinkAmount(n paywatch.Network, t paywatch.Token, text string) (paywatch.Amount, error) {
 	decimals := networklessDecimals
 	if n != "" {
 		if t == "" {
-			t = paywatch.USDT
+			t = paywatch.LinkToken(n)
 		}
 		if err := paywatch.ValidatePair(n, t); err != nil {
 			return paywatch.Amount{}, err

@@ -70,7 +70,7 @@ func (s *Store) CreatePaymentLink(ctx context.Context, nl NewPaymentLink) (*Paym
 	}
 	if nl.Network != "" {
 		if nl.Token == "" {
-			nl.Token = paywatch.USDT
+			nl.Token = paywatch.LinkToken(nl.Network)
 		}
 		if err := paywatch.ValidatePair(nl.Network, nl.Token); err != nil {
 			return nil, err

@@ -20,6 +20,11 @@ func TestCreateLinkPaymentRecordsTheBuyer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Hoodie", l.Title)
 	assert.Equal(t, paywatch.USDT, l.Token, "a fixed network defaults to USDT")
+	base, err := s.CreatePaymentLink(ctx, store.NewPaymentLink{ProjectSlug: "shop", Slug: "on-base", Title: "Base", Network: paywatch.BASE})
+	require.NoError(t, err, "BASE serves no USDT: a link there takes its first token")
+	assert.Equal(t, paywatch.USDC, base.Token)
+	_, err = s.CreatePaymentLink(ctx, store.NewPaymentLink{ProjectSlug: "shop", Slug: "pyusd-on-base", Title: "Base", Network: paywatch.BASE, Token: paywatch.PYUSD})
+	assert.EqualError(t, err, "PYUSD is not supported on BASE")
 
 	got, err := s.PaymentLinkBySlug(ctx, "hoodie")
 	require.NoError(t, err)

@@ -251,6 +251,11 @@ type ListFilter struct {
 	// PaymentLinkID keeps the payments made through one payment link (the
 	// dashboard's list of a link's payments); "" for all.
 	PaymentLinkID string
+	// Network and Token keep the payments on one network, of one token
+	// (the dashboard's filters; GET /v1/payments takes neither); "" for
+	// all. A payment whose network is not chosen yet has neither.
+	Network paywatch.Network
+	Token   paywatch.Token
 }
 
 // ListPayments returns a page of the project's payments, newest first, and
@@ -283,6 +288,12 @@ func (s *Store) ListPayments(ctx context.Context, projectID int64, f ListFilter)
 	}
 	if f.PaymentLinkID != "" {
 		where = append(where, "pay.payment_link_id = "+arg(f.PaymentLinkID)+"::uuid")
+	}
+	if f.Network != "" {
+		where = append(where, "pay.network = "+arg(string(f.Network)))
+	}
+	if f.Token != "" {
+		where = append(where, "pay.token = "+arg(string(f.Token)))
 	}
 	cond := strings.Join(where, " AND ")
 	var total int

@@ -173,7 +173,7 @@ func TestWalletValidation(t *testing.T) {
 	require.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
 	assert.Contains(t, paywatch.ErrorMessage(err), "addresses.TRC20[1]")
 
-	_, _, err = s.PutWallet(ctx, "shop", store.WalletUpdate{Addresses: map[string][]string{"BASE": {evmAddrs[0]}}})
+	_, _, err = s.PutWallet(ctx, "shop", store.WalletUpdate{Addresses: map[string][]string{"SOLANA": {evmAddrs[0]}}})
 	assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
 
 	lower := strings.ToLower(evmAddrs[0])

@@ -55,6 +55,27 @@ func TestText(t *testing.T) {
 			want: "🟡 Partially paid: 10.00 of 25.00 USDC on POLYGON\nShop: My shop\nOrder: ORDER-1\nPayment: pay_1\nTx: 0xabcd…6789\nhttps://polygonscan.com/tx/0xabcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789",
 		},
 		{
+			name: "DAI on BASE keeps all 18 decimals",
+			n: with(func(n *telegram.Notification) {
+				n.Event = "payment.overpaid"
+				n.Amount, n.PaidAmount = "1000000000000.00", "1010000000000.000000000000000001"
+				n.Token, n.Network = "DAI", "BASE"
+				n.TxHash = "0xabcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+				n.ExplorerTxURL = "https://basescan.org/tx/" + n.TxHash
+			}),
+			want: "✅ Overpaid: 1010000000000.000000000000000001 DAI on BASE (expected 1000000000000.00)\nShop: My shop\nOrder: ORDER-1\nPayment: pay_1\nTx: 0xabcd…6789\nhttps://basescan.org/tx/0xabcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789",
+		},
+		{
+			name: "PYUSD on ARBITRUM",
+			n: with(func(n *telegram.Notification) {
+				n.Event = "payment.partial"
+				n.Amount, n.PaidAmount = "25.50", "0.000001"
+				n.Token, n.Network = "PYUSD", "ARBITRUM"
+				n.TxHash, n.ExplorerTxURL = "", ""
+			}),
+			want: "🟡 Partially paid: 0.000001 of 25.50 PYUSD on ARBITRUM\nShop: My shop\nOrder: ORDER-1\nPayment: pay_1",
+		},
+		{
 			name: "expired without network or transfer",
 			n: with(func(n *telegram.Notification) {
 				n.Event = "payment.expired"
