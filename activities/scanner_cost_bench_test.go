@@ -138,7 +138,7 @@ func BenchmarkRPCCost(b *testing.B) {
 		for _, info := range nets {
 			st, _ := d.Network(info.Network)
 			for range 1000 {
-				expired = append(expired, db.watch(b, info.Network, paywatch.USDT, randomAddress(b, info.Network), st.Head))
+				expired = append(expired, db.watch(b, info.Network, info.Tokens[0], randomAddress(b, info.Network), st.Head))
 			}
 		}
 		_, err := db.pool.Exec(ctx, `UPDATE payments SET status = 'expired', expires_at = now() - interval '1 hour', late_by_chain = true
@@ -152,7 +152,7 @@ func BenchmarkRPCCost(b *testing.B) {
 			st, _ := d.Network(info.Network)
 			for range 1000 {
 				a := randomAddress(b, info.Network)
-				db.watch(b, info.Network, paywatch.USDT, a, st.Head)
+				db.watch(b, info.Network, info.Tokens[0], a, st.Head)
 				addrs[info.Network] = append(addrs[info.Network], a)
 			}
 		}
@@ -227,11 +227,11 @@ func (m *blockMaker) run(ctx context.Context, info paywatch.NetworkInfo) {
 		var reqs []devnet.TransferRequest
 		if k%5 == 0 {
 			for range 3 {
-				reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: randomAddress(m.tb, info.Network), Amount: "2"})
+				reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: info.Tokens[0], To: randomAddress(m.tb, info.Network), Amount: "2"})
 			}
 		}
 		if to, ok := m.due(info.Network); ok {
-			reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: paywatch.USDT, To: to, Amount: "10"})
+			reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: info.Tokens[0], To: to, Amount: "10"})
 		}
 		if len(reqs) == 0 {
 			_, _ = m.d.Mine(ctx, info.Network, 1)

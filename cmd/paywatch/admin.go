@@ -50,7 +50,7 @@ Commands:
       sends a webhook event of project SLUG again now: same event_id and
       payload, the current secret, up to 5 new attempts (event_id is in the
       deliveries listing)
-  links create SLUG --slug LINK --title TITLE [--amount X] [--token USDT|USDC] [--network NETWORK]
+  links create SLUG --slug LINK --title TITLE [--amount X] [--token TOKEN] [--network NETWORK]
       a payment link of project SLUG at {pay_url}/l/LINK; without --amount
       the buyer enters the amount, without --network the buyer picks it
 `

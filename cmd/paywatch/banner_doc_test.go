@@ -153,10 +153,16 @@ func TestCompareBanner(t *testing.T) {
   Database     postgres@127.0.0.1:5432/paywatch_test_q3x7rbh2kmnd
   Devnet chains (a block every 1s; send test transfers with "paywatch devnet send"):
     TRC20     127.0.0.1:42859          USDT TJhSSbZ8dVqtEiLYgva1WWcV4R4NkRCARH
-    BEP20     http://127.0.0.1:42475   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
-    ERC20     http://127.0.0.1:45365   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
-    POLYGON   http://127.0.0.1:43651   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
-    ARBITRUM  http://127.0.0.1:44801   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512`, "\n")
+    BEP20     http://127.0.0.1:42475   USDT USDC DAI
+    ERC20     http://127.0.0.1:45365   USDT USDC DAI PYUSD
+    POLYGON   http://127.0.0.1:43651   USDT USDC DAI
+    ARBITRUM  http://127.0.0.1:44801   USDT USDC DAI PYUSD
+    BASE      http://127.0.0.1:40111   USDC DAI
+    Token contracts of the chains above that name a token alone:
+      USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3
+      USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
+      DAI 0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0
+      PYUSD 0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9`, "\n")
 	good := strings.Split(`paywatch 29d73cb is running (dev)
   API          http://127.0.0.1:8080
   Pay pages    http://127.0.0.1:8081
@@ -166,10 +172,16 @@ func TestCompareBanner(t *testing.T) {
   Database     postgres@127.0.0.1:5432/paywatch
   Devnet chains (a block every 1s; send test transfers with "paywatch devnet send"):
     TRC20     127.0.0.1:39309          USDT TJhSSbZ8dVqtEiLYgva1WWcV4R4NkRCARH
-    BEP20     http://127.0.0.1:46641   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
-    ERC20     http://127.0.0.1:45643   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
-    POLYGON   http://127.0.0.1:45123   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
-    ARBITRUM  http://127.0.0.1:38727   USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512`, "\n")
+    BEP20     http://127.0.0.1:46641   USDT USDC DAI
+    ERC20     http://127.0.0.1:45643   USDT USDC DAI PYUSD
+    POLYGON   http://127.0.0.1:45123   USDT USDC DAI
+    ARBITRUM  http://127.0.0.1:38727   USDT USDC DAI PYUSD
+    BASE      http://127.0.0.1:40111   USDC DAI
+    Token contracts of the chains above that name a token alone:
+      USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3
+      USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512
+      DAI 0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0
+      PYUSD 0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9`, "\n")
 	require.NoError(t, compareBanner(good, printed))
 	for _, v := range []string{"29d73cb-dirty", "v1.2.0", "v1.2.0-3-g29d73cb", "v0.1.0-rc.1"} {
 		assert.NoError(t, compareBanner(append([]string{"paywatch " + v + " is running (dev)"}, good[1:]...), printed), v)
@@ -183,7 +195,8 @@ func TestCompareBanner(t *testing.T) {
 	for name, sample := range map[string][]string{
 		"the version the README showed before issue 30": edit(0, "paywatch dev is running (dev)"),
 		"another label":          edit(2, "  Payment pages http://127.0.0.1:8081"),
-		"another contract":       edit(10, "    ERC20     http://127.0.0.1:45643   USDT 0xdAC17F958D2ee523a2206206994597C13D831ec7  USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"),
+		"another contract":       edit(15, "      USDT 0xdAC17F958D2ee523a2206206994597C13D831ec7"),
+		"another token list":     edit(10, "    ERC20     http://127.0.0.1:45643   USDT USDC"),
 		"another block time":     edit(7, `  Devnet chains (a block every 2s; send test transfers with "paywatch devnet send"):`),
 		"a line missing":         append(append([]string(nil), good[:5]...), good[6:]...),
 		"lines in another order": append(append(append([]string(nil), good[:1]...), good[2], good[1]), good[3:]...),

@@ -229,15 +229,48 @@ func (rt *chainRuntime) describeDevnet(interval time.Duration) []string {
 		every = "a block every " + interval.String()
 	}
 	lines := []string{fmt.Sprintf("Devnet chains (%s; send test transfers with \"paywatch devnet send\"):", every)}
-	for _, st := range rt.Devnet.Networks() {
+	nets := rt.Devnet.Networks()
+	// A token deployed at one address on several chains (the EVM
+	// devnets deploy each token at one address) is named on their lines
+	// and its contract given once below them.
+	count := map[paywatch.Token]map[string]int{}
+	for _, st := range nets {
+		for t, c := range st.Tokens {
+			if count[t] == nil {
+				count[t] = map[string]int{}
+			}
+			count[t][c]++
+		}
+	}
+	shared := map[paywatch.Token]string{}
+	var common []string
+	for _, t := range paywatch.Tokens() {
+		for c, n := range count[t] {
+			if best := count[t][shared[t]]; n > 1 && (n > best || n == best && c < shared[t]) {
+				shared[t] = c
+			}
+		}
+		if c := shared[t]; c != "" {
+			common = append(common, fmt.Sprintf("%s %s", t, c))
+		}
+	}
+	for _, st := range nets {
 		var tokens []string
 		info, _ := paywatch.LookupNetwork(st.Network)
 		for _, t := range info.Tokens {
-			if c, ok := st.Tokens[t]; ok {
+			if c, ok := st.Tokens[t]; ok && c == shared[t] {
+				tokens = append(tokens, string(t))
+			} else if ok {
 				tokens = append(tokens, fmt.Sprintf("%s %s", t, c))
 			}
 		}
-		lines = append(lines, fmt.Sprintf("  %-9s %-24s %s", st.Network, st.RPCURL, strings.Join(tokens, "  ")))
+		lines = append(lines, fmt.Sprintf("  %-9s %-24s %s", st.Network, st.RPCURL, strings.Join(tokens, " ")))
+	}
+	if len(common) > 0 {
+		lines = append(lines, "  Token contracts of the chains above that name a token alone:")
+		for _, c := range common {
+			lines = append(lines, "    "+c)
+		}
 	}
 	return lines
 }

@@ -201,8 +201,8 @@ type clusterPayment struct {
 	err              error
 }
 
-// clusterPaymentPlan is payment n of the load: networks in turn, USDT and
-// USDC in turn where the network has both, an amount between 1.00 and
+// clusterPaymentPlan is payment n of the load: networks in turn, each
+// network's tokens in turn (so DAI at 18 decimals too), an amount between 1.00 and
 // 99.99, and every tenth payment paid in two transfers (partial first).
 func clusterPaymentPlan(n int, projects []*clusterProject) *clusterPayment {
 	nets := paywatch.Networks()

@@ -33,7 +33,7 @@ import (
 
 // The cluster test's load and its schedule of faults.
 const (
-	clusterPayments     = 300                    // 60 per network
+	clusterPayments     = 300                    // 50 per network
 	clusterLoadProjects = 8                      // about 38 payments each: well under 60 calls a minute per key
 	clusterLoadEvery    = 500 * time.Millisecond // one new payment every half second: 150 s of load
 	clusterBlockTime    = "250ms"                // devnet block time: 64 POLYGON confirmations in 16 s
@@ -60,7 +60,7 @@ type killRecord struct {
 // api` and two `paywatch worker` processes with production configuration,
 // and the devnet chains in a process of their own (`paywatch devnet
 // serve`), all from the real binary. It creates hundreds of payments on the
-// five networks, pays them with devnet transfers and receives their
+// six networks, pays them with devnet transfers and receives their
 // webhooks with a receiver that refuses some first attempts, while it
 // kills one worker, one API process and the Temporal server with SIGKILL
 // and starts them again. Then every payment must be paid with its exact
@@ -103,8 +103,10 @@ func TestCluster(t *testing.T) {
 	dev := h.start("devnet", nil, func(string) map[string]string {
 		return map[string]string{"PAYWATCH_DEVNET_BLOCK_INTERVAL": clusterBlockTime}
 	}, append(slices.Clone(clusterDevnetCommand), "--addr", devnetAddr)...)
-	chainsEnv := parseEnvLines(dev.waitOutput("PAYWATCH_ARBITRUM_USDC_CONTRACT=", 2*time.Minute))
-	require.Len(t, chainsEnv, 14, "an RPC URL per network and a contract per token")
+	pairs := paywatch.Pairs()
+	last := pairs[len(pairs)-1]
+	chainsEnv := parseEnvLines(dev.waitOutput("PAYWATCH_"+string(last.Network)+"_"+string(last.Token)+"_CONTRACT=", 2*time.Minute))
+	require.Len(t, chainsEnv, len(paywatch.Networks())+len(pairs), "an RPC URL per network and a contract per token")
 	temporal.waitOutput("is running", 3*time.Minute)
 	temporalReady := time.Now()
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paywatch/paywatch"
 )
 
 const devnetUsage = `Usage: paywatch devnet <command> [flags]
@@ -22,8 +24,9 @@ Commands:
   serve [--addr 127.0.0.1:8090] [--block-interval 1s]
       run the devnet chains as their own process, for paywatch serve, api and
       worker replicas; prints their PAYWATCH_<NETWORK>_RPC_URL and token contracts
-  send --network N --token T --to ADDRESS --amount 10.5 [--from ADDRESS]
+  send --network N [--token T] --to ADDRESS --amount 10.5 [--from ADDRESS]
       send a test token transfer; it is mined at once in a block of its own.
+      --token defaults to the network's first token (USDT; USDC on BASE);
       --from must be a devnet account (default: the faucet)
   blocks --network N [--count K]
       mine K blocks at once (default 1)
@@ -72,7 +75,7 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 	cmd, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("devnet "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	network := fs.String("network", "", "network: TRC20, BEP20, ERC20, POLYGON or ARBITRUM")
+	network := fs.String("network", "", "network: "+networkChoices())
 	parse := func(required ...string) error {
 		if err := fs.Parse(rest); err != nil {
 			return err
@@ -90,12 +93,15 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 	upper := func(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }
 	switch cmd {
 	case "send":
-		token := fs.String("token", "USDT", "token: USDT or USDC")
+		token := fs.String("token", "", "token: "+tokenChoices()+" (default: the network's first, USDT wherever it is served)")
 		to := fs.String("to", "", "recipient address")
 		amount := fs.String("amount", "", "amount in whole tokens, e.g. 10.5")
 		from := fs.String("from", "", "sender: a devnet account (default: the faucet)")
-		if err := parse("network", "token", "to", "amount"); err != nil {
+		if err := parse("network", "to", "amount"); err != nil {
 			return "", "", nil, err
+		}
+		if upper(*token) == "" {
+			*token = string(paywatch.LinkToken(paywatch.Network(upper(*network))))
 		}
 		body = map[string]any{"network": upper(*network), "token": upper(*token), "to": strings.TrimSpace(*to), "amount": strings.TrimSpace(*amount)}
 		if *from != "" {

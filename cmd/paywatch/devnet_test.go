@@ -33,7 +33,7 @@ func devnetCLI(baseURL string) func(args ...string) (int, string, string) {
 func TestDevnetCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{paywatch.TRC20, paywatch.ARBITRUM}})
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{paywatch.TRC20, paywatch.ARBITRUM, paywatch.BASE}})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	srv := httptest.NewServer(d.Handler())
@@ -51,7 +51,7 @@ func TestDevnetCommands(t *testing.T) {
 		} `json:"networks"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &status))
-	require.Len(t, status.Networks, 2)
+	require.Len(t, status.Networks, 3)
 	assert.Equal(t, "TRC20", status.Networks[0].Network)
 	assert.Equal(t, devnet.TronUSDTContract, status.Networks[0].Tokens["USDT"])
 
@@ -116,6 +116,22 @@ func TestDevnetCommands(t *testing.T) {
 	require.True(t, found, "mined again")
 	assert.Equal(t, again.BlockNumber+2, ts[0].BlockNumber)
 
+	// Every pair of BASE; without --token, a network's first token (USDC
+	// there, where USDT is not served); DAI to its 18th decimal.
+	code, out, errOut = cli("send", "--network", "BASE", "--to", to, "--amount", "3")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &sent))
+	assert.Equal(t, "BASE", sent.Network)
+	assert.Equal(t, "USDC", sent.Token)
+	code, out, errOut = cli("send", "--network", "BASE", "--token", "DAI", "--to", to, "--amount", "0.000000000000000001")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &sent))
+	assert.Equal(t, "DAI", sent.Token)
+	assert.Equal(t, "0.000000000000000001", sent.Amount)
+	code, _, errOut = cli("send", "--network", "BASE", "--token", "USDT", "--to", to, "--amount", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "USDT is not supported on BASE")
+
 	// Refusals of the devnet: exit 1 with its message.
 	code, _, errOut = cli("send", "--network", "ERC20", "--to", to, "--amount", "1")
 	assert.Equal(t, 1, code)
@@ -177,9 +193,9 @@ func TestStartChainsRunsDevnetForNetworksWithoutRPC(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, rt.Close()) })
 
-	all := []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM}
+	all := []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE}
 	assert.Equal(t, all, rt.Networks, "offered: an RPC URL or a devnet chain")
-	assert.Equal(t, []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.POLYGON, paywatch.ARBITRUM}, rt.DevnetNetworks)
+	assert.Equal(t, []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE}, rt.DevnetNetworks)
 	for _, n := range all {
 		_, err := rt.Set.Client(n)
 		require.NoError(t, err, n)
@@ -188,19 +204,32 @@ func TestStartChainsRunsDevnetForNetworksWithoutRPC(t *testing.T) {
 	assert.Equal(t, 500*time.Millisecond, rt.PollIntervals[paywatch.TRC20], "devnet chains are polled at their block interval")
 
 	// The start-up block names each devnet chain with its RPC URL and
-	// contracts; the devnet's own contracts win over overrides.
-	require.Len(t, rt.StartupLines, 5)
+	// tokens, and gives every contract: on the chain's line, or once below
+	// the chains for a token at one address on several of them. The
+	// devnet's own contracts win over overrides.
 	assert.Contains(t, rt.StartupLines[0], "a block every 500ms")
 	assert.Contains(t, rt.StartupLines[0], "paywatch devnet send")
+	block := strings.Join(rt.StartupLines, "\n")
 	for i, n := range rt.DevnetNetworks {
 		st, ok := rt.Devnet.Network(n)
 		require.True(t, ok)
 		line := rt.StartupLines[i+1]
-		assert.Contains(t, line, string(n))
+		assert.True(t, strings.HasPrefix(strings.TrimSpace(line), string(n)+" "), line)
 		assert.Contains(t, line, st.RPCURL)
-		assert.Contains(t, line, "USDT "+st.Tokens[paywatch.USDT])
+		for tok, c := range st.Tokens {
+			assert.Contains(t, line, string(tok), line)
+			assert.Contains(t, block, string(tok)+" "+c)
+		}
 	}
-	assert.Contains(t, rt.StartupLines[1], devnet.TronUSDTContract)
+	assert.Contains(t, rt.StartupLines[1], "USDT "+devnet.TronUSDTContract, "Tron's USDT is at an address of its own")
+	// Without ERC20, only ARBITRUM carries PYUSD: its contract is on its line.
+	assert.Contains(t, rt.StartupLines[4], "PYUSD 0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9")
+	assert.Equal(t, []string{
+		"  Token contracts of the chains above that name a token alone:",
+		"    USDT 0x5FbDB2315678afecb367f032d93F642f64180aa3",
+		"    USDC 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+		"    DAI 0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+	}, rt.StartupLines[len(rt.DevnetNetworks)+1:])
 
 	// The hosted page offers no wallet link on a devnet chain (its
 	// contracts under a mainnet chain id), nor on a network whose endpoint
@@ -253,8 +282,10 @@ func TestStartChainsWithoutDevnet(t *testing.T) {
 	assert.Error(t, err)
 
 	assert.Equal(t, map[paywatch.Token]string{
-		paywatch.USDT: "0x0000000000000000000000000000000000000001",
-		paywatch.USDC: paywatch.DefaultContract(paywatch.ERC20, paywatch.USDC),
+		paywatch.USDT:  "0x0000000000000000000000000000000000000001",
+		paywatch.USDC:  paywatch.DefaultContract(paywatch.ERC20, paywatch.USDC),
+		paywatch.DAI:   paywatch.DefaultContract(paywatch.ERC20, paywatch.DAI),
+		paywatch.PYUSD: paywatch.DefaultContract(paywatch.ERC20, paywatch.PYUSD),
 	}, contractsOf(paywatch.ERC20, map[paywatch.Token]string{paywatch.USDT: "0x0000000000000000000000000000000000000001"}),
 		"an override replaces one token's contract, the others stay mainnet")
 }

@@ -106,6 +106,7 @@ func (a *arrivals) get(id string) (time.Time, bool) {
 type latencyPayment struct {
 	id      string
 	network paywatch.Network
+	token   paywatch.Token
 	block   uint64        // the transfer's block
 	latency time.Duration // confirming block → webhook
 	toPaid  time.Duration // the transfer's block → webhook
@@ -153,13 +154,13 @@ func latencyRun(b *testing.B, c latencyCase) {
 		for _, info := range paywatch.Networks() {
 			code, body := api.do("POST", "/v1/payments", key, map[string]any{
 				"amount": json.Number(fmt.Sprintf("10.%02d", i)), "external_ref": fmt.Sprintf("c-%s-%d", info.Network, i),
-				"network": string(info.Network), "token": "USDT",
+				"network": string(info.Network), "token": string(info.Tokens[0]),
 			})
 			if code != http.StatusCreated {
 				b.Fatalf("create payment: %d %v", code, body)
 			}
 			p := body["payment"].(map[string]any)
-			ps = append(ps, &latencyPayment{id: p["id"].(string), network: info.Network})
+			ps = append(ps, &latencyPayment{id: p["id"].(string), network: info.Network, token: info.Tokens[0]})
 			addrs = append(addrs, p["address"].(string))
 		}
 	}
@@ -169,7 +170,7 @@ func latencyRun(b *testing.B, c latencyCase) {
 		every := c.every(p.network)
 		info, _ := paywatch.LookupNetwork(p.network)
 		slowest = max(slowest, time.Duration(info.Confirmations)*every)
-		res, err := dn.Transfer(ctx, devnet.TransferRequest{Network: p.network, Token: paywatch.USDT, To: addrs[i],
+		res, err := dn.Transfer(ctx, devnet.TransferRequest{Network: p.network, Token: p.token, To: addrs[i],
 			Amount: fmt.Sprintf("10.%02d", i/len(paywatch.Networks()))})
 		if err != nil {
 			b.Fatalf("pay %s: %v", p.id, err)

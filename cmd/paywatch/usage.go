@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
+
+	"github.com/paywatch/paywatch"
 )
 
 // serviceEnvironment is what `paywatch dev --help` (and serve, api,
 // worker) lists: the variables of Config's doc comment, line for line
 // (TestServiceUsageListsEveryVariable keeps them the same).
-const serviceEnvironment = `Environment (the defaults are dev's; docs/operating.md, Configuration, says more):
+var serviceEnvironment = `Environment (the defaults are dev's; docs/operating.md, Configuration, says more):
   DATABASE_URL                      pgx connection string (dev: local PostgreSQL, database paywatch, created if missing)
   TEMPORAL_ADDRESS                  host:port of a Temporal frontend (dev: empty, an embedded server starts)
   TEMPORAL_NAMESPACE                Temporal namespace (default "default")
@@ -48,8 +51,7 @@ const serviceEnvironment = `Environment (the defaults are dev's; docs/operating.
   PAYWATCH_DRAIN_DELAY              how long /health answers 503 before listeners close (dev 0s, otherwise 5s)
   PAYWATCH_SHUTDOWN_TIMEOUT         upper bound for draining in-flight requests (default 15s)
   PAYWATCH_LOG_LEVEL                debug, info, warn or error (default info)
-  <NETWORK> is TRC20, BEP20, ERC20, POLYGON or ARBITRUM; <TOKEN> is USDT or USDC.
-`
+` + namesLine
 
 // serviceUsage is the usage of a long-lived mode.
 func serviceUsage(mode Mode) string {
@@ -88,7 +90,7 @@ Environment:
   DATABASE_URL   pgx connection string (unset: local PostgreSQL, database paywatch, created if missing)
 `
 
-const checkUsage = `Usage: paywatch check
+var checkUsage = `Usage: paywatch check
 
 Checks every configured RPC endpoint of every network on its own, before you
 go live and whenever a network looks wrong: reachable, the right chain,
@@ -103,8 +105,7 @@ Environment (the variables serve reads for its endpoints):
   PAYWATCH_<NETWORK>_RPC_HEADERS_<N>  headers for the N-th endpoint only (1-based), on top of the network's
   PAYWATCH_<NETWORK>_QUORUM         how many of the network's endpoints must agree on every answer (default 1)
   PAYWATCH_<NETWORK>_<TOKEN>_CONTRACT  token contract override
-  <NETWORK> is TRC20, BEP20, ERC20, POLYGON or ARBITRUM; <TOKEN> is USDT or USDC.
-`
+` + namesLine
 
 const versionUsage = `Usage: paywatch version
 
@@ -157,4 +158,34 @@ func noArguments(cmd string, args []string, stdout, stderr io.Writer) (code int,
 	}
 	fmt.Fprintf(stderr, "paywatch %s: unexpected argument %q: it takes no arguments; it reads the environment\n\n%s", cmd, args[0], usage)
 	return 2, false
+}
+
+// namesLine names the networks and tokens, from the registry, for the
+// usages that take PAYWATCH_<NETWORK>_* variables.
+var namesLine = "  <NETWORK> is " + networkChoices() + "; <TOKEN> is " + tokenChoices() + ".\n"
+
+// networkChoices lists the supported networks as "TRC20, ... or BASE".
+func networkChoices() string {
+	var names []string
+	for _, n := range paywatch.Networks() {
+		names = append(names, string(n.Network))
+	}
+	return orList(names)
+}
+
+// tokenChoices lists the supported tokens as "USDT, USDC, DAI or PYUSD".
+func tokenChoices() string {
+	var names []string
+	for _, t := range paywatch.Tokens() {
+		names = append(names, string(t))
+	}
+	return orList(names)
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
