@@ -38,7 +38,7 @@ test-deps:
 bench:
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkRPCCost$$' -benchmem -timeout 30m ./...
 
-## bench-rpc: the five devnet chains at their mainnet block times, a scanner each behind a counting proxy:
+## bench-rpc: the devnet chain of every network at its mainnet block time, a scanner each behind a counting proxy:
 ## requests and bytes per block and per day, with nothing open, with 1,000 expired payments in their late windows
 ## and with 1,000 open payments per network,
 ## and the latency at the confirming block (about 10 min; PAYWATCH_RPC_BENCH_WINDOW=1m for a quick run)

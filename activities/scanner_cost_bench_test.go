@@ -27,7 +27,7 @@ import (
 	"github.com/paywatch/paywatch/workflows"
 )
 
-// BenchmarkRPCCost runs the five devnet chains at their networks' real
+// BenchmarkRPCCost runs the devnet chains of every network at their real
 // block times (network.go), with background token transfers, and a scanner
 // per network through a counting proxy (JSON-RPC for EVM, the FullNode
 // HTTP API for TRC20), first with nothing open, then with 1,000 expired
