@@ -1,0 +1,94 @@
+package solana_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paywatch/paywatch/chains/solana"
+)
+
+// history serves a recorded getSignaturesForAddress answer as a node
+// does: newest first, before and until exclusive, at most limit.
+type history struct {
+	all   []*rpc.TransactionSignature
+	calls int
+}
+
+func recordedHistory(t *testing.T) *history {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "mainnet", "getSignaturesForAddress_312_err_memo.json"))
+	require.NoError(t, err)
+	var answer struct {
+		Result []*rpc.TransactionSignature `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &answer))
+	require.Len(t, answer.Result, 312)
+	return &history{all: answer.Result}
+}
+
+func (h *history) page(_ context.Context, before, until string, limit int) ([]*rpc.TransactionSignature, error) {
+	h.calls++
+	start := 0
+	if before != "" {
+		for i, s := range h.all {
+			if s.Signature.String() == before {
+				start = i + 1
+			}
+		}
+	}
+	var out []*rpc.TransactionSignature
+	for _, s := range h.all[start:] {
+		if s.Signature.String() == until || len(out) == limit {
+			break
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Every signature newer than the cursor is read, oldest first, across as
+// many pages as it takes; failed ones are left out.
+func TestNewSignaturesPagesBackToTheCursor(t *testing.T) {
+	h := recordedHistory(t)
+	ok := 0
+	for _, s := range h.all[:300] {
+		if s.Err == nil {
+			ok++
+		}
+	}
+	cur := solana.Cursor{Signature: h.all[300].Signature.String(), Slot: h.all[300].Slot}
+	got, err := solana.NewSignatures(context.Background(), h.page, cur, 0, 100)
+	require.NoError(t, err)
+	assert.Len(t, got, ok, "the 300 newer than the cursor, but the failed ones")
+	assert.Equal(t, 4, h.calls, "three full pages and a short one")
+	for i := 1; i < len(got); i++ {
+		assert.LessOrEqual(t, got[i-1].Slot, got[i].Slot, "oldest first")
+	}
+	assert.Equal(t, h.all[0].Signature, got[len(got)-1].Signature, "up to the newest")
+	for _, s := range got {
+		assert.Nil(t, s.Err)
+	}
+
+	// Nothing new: one call, nothing read.
+	h.calls = 0
+	got, err = solana.NewSignatures(context.Background(), h.page, solana.Cursor{Signature: h.all[0].Signature.String(), Slot: h.all[0].Slot}, 0, 1000)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	assert.Equal(t, 1, h.calls)
+
+	// No cursor yet: from the slot the account started to matter.
+	from := h.all[50].Slot
+	got, err = solana.NewSignatures(context.Background(), h.page, solana.Cursor{}, from, 1000)
+	require.NoError(t, err)
+	for _, s := range got {
+		assert.GreaterOrEqual(t, s.Slot, from)
+	}
+	assert.NotEmpty(t, got)
+}
