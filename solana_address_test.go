@@ -19,9 +19,9 @@ func TestNormalizeSolanaWallet(t *testing.T) {
 	for in, msg := range map[string]string{
 		// The USDC account of GabwTHe1…: an associated token account.
 		"BKHLvZxmSGUJRMX9WPPLFTQvRTktctpL6At2yWnxbLtV": "invalid Solana address: a program-derived address (such as a token account), not a wallet; give the wallet's own address",
-		"":                                         "invalid Solana address: want the base58 public key of a wallet",
-		"0x9858EfFD232B4033E47d90003D41EC34EcaEda94": "invalid Solana address: not base58",
-		"GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFU": "invalid Solana address: 31 bytes, want 32",
+		"": "invalid Solana address: want the base58 public key of a wallet",
+		"0x9858EfFD232B4033E47d90003D41EC34EcaEda94":    "invalid Solana address: not base58",
+		"GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFU":    "invalid Solana address: 31 bytes, want 32",
 		"1GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK": "invalid Solana address: 33 bytes, want 32",
 	} {
 		_, err := paywatch.NormalizeSolanaWallet(in)
