@@ -1,6 +1,8 @@
 package paywatch
 
 import (
+	"strings"
+
 	"github.com/gagliardetto/solana-go"
 	"github.com/mr-tron/base58"
 )
@@ -11,10 +13,13 @@ import (
 // A key off the curve is a program-derived address (an associated token
 // account is one), which no wallet signs for: it is refused, saying so,
 // because tokens sent "to" it would go to the associated token account of
-// an account nobody controls. (A token account made from a key pair is on
-// the curve; telling it from a wallet needs the chain, and the client
-// asks it when the address is registered.)
+// an account nobody controls; so is the all-zero key, the System
+// Program's. About half of all mistyped keys fall off the curve too, and
+// the message says that as well. (A token account made from a key pair is
+// on the curve; telling it from a wallet needs the chain, which the
+// Solana client is to ask when an address is registered.)
 func NormalizeSolanaWallet(s string) (string, error) {
+	s = strings.TrimSpace(s)
 	if s == "" || len(s) > maxAddressInput {
 		return "", invalidf("invalid Solana address: want the base58 public key of a wallet")
 	}
@@ -25,8 +30,8 @@ func NormalizeSolanaWallet(s string) (string, error) {
 	if len(b) != solana.PublicKeyLength {
 		return "", invalidf("invalid Solana address: %d bytes, want 32", len(b))
 	}
-	if !solana.IsOnCurve(b) {
-		return "", invalidf("invalid Solana address: a program-derived address (such as a token account), not a wallet; give the wallet's own address")
+	if !solana.IsOnCurve(b) || solana.PublicKeyFromBytes(b).IsZero() {
+		return "", invalidf("invalid Solana address: not a wallet's key (a program-derived address such as a token account, or a mistyped key); give the wallet's own address")
 	}
 	return base58.Encode(b), nil
 }

@@ -16,9 +16,14 @@ func TestNormalizeSolanaWallet(t *testing.T) {
 		require.NoError(t, err, w)
 		assert.Equal(t, w, got)
 	}
+	got, err := paywatch.NormalizeSolanaWallet(" GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK\n")
+	require.NoError(t, err, "pasted with spaces around it")
+	assert.Equal(t, "GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK", got)
+	_, err = paywatch.NormalizeSolanaWallet("11111111111111111111111111111111")
+	assert.ErrorContains(t, err, "not a wallet's key", "the System Program's all-zero key")
 	for in, msg := range map[string]string{
 		// The USDC account of GabwTHe1…: an associated token account.
-		"BKHLvZxmSGUJRMX9WPPLFTQvRTktctpL6At2yWnxbLtV": "invalid Solana address: a program-derived address (such as a token account), not a wallet; give the wallet's own address",
+		"BKHLvZxmSGUJRMX9WPPLFTQvRTktctpL6At2yWnxbLtV": "invalid Solana address: not a wallet's key (a program-derived address such as a token account, or a mistyped key); give the wallet's own address",
 		"": "invalid Solana address: want the base58 public key of a wallet",
 		"0x9858EfFD232B4033E47d90003D41EC34EcaEda94":    "invalid Solana address: not base58",
 		"GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFU":    "invalid Solana address: 31 bytes, want 32",

@@ -6,16 +6,21 @@
 // instructions, outer or inner (a transfer made by another program), and
 // never credits a failed transaction.
 //
-// The amount credited is what the account received: the instructions'
-// amounts into an account, less those out of it, must equal its post − pre
-// token balance (the node's own account of the transaction). Where they
-// disagree (a Token-2022 transfer fee withheld, say) the balance wins: a
-// single credit is reduced to the balance's increase, and several credits
-// whose sum disagrees are refused as one credit of the increase, at the
-// first credit's place, so no parsed number that disagrees is counted.
+// The amount credited is what the account received, by the node's own
+// account of the transaction: an account's credits are held to its post −
+// pre token balance. Credits into an account add up to what its
+// instructions name; when the balance rose by less (a Token-2022 transfer
+// fee withheld), or the account also paid out in the same transaction
+// (money in and out again leaves it no richer), the credits shrink to the
+// increase, the latest first, and an account that ended no richer is
+// credited nothing. When the balance rose by more than named (a transfer
+// of a kind this parser does not read), only what is named is credited.
+// No transaction is refused for one account's numbers, so no transfer can
+// make an account's history unreadable.
 package solana
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,6 +38,11 @@ var tokenPrograms = []sol.PublicKey{sol.TokenProgramID, sol.Token2022ProgramID}
 const (
 	tagTransfer        = 3  // accounts: source, destination, authority, signers…
 	tagTransferChecked = 12 // accounts: source, mint, destination, authority, signers…
+	// tagTransferFee is Token-2022's transfer-fee extension; its variant
+	// 1 is TransferCheckedWithFee (amount u64, decimals u8, fee u64), with
+	// TransferChecked's accounts.
+	tagTransferFee         = 26
+	variantTransferWithFee = 1
 )
 
 // Credit is one token transfer into a token account.
@@ -77,6 +87,9 @@ func ParseTransaction(res *rpc.GetTransactionResult) ([]Credit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("solana: decode transaction: %w", err)
 	}
+	if tx == nil {
+		return nil, ErrNoTransaction
+	}
 	if len(tx.Signatures) == 0 {
 		return nil, errors.New("solana: transaction without a signature")
 	}
@@ -84,7 +97,11 @@ func ParseTransaction(res *rpc.GetTransactionResult) ([]Credit, error) {
 	// writable ones, then the loaded read-only ones.
 	keys := slices.Concat(tx.Message.AccountKeys, res.Meta.LoadedAddresses.Writable, res.Meta.LoadedAddresses.ReadOnly)
 	signers := int(tx.Message.Header.NumRequiredSignatures)
-	p := parser{keys: keys, signers: signers, balances: balancesOf(res.Meta, keys)}
+	balances, err := balancesOf(res.Meta, keys)
+	if err != nil {
+		return nil, err
+	}
+	p := parser{keys: keys, signers: signers, balances: balances, net: map[string]*big.Int{}}
 
 	inner := map[uint16][]rpc.CompiledInstruction{}
 	for _, in := range res.Meta.InnerInstructions {
@@ -100,10 +117,7 @@ func ParseTransaction(res *rpc.GetTransactionResult) ([]Credit, error) {
 			}
 		}
 	}
-	credits, err := p.settle()
-	if err != nil {
-		return nil, err
-	}
+	credits := p.settle()
 	for i := range credits {
 		credits[i].Signature = tx.Signatures[0].String()
 		credits[i].Slot = res.Slot
@@ -118,9 +132,11 @@ type balance struct {
 }
 
 // balancesOf reads the token balances by account; an account missing
-// from preTokenBalances (created by the transaction) had 0.
-func balancesOf(meta *rpc.TransactionMeta, keys []sol.PublicKey) map[string]*balance {
+// from preTokenBalances (created by the transaction) had 0. A balance
+// that is not an amount is the provider's fault: an error, never a 0.
+func balancesOf(meta *rpc.TransactionMeta, keys []sol.PublicKey) (map[string]*balance, error) {
 	out := map[string]*balance{}
+	var bad error
 	read := func(list []rpc.TokenBalance, post bool) {
 		for _, tb := range list {
 			if int(tb.AccountIndex) >= len(keys) || tb.UiTokenAmount == nil {
@@ -139,7 +155,8 @@ func balancesOf(meta *rpc.TransactionMeta, keys []sol.PublicKey) map[string]*bal
 				b.program = tb.ProgramId.String()
 			}
 			v, ok := new(big.Int).SetString(tb.UiTokenAmount.Amount, 10)
-			if !ok {
+			if !ok || v.Sign() < 0 {
+				bad = fmt.Errorf("solana: token balance %q of %s is not an amount", tb.UiTokenAmount.Amount, acct)
 				continue
 			}
 			if post {
@@ -151,7 +168,7 @@ func balancesOf(meta *rpc.TransactionMeta, keys []sol.PublicKey) map[string]*bal
 	}
 	read(meta.PreTokenBalances, false)
 	read(meta.PostTokenBalances, true)
-	return out
+	return out, bad
 }
 
 // parser gathers the token movements of one transaction.
@@ -181,23 +198,28 @@ func (p *parser) instruction(pos uint32, program uint16, accounts []uint16, data
 	if !slices.ContainsFunc(tokenPrograms, func(k sol.PublicKey) bool { return k.String() == prog }) || len(data) < 9 {
 		return nil
 	}
-	var src, dst, mint uint16
+	var src, dst, mint, auth uint16
 	var rest []uint16
-	switch data[0] {
-	case tagTransfer:
-		if len(accounts) < 3 {
-			return nil
+	checked := true
+	var amount *big.Int
+	switch {
+	case data[0] == tagTransfer && len(accounts) >= 3:
+		src, dst, auth, rest, checked = accounts[0], accounts[1], accounts[2], accounts[3:], false
+		amount = new(big.Int).SetUint64(binary.LittleEndian.Uint64(data[1:9]))
+	case data[0] == tagTransferChecked && len(accounts) >= 4 && len(data) >= 10:
+		src, mint, dst, auth, rest = accounts[0], accounts[1], accounts[2], accounts[3], accounts[4:]
+		amount = new(big.Int).SetUint64(binary.LittleEndian.Uint64(data[1:9]))
+	case data[0] == tagTransferFee && len(data) >= 19 && data[1] == variantTransferWithFee && len(accounts) >= 4 && prog == sol.Token2022ProgramID.String():
+		src, mint, dst, auth, rest = accounts[0], accounts[1], accounts[2], accounts[3], accounts[4:]
+		gross := binary.LittleEndian.Uint64(data[2:10])
+		fee := binary.LittleEndian.Uint64(data[11:19])
+		if fee > gross {
+			return nil // the program refuses it; a successful one cannot say so
 		}
-		src, dst, rest = accounts[0], accounts[1], accounts[3:]
-	case tagTransferChecked:
-		if len(accounts) < 4 || len(data) < 10 {
-			return nil
-		}
-		src, mint, dst, rest = accounts[0], accounts[1], accounts[2], accounts[4:]
+		amount = new(big.Int).SetUint64(gross - fee) // the fee is withheld in the account
 	default:
 		return nil
 	}
-	amount := new(big.Int).SetUint64(binary.LittleEndian.Uint64(data[1:9]))
 	from, err := p.key(src)
 	if err != nil {
 		return err
@@ -209,6 +231,7 @@ func (p *parser) instruction(pos uint32, program uint16, accounts []uint16, data
 	if to == from || amount.Sign() == 0 {
 		return nil // moves nothing: never a payment
 	}
+	p.add(from, new(big.Int).Neg(amount))
 	b := p.balances[to]
 	if b == nil {
 		// No balance before or after: an account made and closed within
@@ -216,7 +239,7 @@ func (p *parser) instruction(pos uint32, program uint16, accounts []uint16, data
 		// associated token account, which outlives it.
 		return nil
 	}
-	if data[0] == tagTransferChecked {
+	if checked {
 		m, err := p.key(mint)
 		if err != nil {
 			return err
@@ -225,10 +248,17 @@ func (p *parser) instruction(pos uint32, program uint16, accounts []uint16, data
 			return fmt.Errorf("solana: transfer of mint %s to %s, an account of mint %s", m, to, b.mint)
 		}
 	}
-	c := Credit{Position: pos, Mint: b.mint, Program: prog, Account: to, Owner: b.owner, From: from, Amount: amount}
+	c := Credit{Position: pos, Mint: b.mint, Program: prog, Account: to, Owner: b.owner, Amount: amount}
+	// The sender: the debited account's owner, else the authority that
+	// signed the transfer (the debited account may be gone).
 	if sb := p.balances[from]; sb != nil && sb.owner != "" {
 		c.From = sb.owner
+	} else if c.From, err = p.key(auth); err != nil {
+		return err
 	}
+	// References: accounts past the authority that do not sign. A
+	// Token-2022 transfer hook's extra accounts would be listed too; they
+	// match no payment's reference, so they do no harm.
 	for _, r := range rest {
 		if int(r) < p.signers {
 			continue // a signer: a multisig's, or the owner repeated
@@ -240,22 +270,23 @@ func (p *parser) instruction(pos uint32, program uint16, accounts []uint16, data
 		c.References = append(c.References, ref)
 	}
 	p.credits = append(p.credits, c)
-	if p.net == nil {
-		p.net = map[string]*big.Int{}
-	}
-	add := func(acct string, v *big.Int) {
-		if p.net[acct] == nil {
-			p.net[acct] = new(big.Int)
-		}
-		p.net[acct].Add(p.net[acct], v)
-	}
-	add(to, amount)
-	add(from, new(big.Int).Neg(amount))
+	p.add(to, amount)
 	return nil
 }
 
-// settle holds the credits to the balances (the package comment says how).
-func (p *parser) settle() ([]Credit, error) {
+// add adds v to what the instructions moved for acct.
+func (p *parser) add(acct string, v *big.Int) {
+	if p.net[acct] == nil {
+		p.net[acct] = new(big.Int)
+	}
+	p.net[acct].Add(p.net[acct], v)
+}
+
+// settle holds the credits to the balances (the package comment says
+// how): per account, the credits may total the increase of its balance at
+// most, the instructions' named amounts at most, and nothing when it paid
+// out and ended no richer.
+func (p *parser) settle() []Credit {
 	var out []Credit
 	done := map[string]bool{}
 	for _, c := range p.credits {
@@ -264,27 +295,35 @@ func (p *parser) settle() ([]Credit, error) {
 		}
 		done[c.Account] = true
 		var mine []Credit
+		named := new(big.Int)
 		for _, o := range p.credits {
 			if o.Account == c.Account {
 				mine = append(mine, o)
+				named.Add(named, o.Amount)
 			}
 		}
 		b := p.balances[c.Account]
-		delta := new(big.Int).Sub(b.post, b.pre)
-		if p.net[c.Account].Cmp(delta) == 0 {
-			out = append(out, mine...)
-			continue
-		}
-		if delta.Sign() <= 0 {
+		increase := new(big.Int).Sub(b.post, b.pre)
+		if increase.Sign() <= 0 {
 			continue // the account ended no richer: nothing arrived
 		}
-		one := mine[0]
-		if len(mine) == 1 && delta.Cmp(one.Amount) > 0 {
-			return nil, fmt.Errorf("solana: %s received %s by its balance, more than the %s its transfer names", c.Account, delta, one.Amount)
+		budget := named
+		if increase.Cmp(named) < 0 {
+			budget = increase
 		}
-		one.Amount = delta
-		out = append(out, one)
+		// Keep the earliest credits whole; the latest give up the
+		// shortfall.
+		for _, o := range mine {
+			if budget.Sign() <= 0 {
+				break
+			}
+			if o.Amount.Cmp(budget) > 0 {
+				o.Amount = new(big.Int).Set(budget)
+			}
+			budget = new(big.Int).Sub(budget, o.Amount)
+			out = append(out, o)
+		}
 	}
-	slices.SortStableFunc(out, func(a, b Credit) int { return int(a.Position) - int(b.Position) })
-	return out, nil
+	slices.SortStableFunc(out, func(a, b Credit) int { return cmp.Compare(a.Position, b.Position) })
+	return out
 }

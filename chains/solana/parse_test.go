@@ -1,12 +1,14 @@
 package solana_test
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/mr-tron/base58"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -92,15 +94,14 @@ func TestParseRecordedMainnetTransactions(t *testing.T) {
 			signature: "5XYf7V6rNjRuStgG1ELmug5K5ErGWtfZBa4msAdqw1PeYWAYEg6qcJyFqoHJ5uNmNp3B6YdnQgdyQrpg2XZUDE3q",
 			slot:      377931869,
 			// 98proJ… receives 27859855 USDT and forwards it in the same
-			// transaction (its balance 0 → 0 agrees with +x −x): it did
-			// receive it. CUNH3E… has no token balance (a wrapped-SOL
-			// account made and closed on the way), so the hop into it is
-			// no credit, and the one out of it names the account itself.
+			// transaction: it ends no richer (0 → 0), so it is credited
+			// nothing. CUNH3E… has no token balance (a wrapped-SOL account
+			// made and closed on the way), so the hop into it is no credit,
+			// and the one out of it names its authority as the sender.
 			want: []want{
 				{at(4, 2), usdc, spl, "6nMF76wKdFZaE78eRRDcNikVw1jMKMC4zoj7ibq1N25f", "23XoPQqGw9WMsLoqTu8HMzJLD6RnXsufbKyWPLJywsCT", "AS25zph72ZmhtLAz2LjEF9qT8vv5x29GJsXVj1DBNKrw", "27853252", nil},
-				{at(4, 3), usdt, spl, "98proJ8gjRVPHubEp4gqjSC9aGeyRYLYvH3yYpWb7Mf1", "AS25zph72ZmhtLAz2LjEF9qT8vv5x29GJsXVj1DBNKrw", "23XoPQqGw9WMsLoqTu8HMzJLD6RnXsufbKyWPLJywsCT", "27859855", nil},
 				{at(4, 5), usdt, spl, "2n6fxuD6PA5NYgEnXXYMh2iWD1JBJ1LGf76kFJAayZmX", "3nMFwZXwY1s1M5s8vYAHqd4wGs4iSxXE4LRoUMMYqEgF", "AS25zph72ZmhtLAz2LjEF9qT8vv5x29GJsXVj1DBNKrw", "27859855", nil},
-				{at(4, 8), wsol, spl, "45rtFPXv59ofFGy2yHrqmMAt1Ae1pwiYMWtzwfqYUa7t", "BdYa48bZuSCzdPkkGRyNHCeMQ61e4JAfG5i8k5jWZQ3P", "CUNH3EpYzLAhpJhGDCh96YaF5avsRAm9wXatSqrUHnXs", "179601400", nil},
+				{at(4, 8), wsol, spl, "45rtFPXv59ofFGy2yHrqmMAt1Ae1pwiYMWtzwfqYUa7t", "BdYa48bZuSCzdPkkGRyNHCeMQ61e4JAfG5i8k5jWZQ3P", "AS25zph72ZmhtLAz2LjEF9qT8vv5x29GJsXVj1DBNKrw", "179601400", nil},
 				{at(4, 9), "5TfqNKZbn9AnNtzq8bbkyhKgcPGTfNDc9wNzFrTBpump", spl, "4JPttyVdinEb7fxmSi4vGvDXeSMWBavnGopiQuvdVnVA", "AS25zph72ZmhtLAz2LjEF9qT8vv5x29GJsXVj1DBNKrw", "BdYa48bZuSCzdPkkGRyNHCeMQ61e4JAfG5i8k5jWZQ3P", "10000000000", nil},
 			},
 		},
@@ -108,12 +109,11 @@ func TestParseRecordedMainnetTransactions(t *testing.T) {
 			file:      "getTransaction_swap_then_usdc_inner_deposit_v0_json.json",
 			signature: "58F9fNP78FiBCbVc2Gdy6on2d6pZiJcTbqib4MsTfNcgAXqS7UGp3a3eeEy7fRWnLiXaJjncUHdqtpCnEFuVsVEM",
 			slot:      344394079,
-			// F54yh… receives 34957210 USDC and sends 34852339 on: its
-			// balance's net +104871 agrees, and what it received is the
-			// credit.
+			// F54yh… receives 34957210 USDC and sends 34852339 on: it is
+			// credited what stayed, its balance's +104871.
 			want: []want{
-				{at(5, 2), wsol, spl, "7ixaquirw9k3VNkxJ5zpbx9GTAbAvUrrNeZovw7TBqyu", "81MPQqJY58rgT83sy99MkRHs2g3dyy6uWKHD24twV62F", "FeioMu4q1TmqUNuEBt6qgm96Sjdo6sHk2DZfKSXEXJxN", "218145145", nil},
-				{at(5, 3), usdc, spl, "F54yhxDkhsprqQoRV5L1dCQKKFSY1WBzFQ6YaVRuW42T", "9rJ4QzDLYm5VARnuWcMFMzB4Nr1hKprGQWb8LTfsU6Q2", "81MPQqJY58rgT83sy99MkRHs2g3dyy6uWKHD24twV62F", "34957210", nil},
+				{at(5, 2), wsol, spl, "7ixaquirw9k3VNkxJ5zpbx9GTAbAvUrrNeZovw7TBqyu", "81MPQqJY58rgT83sy99MkRHs2g3dyy6uWKHD24twV62F", "9rJ4QzDLYm5VARnuWcMFMzB4Nr1hKprGQWb8LTfsU6Q2", "218145145", nil},
+				{at(5, 3), usdc, spl, "F54yhxDkhsprqQoRV5L1dCQKKFSY1WBzFQ6YaVRuW42T", "9rJ4QzDLYm5VARnuWcMFMzB4Nr1hKprGQWb8LTfsU6Q2", "81MPQqJY58rgT83sy99MkRHs2g3dyy6uWKHD24twV62F", "104871", nil},
 				{at(7, 6), usdc, spl, "9PzW3acuWjfCb74AKRK7BsZq9tjBxvwqPoTLSeXonGLu", "EEne7rPNgqPXLEK3Hv74KwkxJKPgaMHUd39LNx9yXbiK", "9rJ4QzDLYm5VARnuWcMFMzB4Nr1hKprGQWb8LTfsU6Q2", "34852339", nil},
 			},
 		},
@@ -179,8 +179,10 @@ func TestParseReferences(t *testing.T) {
 }
 
 // What the balances say wins over what an instruction names: a credit the
-// balance does not show is no credit, and a balance that rose by more
-// than the one transfer into it names is refused, never counted.
+// balance does not show is no credit, one it shows in part is that part,
+// and a balance that rose by more than named is credited what is named,
+// never more, and never refused (one account's numbers must not make a
+// history unreadable).
 func TestParseHoldsCreditsToTheBalances(t *testing.T) {
 	setPost := func(amount string) func(tx map[string]any) {
 		return func(tx map[string]any) {
@@ -202,10 +204,45 @@ func TestParseHoldsCreditsToTheBalances(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, "1", got[0].Amount.String())
-	// More than named: refused.
-	_, err = solana.ParseTransaction(mutate(t, "getTransaction_usdc_transferChecked_json.json", setPost("999999999999")))
-	assert.ErrorContains(t, err, "more than the 29697870 its transfer names")
+	// More than named: what is named.
+	got, err = solana.ParseTransaction(mutate(t, "getTransaction_usdc_transferChecked_json.json", setPost("999999999999")))
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "29697870", got[0].Amount.String())
+	// A balance that is not an amount is the provider's error, never a 0.
+	_, err = solana.ParseTransaction(mutate(t, "getTransaction_usdc_transferChecked_json.json", setPost("12e3")))
+	assert.ErrorContains(t, err, "is not an amount")
 	// No transaction (null): an error of its own.
 	_, err = solana.ParseTransaction(&rpc.GetTransactionResult{})
 	assert.ErrorIs(t, err, solana.ErrNoTransaction)
+}
+
+// Token-2022's TransferCheckedWithFee names the fee it withholds: the
+// credit is the amount less the fee, which is what the balance shows. The
+// recorded fee-charging transfer, sent as that instruction instead.
+func TestParseTransferCheckedWithFee(t *testing.T) {
+	data := make([]byte, 19)
+	data[0], data[1] = 26, 1
+	binary.LittleEndian.PutUint64(data[2:10], 384000000)
+	data[10] = 2 // decimals
+	binary.LittleEndian.PutUint64(data[11:19], 15360000)
+	res := mutate(t, "getTransaction_token2022_transferChecked_transferfee_json.json", func(tx map[string]any) {
+		msg := tx["transaction"].(map[string]any)["message"].(map[string]any)
+		msg["instructions"].([]any)[2].(map[string]any)["data"] = base58.Encode(data)
+	})
+	got, err := solana.ParseTransaction(res)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "368640000", got[0].Amount.String())
+	assert.Equal(t, "5Sp1e78jLb9b4B8FMFEGobzQCc9kW23tydFNaeGsNJSt", got[0].Owner)
+
+	// A fee above the amount is an instruction the program refuses: no credit.
+	binary.LittleEndian.PutUint64(data[11:19], 384000001)
+	res = mutate(t, "getTransaction_token2022_transferChecked_transferfee_json.json", func(tx map[string]any) {
+		msg := tx["transaction"].(map[string]any)["message"].(map[string]any)
+		msg["instructions"].([]any)[2].(map[string]any)["data"] = base58.Encode(data)
+	})
+	got, err = solana.ParseTransaction(res)
+	require.NoError(t, err)
+	assert.Empty(t, got)
 }
