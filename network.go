@@ -326,6 +326,17 @@ func LinkToken(n Network) Token {
 	return USDT
 }
 
+// TokenSlots returns every token of tokenList, served or not, in its fixed
+// order: the devnet deploys the n-th at the faucet's nonce n, so a token
+// keeps its address whatever else is added or no longer served.
+func TokenSlots() []Token {
+	out := make([]Token, len(tokenList))
+	for i, t := range tokenList {
+		out[i] = t.token
+	}
+	return out
+}
+
 // Tokens returns every supported token in tokenList's fixed order (USDT,
 // USDC, DAI, PYUSD); the caller owns the slice.
 func Tokens() []Token {

@@ -138,14 +138,16 @@ func (s *Server) choices(ctx context.Context, p *payments.Payment) ([]paywatch.N
 // reads alike in every language of the page, where a word ("or") would
 // need a catalogue entry and a grammar of lists for each.
 func tokensLabel(infos []paywatch.NetworkInfo) string {
-	var tokens []string
 	seen := map[paywatch.Token]bool{}
 	for _, info := range infos {
 		for _, t := range info.Tokens {
-			if !seen[t] {
-				seen[t] = true
-				tokens = append(tokens, string(t))
-			}
+			seen[t] = true
+		}
+	}
+	var tokens []string
+	for _, t := range paywatch.Tokens() {
+		if seen[t] {
+			tokens = append(tokens, string(t))
 		}
 	}
 	return strings.Join(tokens, " / ")

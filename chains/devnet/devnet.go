@@ -10,7 +10,7 @@
 //     tokens of the network's row (contracts/TestToken.sol, at the row's
 //     decimals: 18 for every BEP20 token and for DAI, 6 otherwise) are
 //     deployed at start by the faucet, each at the nonce of its place in
-//     paywatch.Tokens (a chain without it spends that nonce on an empty
+//     paywatch.TokenSlots (a chain without it spends that nonce on an empty
 //     transfer), so a token has one address on every EVM devnet: USDT
 //     0x5FbDB2315678afecb367f032d93F642f64180aa3, USDC
 //     0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512, DAI

@@ -160,7 +160,7 @@ func (c *evmChain) setup(ctx context.Context) error {
 	// Every token has one nonce of the faucet, and so one address, on
 	// every chain: a chain without the token spends its nonce on an empty
 	// transfer to itself.
-	for _, t := range paywatch.Tokens() {
+	for _, t := range paywatch.TokenSlots() {
 		var tx *types.Transaction
 		if slices.Contains(c.info.Tokens, t) {
 			args, err := testTokenABI.Pack("", paywatch.TokenName(t), string(t), uint8(paywatch.Decimals(c.info.Network, t)))

@@ -20,7 +20,7 @@ import (
 // (embedded Temporal, PostgreSQL, scanners, webhooks over HTTP), the time
 // from the block that gives a transfer its network's last required
 // confirmation to the signed payment.completed reaching the merchant's
-// receiver, over per_payment payments spread across the five networks. The
+// receiver, over per_payment payments spread across every network. The
 // block's time is when the devnet chain made it available to RPC
 // (devnet.MinedAt); the arrival is when the receiver got the request.
 //
