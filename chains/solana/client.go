@@ -1,0 +1,184 @@
+package solana
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	sol "github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
+
+	"github.com/paywatch/paywatch/chains/internal/chainapi"
+)
+
+// The clusters a genesis hash names (solana-foundation/explorer's
+// GENESIS_HASHES; ChainAgnostic/namespaces solana/caip2.md).
+var clusters = map[string]string{
+	"5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d": "mainnet-beta",
+	"EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG": "devnet",
+	"4uhcVJyU9pJkvQyS88uRDiswHXSCkY3zQawwpjk2NsNY": "testnet",
+}
+
+// MainnetGenesis is mainnet-beta's genesis hash.
+const MainnetGenesis = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"
+
+// httpTimeout bounds one JSON-RPC call, as on the other networks.
+const httpTimeout = 30 * time.Second
+
+// Client reads Solana through one or more JSON-RPC endpoints, with
+// failover, each endpoint's credentials redacted from every error (the
+// endpoints of chainapi.Endpoints).
+type Client struct {
+	eps *chainapi.Endpoints[*rpc.Client]
+}
+
+// Dial returns a client of urls (http:// or https://, any path and query;
+// headers, per URL, may be nil). It makes no call.
+func Dial(urls []string, headers []http.Header, observe func(chainapi.RPCOutcome)) (*Client, error) {
+	if len(urls) == 0 {
+		return nil, errors.New("solana: no RPC URL")
+	}
+	var conns []*rpc.Client
+	var names []chainapi.Redactor
+	for i, raw := range urls {
+		var h http.Header
+		if i < len(headers) {
+			h = headers[i]
+		}
+		name := chainapi.NewRedactor(raw, h)
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("solana: RPC URL %q: want http(s)://host[:port][/path]", name.Name())
+		}
+		custom := map[string]string{}
+		for k, vs := range h {
+			if len(vs) > 0 {
+				custom[k] = vs[0]
+			}
+		}
+		hc := &http.Client{
+			Timeout: httpTimeout,
+			// An RPC endpoint has no business redirecting, and a redirect
+			// would carry its headers (its key) to wherever it points.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		conns = append(conns, rpc.NewWithCustomRPCClient(jsonrpc.NewClientWithOpts(raw, &jsonrpc.RPCClientOpts{HTTPClient: hc, CustomHeaders: custom})))
+		names = append(names, name)
+	}
+	return &Client{eps: chainapi.NewEndpoints(conns, names, observe)}, nil
+}
+
+// classify sorts an endpoint's error: a JSON-RPC error object is the
+// node's answer (final), HTTP 429 a rate limit, anything else (transport,
+// 5xx) a reason to try the next endpoint.
+func classify(err error) chainapi.Failure {
+	var he *jsonrpc.HTTPError
+	if errors.As(err, &he) && he.Code == http.StatusTooManyRequests {
+		return chainapi.Limited
+	}
+	var re *jsonrpc.RPCError
+	if errors.As(err, &re) {
+		return chainapi.Final
+	}
+	if errors.Is(err, rpc.ErrNotFound) {
+		return chainapi.Final
+	}
+	return chainapi.Failover
+}
+
+// do runs call with failover; a rate-limited answer is ErrRateLimited, as
+// the scanners' budgets and back-off expect of every client. (Honouring
+// a Retry-After, as the EVM client's transport does, is still to come.)
+func (c *Client) do(ctx context.Context, call func(*rpc.Client) error) error {
+	return c.eps.Do(ctx, classify, func(rc *rpc.Client) error {
+		err := call(rc)
+		if err != nil && classify(err) == chainapi.Limited {
+			return fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
+		}
+		return err
+	})
+}
+
+// Cluster returns the genesis hash the endpoints serve and the cluster it
+// names ("mainnet-beta", "devnet", "testnet"; "" for another chain).
+func (c *Client) Cluster(ctx context.Context) (genesis, cluster string, err error) {
+	err = c.do(ctx, func(rc *rpc.Client) error {
+		h, err := rc.GetGenesisHash(ctx)
+		genesis = h.String()
+		return err
+	})
+	return genesis, clusters[genesis], err
+}
+
+// Head returns the newest finalized slot: a Solana transfer counts once
+// its transaction is finalized, so that is the scanner's head.
+func (c *Client) Head(ctx context.Context) (uint64, error) {
+	var slot uint64
+	err := c.do(ctx, func(rc *rpc.Client) (err error) {
+		slot, err = rc.GetSlot(ctx, rpc.CommitmentFinalized)
+		return err
+	})
+	return slot, err
+}
+
+// Signatures returns the signatures of account newer than cur, oldest
+// first, failed ones left out (NewSignatures), at the given commitment
+// (confirmed, to see a transfer early; finalized, to count it).
+func (c *Client) Signatures(ctx context.Context, account string, cur Cursor, fromSlot uint64, commitment rpc.CommitmentType) ([]*rpc.TransactionSignature, error) {
+	key, err := sol.PublicKeyFromBase58(account)
+	if err != nil {
+		return nil, fmt.Errorf("solana: account %q: %w", account, err)
+	}
+	page := func(ctx context.Context, before, until string, limit int) ([]*rpc.TransactionSignature, error) {
+		opts := &rpc.GetSignaturesForAddressOpts{Limit: &limit, Commitment: commitment}
+		if before != "" {
+			if opts.Before, err = sol.SignatureFromBase58(before); err != nil {
+				return nil, err
+			}
+		}
+		if until != "" {
+			if opts.Until, err = sol.SignatureFromBase58(until); err != nil {
+				return nil, err
+			}
+		}
+		var out []*rpc.TransactionSignature
+		err := c.do(ctx, func(rc *rpc.Client) (err error) {
+			out, err = rc.GetSignaturesForAddressWithOpts(ctx, key, opts)
+			return err
+		})
+		return out, err
+	}
+	return NewSignatures(ctx, page, cur, fromSlot, MaxSignaturesPage)
+}
+
+// Credits returns the token credits of one transaction (ParseTransaction);
+// found is false while the node does not have it at the commitment.
+func (c *Client) Credits(ctx context.Context, signature string, commitment rpc.CommitmentType) (credits []Credit, found bool, err error) {
+	sig, err := sol.SignatureFromBase58(signature)
+	if err != nil {
+		return nil, false, fmt.Errorf("solana: signature %q: %w", signature, err)
+	}
+	var res *rpc.GetTransactionResult
+	v := uint64(0)
+	err = c.do(ctx, func(rc *rpc.Client) (err error) {
+		// No encoding: the node's default, "json", which ParseTransaction
+		// reads (solana-go's option list leaves "json" out).
+		res, err = rc.GetTransaction(ctx, sig, &rpc.GetTransactionOpts{Commitment: commitment, MaxSupportedTransactionVersion: &v})
+		return err
+	})
+	if errors.Is(err, rpc.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	credits, err = ParseTransaction(res)
+	if errors.Is(err, ErrNoTransaction) {
+		return nil, false, nil
+	}
+	return credits, err == nil, err
+}
