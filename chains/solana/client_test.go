@@ -72,6 +72,18 @@ func (n *recordedNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		result = solana.MainnetGenesis
 	case "getSlot":
 		result = 405318600
+	case "getHealth":
+		result = "ok"
+	case "minimumLedgerSlot":
+		result = 305044000 // below the recorded history's oldest slot
+	case "getTokenSupply":
+		var mint string
+		require.NoError(n.t, json.Unmarshal(req.Params[0], &mint))
+		if mint != usdc {
+			break // null: not a mint
+		}
+		result = map[string]any{"context": map[string]any{"slot": 405318600},
+			"value": map[string]any{"amount": "1", "decimals": 6, "uiAmountString": "0.000001"}}
 	case "getSignaturesForAddress":
 		var opts struct {
 			Before, Until string
@@ -141,6 +153,16 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	_, found, err = c.Credits(ctx, h.all[0].Signature.String(), rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	assert.False(t, found, "a transaction the node does not have")
+
+	require.NoError(t, c.Health(ctx))
+	d, err := c.MintDecimals(ctx, usdc)
+	require.NoError(t, err)
+	assert.Equal(t, 6, d)
+	_, err = c.MintDecimals(ctx, "GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK")
+	assert.ErrorContains(t, err, "not a mint")
+	start, err := c.HistoryStart(ctx)
+	require.NoError(t, err)
+	assert.Less(t, start, h.all[len(h.all)-1].Slot, "the recorded history is within the node's")
 
 	// Both endpoints down: the error names them without the key.
 	srv.Close()
