@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	sol "github.com/gagliardetto/solana-go"
@@ -33,7 +34,8 @@ const httpTimeout = 30 * time.Second
 // failover, each endpoint's credentials redacted from every error (the
 // endpoints of chainapi.Endpoints).
 type Client struct {
-	eps *chainapi.Endpoints[*rpc.Client]
+	eps   *chainapi.Endpoints[*rpc.Client]
+	retry map[*rpc.Client]*retryTransport
 }
 
 // Dial returns a client of urls (http:// or https://, any path and query;
@@ -44,6 +46,7 @@ func Dial(urls []string, headers []http.Header, observe func(chainapi.RPCOutcome
 	}
 	var conns []*rpc.Client
 	var names []chainapi.Redactor
+	retry := map[*rpc.Client]*retryTransport{}
 	for i, raw := range urls {
 		var h http.Header
 		if i < len(headers) {
@@ -60,16 +63,20 @@ func Dial(urls []string, headers []http.Header, observe func(chainapi.RPCOutcome
 				custom[k] = vs[0]
 			}
 		}
+		rt := &retryTransport{base: http.DefaultTransport}
 		hc := &http.Client{
-			Timeout: httpTimeout,
+			Transport: rt,
+			Timeout:   httpTimeout,
 			// An RPC endpoint has no business redirecting, and a redirect
 			// would carry its headers (its key) to wherever it points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-		conns = append(conns, rpc.NewWithCustomRPCClient(jsonrpc.NewClientWithOpts(raw, &jsonrpc.RPCClientOpts{HTTPClient: hc, CustomHeaders: custom})))
+		rc := rpc.NewWithCustomRPCClient(jsonrpc.NewClientWithOpts(raw, &jsonrpc.RPCClientOpts{HTTPClient: hc, CustomHeaders: custom}))
+		retry[rc] = rt
+		conns = append(conns, rc)
 		names = append(names, name)
 	}
-	return &Client{eps: chainapi.NewEndpoints(conns, names, observe)}, nil
+	return &Client{eps: chainapi.NewEndpoints(conns, names, observe), retry: retry}, nil
 }
 
 // classify sorts an endpoint's error: a JSON-RPC error object is the
@@ -91,16 +98,47 @@ func classify(err error) chainapi.Failure {
 }
 
 // do runs call with failover; a rate-limited answer is ErrRateLimited, as
-// the scanners' budgets and back-off expect of every client. (Honouring
-// a Retry-After, as the EVM client's transport does, is still to come.)
+// the scanners' budgets and back-off expect of every client, and a
+// Retry-After the endpoint sent rests it that long (chainapi.Endpoints).
 func (c *Client) do(ctx context.Context, call func(*rpc.Client) error) error {
 	return c.eps.Do(ctx, classify, func(rc *rpc.Client) error {
 		err := call(rc)
-		if err != nil && classify(err) == chainapi.Limited {
-			return fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
+		if err == nil {
+			return nil
+		}
+		if classify(err) == chainapi.Limited {
+			err = fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
+		}
+		if d := c.retry[rc].take(); d > 0 {
+			err = &chainapi.RetryAfterError{After: d, Err: err}
 		}
 		return err
 	})
+}
+
+// retryTransport keeps the Retry-After of an endpoint's last 429 or 503,
+// which solana-go's errors do not carry, for the endpoint list to honour.
+type retryTransport struct {
+	base http.RoundTripper
+	last atomic.Int64 // a time.Duration; 0: none
+}
+
+func (t *retryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := t.base.RoundTrip(r)
+	if res != nil && (res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable) {
+		if d := chainapi.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now()); d > 0 {
+			t.last.Store(int64(d))
+		}
+	}
+	return res, err
+}
+
+// take returns the Retry-After last seen, once.
+func (t *retryTransport) take() time.Duration {
+	if t == nil {
+		return 0
+	}
+	return time.Duration(t.last.Swap(0))
 }
 
 // Cluster returns the genesis hash the endpoints serve and the cluster it

@@ -172,7 +172,11 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	assert.Contains(t, err.Error(), "127.0.0.1")
 
 	// A provider's 429 is a rate limit, as the scanners' budgets expect.
+	// Its Retry-After rests the endpoint: the next call is not sent.
+	var limitedCalls int
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limitedCalls++
+		w.Header().Set("Retry-After", "30")
 		http.Error(w, "slow down", http.StatusTooManyRequests)
 	}))
 	defer limited.Close()
@@ -180,6 +184,12 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Head(ctx)
 	assert.ErrorIs(t, err, chainapi.ErrRateLimited)
+	wait, ok := chainapi.RetryAfterOf(err)
+	assert.True(t, ok)
+	assert.InDelta(t, 30, wait.Seconds(), 1)
+	_, err = c.Head(ctx)
+	assert.ErrorIs(t, err, chainapi.ErrRateLimited)
+	assert.Equal(t, 1, limitedCalls, "rested for its Retry-After")
 
 	_, err = solana.Dial([]string{"127.0.0.1:8899"}, nil, nil)
 	assert.ErrorContains(t, err, "want http(s)://")
