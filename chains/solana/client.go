@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -79,16 +80,32 @@ func Dial(urls []string, headers []http.Header, observe func(chainapi.RPCOutcome
 	return &Client{eps: chainapi.NewEndpoints(conns, names, observe), retry: retry}, nil
 }
 
-// classify sorts an endpoint's error: a JSON-RPC error object is the
-// node's answer (final), HTTP 429 a rate limit, anything else (transport,
-// 5xx) a reason to try the next endpoint.
+// nodeStateErrors are the JSON-RPC error codes of a node that cannot
+// answer now (behind, unhealthy, missing the slot or its history:
+// agave's rpc custom errors -32004, -32005, -32007, -32009, -32011,
+// -32014, -32016): another endpoint may answer.
+var nodeStateErrors = []int{-32004, -32005, -32007, -32009, -32011, -32014, -32016}
+
+// classify sorts an endpoint's error: a rate limit (HTTP 429, whatever its
+// body, or a JSON-RPC error 429), a node that cannot answer now, or a
+// transport error tries the next endpoint; any other JSON-RPC error object
+// is the node's answer (final).
 func classify(err error) chainapi.Failure {
+	if errors.Is(err, chainapi.ErrRateLimited) {
+		return chainapi.Limited
+	}
 	var he *jsonrpc.HTTPError
 	if errors.As(err, &he) && he.Code == http.StatusTooManyRequests {
 		return chainapi.Limited
 	}
 	var re *jsonrpc.RPCError
 	if errors.As(err, &re) {
+		switch {
+		case re.Code == http.StatusTooManyRequests || re.Code == -32429:
+			return chainapi.Limited
+		case slices.Contains(nodeStateErrors, re.Code):
+			return chainapi.Failover
+		}
 		return chainapi.Final
 	}
 	if errors.Is(err, rpc.ErrNotFound) {
@@ -103,29 +120,35 @@ func classify(err error) chainapi.Failure {
 func (c *Client) do(ctx context.Context, call func(*rpc.Client) error) error {
 	return c.eps.Do(ctx, classify, func(rc *rpc.Client) error {
 		err := call(rc)
+		status, wait := c.retry[rc].take()
 		if err == nil {
 			return nil
 		}
-		if classify(err) == chainapi.Limited {
+		if status == http.StatusTooManyRequests || classify(err) == chainapi.Limited {
 			err = fmt.Errorf("%w: %w", chainapi.ErrRateLimited, err)
 		}
-		if d := c.retry[rc].take(); d > 0 {
-			err = &chainapi.RetryAfterError{After: d, Err: err}
+		if wait > 0 {
+			err = &chainapi.RetryAfterError{After: wait, Err: err}
 		}
 		return err
 	})
 }
 
-// retryTransport keeps the Retry-After of an endpoint's last 429 or 503,
-// which solana-go's errors do not carry, for the endpoint list to honour.
+// retryTransport keeps an endpoint's last 429 or 503 and its Retry-After,
+// which solana-go's errors do not carry when the body is a JSON-RPC error
+// object (a public RPC's 429 is), for do and the endpoint list. Calls to
+// one endpoint may overlap, so a wait seen by one call can be taken by
+// another: either way the endpoint rests.
 type retryTransport struct {
-	base http.RoundTripper
-	last atomic.Int64 // a time.Duration; 0: none
+	base   http.RoundTripper
+	status atomic.Int32
+	last   atomic.Int64 // a time.Duration; 0: none
 }
 
 func (t *retryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := t.base.RoundTrip(r)
 	if res != nil && (res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable) {
+		t.status.Store(int32(res.StatusCode))
 		if d := chainapi.ParseRetryAfter(res.Header.Get("Retry-After"), time.Now()); d > 0 {
 			t.last.Store(int64(d))
 		}
@@ -133,12 +156,12 @@ func (t *retryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return res, err
 }
 
-// take returns the Retry-After last seen, once.
-func (t *retryTransport) take() time.Duration {
+// take returns the status and Retry-After last seen, once.
+func (t *retryTransport) take() (int, time.Duration) {
 	if t == nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(t.last.Swap(0))
+	return int(t.status.Swap(0)), time.Duration(t.last.Swap(0))
 }
 
 // Cluster returns the genesis hash the endpoints serve and the cluster it
@@ -194,7 +217,11 @@ func (c *Client) Signatures(ctx context.Context, account string, cur Cursor, fro
 }
 
 // Credits returns the token credits of one transaction (ParseTransaction);
-// found is false while the node does not have it at the commitment.
+// found is false while the node does not have it at the commitment. Not
+// found is the node's answer, not a fork's proof: a node behind, or one
+// without the history, says so too, so a scanner must call a transaction
+// seen at confirmed dropped only once its blockhash has expired (about 150
+// slots) and a finalized head is past it.
 func (c *Client) Credits(ctx context.Context, signature string, commitment rpc.CommitmentType) (credits []Credit, found bool, err error) {
 	sig, err := sol.SignatureFromBase58(signature)
 	if err != nil {

@@ -171,6 +171,32 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	assert.NotContains(t, err.Error(), "secret-key-123")
 	assert.Contains(t, err.Error(), "127.0.0.1")
 
+	// A 429 whose body is a JSON-RPC error object, as the public RPC sends
+	// it, is a rate limit too, and fails over; a node that is behind
+	// (-32005) fails over; another JSON-RPC error is the node's answer.
+	jsonLimited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":429,"message":"Too many requests for a specific RPC call"}}`)
+	}))
+	defer jsonLimited.Close()
+	behind := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"Node is behind by 150 slots"}}`)
+	}))
+	defer behind.Close()
+	c, err = solana.Dial([]string{jsonLimited.URL}, nil, nil)
+	require.NoError(t, err)
+	_, err = c.Head(ctx)
+	assert.ErrorIs(t, err, chainapi.ErrRateLimited)
+	node2 := httptest.NewServer(newRecordedNode(t))
+	defer node2.Close()
+	c, err = solana.Dial([]string{jsonLimited.URL, behind.URL, node2.URL}, nil, nil)
+	require.NoError(t, err)
+	head, err = c.Head(ctx)
+	require.NoError(t, err, "past the limited and the lagging endpoint")
+	assert.Equal(t, uint64(405318600), head)
+
 	// A provider's 429 is a rate limit, as the scanners' budgets expect.
 	// Its Retry-After rests the endpoint: the next call is not sent.
 	var limitedCalls int

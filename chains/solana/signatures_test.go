@@ -67,7 +67,7 @@ func TestNewSignaturesPagesBackToTheCursor(t *testing.T) {
 	got, err := solana.NewSignatures(context.Background(), h.page, cur, 0, 100)
 	require.NoError(t, err)
 	assert.Len(t, got, ok, "the 300 newer than the cursor, but the failed ones")
-	assert.Equal(t, 4, h.calls, "three full pages and a short one")
+	assert.Equal(t, 5, h.calls, "three full pages, a short one, and one call to see the cursor comes next")
 	for i := 1; i < len(got); i++ {
 		assert.LessOrEqual(t, got[i-1].Slot, got[i].Slot, "oldest first")
 	}
@@ -90,5 +90,32 @@ func TestNewSignaturesPagesBackToTheCursor(t *testing.T) {
 	for _, s := range got {
 		assert.GreaterOrEqual(t, s.Slot, from)
 	}
+	assert.NotEmpty(t, got)
+}
+
+// An endpoint whose pages stop short of the cursor (a shallow history, or
+// a "before" it does not know) is caught, never taken as the end.
+func TestNewSignaturesRefusesAGapBeforeTheCursor(t *testing.T) {
+	h := recordedHistory(t)
+	cur := solana.Cursor{Signature: h.all[300].Signature.String(), Slot: h.all[300].Slot}
+	shallow := &history{all: h.all[:250]} // it lost the 50 oldest, the cursor among them
+	_, err := solana.NewSignatures(context.Background(), shallow.page, cur, 0, 100)
+	assert.ErrorIs(t, err, solana.ErrHistoryGap)
+
+	// A node that forgets a page's "before" answers []: a gap too.
+	forgetful := &history{all: h.all}
+	page := func(ctx context.Context, before, until string, limit int) ([]*rpc.TransactionSignature, error) {
+		if before != "" {
+			return nil, nil
+		}
+		return forgetful.page(ctx, before, until, limit)
+	}
+	_, err = solana.NewSignatures(context.Background(), page, cur, 0, 100)
+	assert.ErrorIs(t, err, solana.ErrHistoryGap)
+
+	// Exactly a page of new signatures, then an empty page: complete.
+	cur = solana.Cursor{Signature: h.all[100].Signature.String(), Slot: h.all[100].Slot}
+	got, err := solana.NewSignatures(context.Background(), h.page, cur, 0, 100)
+	require.NoError(t, err)
 	assert.NotEmpty(t, got)
 }
