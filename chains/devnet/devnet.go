@@ -105,6 +105,10 @@ type TransferRequest struct {
 	// From is optional: empty sends from the faucet, otherwise it must be
 	// one of Accounts.
 	From string
+	// Memo is optional (operations.md §9): on SOLANA the Solana Pay
+	// reference added as a read-only account of the transfer; the other
+	// chains refuse one.
+	Memo string
 }
 
 // TransferResult describes a mined devnet transfer.
@@ -436,6 +440,9 @@ func (d *Devnet) reorg(ctx context.Context, n paywatch.Network, depth int, reinc
 func parseRequest(f paywatch.Family, req TransferRequest) (to string, units paywatch.Amount, from account, err error) {
 	if err := paywatch.ValidatePair(req.Network, req.Token); err != nil {
 		return "", paywatch.Amount{}, account{}, err
+	}
+	if req.Memo != "" {
+		return "", paywatch.Amount{}, account{}, paywatch.Errorf(paywatch.EINVALID, "memo: %s transfers carry none (a memo is for SOLANA and TON)", req.Network)
 	}
 	to, err = paywatch.NormalizeAddress(f, req.To)
 	if err != nil {

@@ -278,6 +278,7 @@ func TestHandler(t *testing.T) {
 		{"too many decimals", "/devnet/transfers", `{"network":"POLYGON","token":"USDT","to":"` + to + `","amount":"1.0000001"}`, 400, "decimal"},
 		{"from not a dev account", "/devnet/transfers", `{"network":"POLYGON","token":"USDT","to":"` + to + `","amount":"1","from":"0x000000000000000000000000000000000000dEaD"}`, 400, "not a devnet account"},
 		{"insufficient balance", "/devnet/transfers", `{"network":"POLYGON","token":"USDT","to":"` + to + `","amount":"2000000","from":"` + to + `"}`, 400, "insufficient balance"},
+		{"memo on evm", "/devnet/transfers", `{"network":"POLYGON","token":"USDT","to":"` + to + `","amount":"1","memo":"x"}`, 400, "memo: POLYGON transfers carry none"},
 		{"count zero", "/devnet/blocks", `{"network":"POLYGON","count":0}`, 400, "count"},
 		{"count huge", "/devnet/blocks", `{"network":"POLYGON","count":1000000}`, 400, "count"},
 		{"count not a number", "/devnet/blocks", `{"network":"POLYGON","count":"5"}`, 400, "count"},

@@ -32,6 +32,9 @@ type transferJSON struct {
 	To      string          `json:"to"`
 	Amount  json.RawMessage `json:"amount"`
 	From    string          `json:"from"`
+	// Memo (operations.md §9) is SOLANA's Solana Pay reference; the EVM
+	// and TRC20 chains refuse one.
+	Memo string `json:"memo"`
 }
 
 // transferResultJSON is the answer of POST /devnet/transfers.
@@ -49,7 +52,7 @@ type transferResultJSON struct {
 // authentication; mount it on the API listener only while devnet chains run:
 //
 //	GET  /devnet            200 {networks: [{network, chain_id, head, rpc_url, tokens: {TOKEN: contract, ...}}]}
-//	POST /devnet/transfers  {network, token, to, amount, from?} → 201 {tx_hash, block_number, network, token, from, to, amount}
+//	POST /devnet/transfers  {network, token, to, amount, from?, memo?} → 201 {tx_hash, block_number, network, token, from, to, amount}
 //	POST /devnet/blocks     {network, count} → 200 {network, head}
 //	POST /devnet/reorg      {network, depth, reinclude?} → 200 {network, head, dropped: [tx_hash, ...]}
 //
@@ -114,6 +117,7 @@ func (d *Devnet) handleTransfer(w http.ResponseWriter, r *http.Request) {
 		To:      in.To,
 		Amount:  amount,
 		From:    in.From,
+		Memo:    in.Memo,
 	})
 	if err != nil {
 		writeError(w, err)

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -68,11 +66,13 @@ type solanaTx struct {
 	accounts []string       // the addresses getSignaturesForAddress lists it under
 	deltas   map[string]*big.Int
 	failed   bool
-	created  string // the token account the transfer made, if any
+	created  string          // the token account the transfer made, if any
+	transfer *solanaTransfer // what it moved, to send again (reorg's reinclude)
 }
 
 // solanaChain is the devnet chain.
 type solanaChain struct {
+	network paywatch.Network
 	mints   []SolanaMint
 	faucet  sol.PrivateKey
 	genesis string
@@ -98,10 +98,10 @@ type solanaAccount struct {
 
 // startSolana starts the chain and its JSON-RPC server on a free loopback
 // port; the faucet holds 1,000,000,000 of each mint.
-func startSolana(mints []SolanaMint, skipEvery uint64) (*solanaChain, error) {
+func startSolana(network paywatch.Network, mints []SolanaMint, skipEvery uint64) (*solanaChain, error) {
 	g := sha256.Sum256([]byte("paywatch devnet solana genesis"))
 	c := &solanaChain{
-		mints: mints, faucet: sol.PrivateKey(solanaKey("faucet")), genesis: sol.PublicKeyFromBytes(g[:]).String(),
+		network: network, mints: mints, faucet: sol.PrivateKey(solanaKey("faucet")), genesis: sol.PublicKeyFromBytes(g[:]).String(),
 		skipEvery: skipEvery, txs: map[string]*solanaTx{}, balances: map[string]*big.Int{}, accounts: map[string]solanaAccount{},
 	}
 	for _, m := range mints {
@@ -144,16 +144,6 @@ func (c *solanaChain) nextSlot() uint64 {
 	return c.slot
 }
 
-// mine makes count slots and returns the newest.
-func (c *solanaChain) mine(count int) uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for range count {
-		c.nextSlot()
-	}
-	return c.slot
-}
-
 // finalized returns the newest finalized slot: the block 32 blocks
 // behind the newest (skipped slots are no blocks). Callers hold c.mu.
 func (c *solanaChain) finalized() uint64 {
@@ -163,22 +153,32 @@ func (c *solanaChain) finalized() uint64 {
 	return c.made[len(c.made)-1-solanaFinality]
 }
 
-// send makes a slot holding one signed TransferChecked of amount (base
-// units) of token from the faucet to the owner to's associated token
-// account, with reference (a base58 key, or "") as a read-only account of
-// the instruction, as Solana Pay wallets add it; failed makes it fail as
-// a program error does, moving nothing.
-func (c *solanaChain) send(to string, token paywatch.Token, units *big.Int, reference string, failed bool) (*solanaTx, error) {
+// solanaTransfer is one transfer, built and ready to go into a slot.
+type solanaTransfer struct {
+	mint      SolanaMint
+	program   sol.PublicKey
+	owner     sol.PublicKey
+	src, dst  string
+	units     *big.Int
+	reference string
+	ix        sol.Instruction
+}
+
+// build prepares one signed-to-be TransferChecked of units (base units)
+// of token from the faucet to the owner to's associated token account,
+// with reference (a base58 key, or "") as a read-only account of the
+// instruction, as Solana Pay wallets add it.
+func (c *solanaChain) build(to string, token paywatch.Token, units *big.Int, reference string) (*solanaTransfer, error) {
 	m, ok := c.mintOf(token)
 	if !ok {
-		return nil, fmt.Errorf("%s is not served on this devnet", token)
+		return nil, paywatch.Errorf(paywatch.EINVALID, "%s is not served on this devnet", token)
 	}
 	if !units.IsUint64() || units.Sign() <= 0 {
-		return nil, errors.New("amount out of range")
+		return nil, paywatch.Errorf(paywatch.EINVALID, "amount out of range")
 	}
 	owner, err := sol.PublicKeyFromBase58(to)
 	if err != nil {
-		return nil, fmt.Errorf("to: %w", err)
+		return nil, paywatch.Errorf(paywatch.EINVALID, "to: %v", err)
 	}
 	mint, program := sol.MustPublicKeyFromBase58(m.Mint), sol.MustPublicKeyFromBase58(m.Program)
 	src, err := solana.AssociatedTokenAccount(c.faucet.PublicKey().String(), m.Mint, m.Program)
@@ -205,20 +205,36 @@ func (c *solanaChain) send(to string, token paywatch.Token, units *big.Int, refe
 	if reference != "" {
 		ref, err := sol.PublicKeyFromBase58(reference)
 		if err != nil {
-			return nil, fmt.Errorf("memo: %w", err)
+			return nil, paywatch.Errorf(paywatch.EINVALID, "memo: not a base58 key: %v", err)
 		}
 		metas = append(metas, sol.Meta(ref))
 	}
+	return &solanaTransfer{mint: m, program: program, owner: owner, src: src, dst: dst, units: units, reference: reference,
+		ix: sol.NewInstruction(program, metas, data)}, nil
+}
 
+// send makes a slot holding one transfer (build); failed makes it fail as
+// a program error does, moving nothing.
+func (c *solanaChain) send(to string, token paywatch.Token, units *big.Int, reference string, failed bool) (*solanaTx, error) {
+	t, err := c.build(to, token, units, reference)
+	if err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.balances[src].Cmp(units) < 0 {
+	if !failed && c.balances[t.src].Cmp(units) < 0 {
 		return nil, paywatch.Errorf(paywatch.EINVALID, "insufficient balance")
 	}
-	slot := c.nextSlot()
+	return c.apply(t, c.nextSlot(), failed)
+}
+
+// apply signs t and puts it in slot. Callers hold c.mu and have checked
+// the balance.
+func (c *solanaChain) apply(t *solanaTransfer, slot uint64, failed bool) (*solanaTx, error) {
 	var blockhash sol.Hash
 	binary.LittleEndian.PutUint64(blockhash[:], slot)
-	tx, err := sol.NewTransaction([]sol.Instruction{sol.NewInstruction(program, metas, data)}, blockhash, sol.TransactionPayer(c.faucet.PublicKey()))
+	binary.LittleEndian.PutUint64(blockhash[8:], uint64(len(c.order))) // unique per transaction
+	tx, err := sol.NewTransaction([]sol.Instruction{t.ix}, blockhash, sol.TransactionPayer(c.faucet.PublicKey()))
 	if err != nil {
 		return nil, err
 	}
@@ -230,18 +246,19 @@ func (c *solanaChain) send(to string, token paywatch.Token, units *big.Int, refe
 	}); err != nil {
 		return nil, err
 	}
+	src, dst, units := t.src, t.dst, t.units
 	// A transfer to a wallet without the account makes it, as a wallet's
 	// createIdempotent instruction would (left out of the devnet's
 	// message): like mainnet, the answer then has no pre balance for it.
 	// A failed one makes nothing (mainnet rolls it back).
 	_, existed := c.accounts[dst]
 	if !existed {
-		c.accounts[dst] = solanaAccount{owner: owner.String(), mint: m}
+		c.accounts[dst] = solanaAccount{owner: t.owner.String(), mint: t.mint}
 		c.balances[dst] = new(big.Int)
 	}
-	st := &solanaTx{sig: tx.Signatures[0].String(), slot: slot, failed: failed, accounts: []string{c.faucet.PublicKey().String(), src, dst, m.Mint}}
-	if reference != "" {
-		st.accounts = append(st.accounts, reference)
+	st := &solanaTx{sig: tx.Signatures[0].String(), slot: slot, failed: failed, accounts: []string{c.faucet.PublicKey().String(), src, dst, t.mint.Mint}}
+	if t.reference != "" {
+		st.accounts = append(st.accounts, t.reference)
 	}
 	c.lastTime = max(c.lastTime+1, time.Now().Unix())
 	st.time = c.lastTime
@@ -266,23 +283,25 @@ func (c *solanaChain) send(to string, token paywatch.Token, units *big.Int, refe
 	}
 	c.txs[st.sig] = st
 	c.order = append(c.order, st)
+	st.transfer = t
 	return st, nil
 }
 
-// reorg drops the newest depth made slots, which must all be above the
-// finalized slot, with their transactions; it returns the dropped
-// signatures.
-func (c *solanaChain) reorg(depth int) ([]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// dropBlocks drops the newest depth made slots, which must all be above
+// the finalized slot, with their transactions (their balances given back,
+// the accounts they made removed); the new fork's blocks come at slots
+// above them, one more than were dropped. It returns the dropped
+// signatures and transactions, oldest first. Callers hold c.mu.
+func (c *solanaChain) dropBlocks(depth int) ([]string, []*solanaTx, error) {
 	if depth <= 0 || depth > len(c.made) {
-		return nil, paywatch.Errorf(paywatch.EINVALID, "depth must be between 1 and %d", len(c.made))
+		return nil, nil, paywatch.Errorf(paywatch.EINVALID, "depth must be between 1 and %d", len(c.made))
 	}
 	cut := c.made[len(c.made)-depth]
 	if cut <= c.finalized() {
-		return nil, paywatch.Errorf(paywatch.EINVALID, "slot %d is finalized: a reorg drops only slots above %d", cut, c.finalized())
+		return nil, nil, paywatch.Errorf(paywatch.EINVALID, "slot %d is finalized: a reorg drops only slots above %d", cut, c.finalized())
 	}
-	var dropped []string
+	dropped := []string{}
+	var txs []*solanaTx
 	keep := c.order[:0]
 	for _, tx := range c.order {
 		if tx.slot < cut {
@@ -298,15 +317,14 @@ func (c *solanaChain) reorg(depth int) ([]string, error) {
 		}
 		delete(c.txs, tx.sig)
 		dropped = append(dropped, tx.sig)
+		txs = append(txs, tx)
 	}
 	c.order = keep
 	c.made = c.made[:len(c.made)-depth]
-	// The new fork: its blocks come at slots above the abandoned ones,
-	// which are skipped from now on, one more than were dropped.
 	for range depth + 1 {
 		c.nextSlot()
 	}
-	return dropped, nil
+	return dropped, txs, nil
 }
 
 // visible reports whether tx is seen at commitment ("finalized" or

@@ -23,7 +23,7 @@ const solanaWallet = "GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK"
 
 func startSolanaT(t *testing.T) (*solanaChain, *solana.Client) {
 	t.Helper()
-	c, err := startSolana(DefaultSolanaMints(), 5)
+	c, err := startSolana("SOLANA", DefaultSolanaMints(), 5)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.close() })
 	client, err := solana.Dial([]string{c.url}, nil, nil)
@@ -61,7 +61,8 @@ func TestSolanaDevnetTransferReadsBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, head, sent.slot)
 
-	c.mine(solanaFinality)
+	_, err = c.mine(ctx, solanaFinality)
+	require.NoError(t, err)
 	head, err = client.Head(ctx)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, head, sent.slot, "finalized 32 slots behind")
@@ -123,7 +124,7 @@ func TestSolanaDevnetFailureReorgAndSkippedSlots(t *testing.T) {
 
 	sent, err := c.send(solanaWallet, paywatch.USDC, big.NewInt(9), "", false)
 	require.NoError(t, err)
-	dropped, err := c.reorg(1)
+	_, dropped, err := c.reorg(ctx, 1, false)
 	require.NoError(t, err)
 	assert.Equal(t, []string{sent.sig}, dropped)
 	assert.Greater(t, c.made[len(c.made)-2], sent.slot, "the new fork's blocks come above the abandoned slot")
@@ -134,8 +135,9 @@ func TestSolanaDevnetFailureReorgAndSkippedSlots(t *testing.T) {
 	assert.False(t, found, "gone with its slot")
 	assert.Zero(t, c.balanceOf(ata).Sign(), "its balance given back")
 
-	c.mine(solanaFinality + 2)
-	_, err = c.reorg(solanaFinality + 1)
+	_, err = c.mine(ctx, solanaFinality+2)
+	require.NoError(t, err)
+	_, _, err = c.reorg(ctx, solanaFinality+1, false)
 	assert.ErrorContains(t, err, "is finalized")
 
 	// As nodes answer them: no "processed", a limit within 1..1000.
@@ -215,4 +217,59 @@ func assertSameKeys(t *testing.T, where string, want, got any) {
 			assertSameKeys(t, where+"[]", w[0], g[0])
 		}
 	}
+}
+
+// Through the devnet's chain interface, as POST /devnet/transfers and
+// /devnet/reorg reach it: a batch goes into one slot with each transfer's
+// memo as its reference, all or nothing; only the faucet sends; a reorg
+// with reinclude mines the same signed transactions again.
+func TestSolanaDevnetAsAChain(t *testing.T) {
+	c, client := startSolanaT(t)
+	ctx := context.Background()
+	ref := paywatch.NewSolanaReference()
+	res, err := c.transfer(ctx, []TransferRequest{
+		{Network: "SOLANA", Token: paywatch.USDC, To: solanaWallet, Amount: "25.5", Memo: ref},
+		{Network: "SOLANA", Token: paywatch.PYUSD, To: solanaWallet, Amount: "0.000001"},
+	}, false)
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	assert.Equal(t, res[0].BlockNumber, res[1].BlockNumber, "one slot")
+	assert.Equal(t, "25.50", res[0].Amount)
+	assert.Equal(t, solanaWallet, res[0].To)
+	credits, found, err := client.Credits(ctx, res[0].TxHash, rpc.CommitmentConfirmed)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, []string{ref}, credits[0].References)
+	assert.Equal(t, "25500000", credits[0].Amount.String())
+
+	st := c.status()
+	assert.Equal(t, paywatch.Network("SOLANA"), st.Network)
+	assert.Equal(t, res[0].BlockNumber, st.Head)
+	assert.Len(t, st.Tokens, 3)
+
+	_, err = c.transfer(ctx, []TransferRequest{{Network: "SOLANA", Token: paywatch.USDC, To: solanaWallet, Amount: "1", From: solanaWallet}}, false)
+	assert.ErrorContains(t, err, "faucet only")
+	_, err = c.transfer(ctx, []TransferRequest{{Network: "SOLANA", Token: paywatch.USDC, To: "BKHLvZxmSGUJRMX9WPPLFTQvRTktctpL6At2yWnxbLtV", Amount: "1"}}, false)
+	assert.ErrorContains(t, err, "not a wallet's key", "a token account is no recipient")
+	_, err = c.transfer(ctx, []TransferRequest{{Network: "SOLANA", Token: paywatch.USDC, To: solanaWallet, Amount: "0.0000001"}}, false)
+	assert.Error(t, err, "7 decimals on a 6-decimal mint")
+	head := st.Head
+	_, err = c.transfer(ctx, []TransferRequest{
+		{Network: "SOLANA", Token: paywatch.USDC, To: solanaWallet, Amount: "1"},
+		{Network: "SOLANA", Token: paywatch.USDC, To: solanaWallet, Amount: "1000000000"},
+	}, false)
+	assert.ErrorContains(t, err, "transfer 2: insufficient balance")
+	assert.Equal(t, head, c.status().Head, "all or nothing: no slot made")
+
+	usdc, _ := c.mintOf(paywatch.USDC)
+	ata, err := solana.AssociatedTokenAccount(solanaWallet, usdc.Mint, usdc.Program)
+	require.NoError(t, err)
+	_, dropped, err := c.reorg(ctx, 1, true)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{res[0].TxHash, res[1].TxHash}, dropped)
+	credits, found, err = client.Credits(ctx, res[0].TxHash, rpc.CommitmentConfirmed)
+	require.NoError(t, err)
+	require.True(t, found, "mined again, the same signature")
+	assert.Equal(t, "25500000", credits[0].Amount.String())
+	assert.Equal(t, big.NewInt(25_500_000), c.balanceOf(ata))
 }
