@@ -337,6 +337,35 @@ func TokenSlots() []Token {
 	return out
 }
 
+// NetworkList names the supported networks as prose, in API order: "TRC20,
+// BEP20, ERC20, POLYGON, ARBITRUM and BASE" with conj "and", for help
+// texts and guides that must not name them by hand.
+func NetworkList(conj string) string {
+	var names []string
+	for i := range networkTable {
+		names = append(names, string(networkTable[i].info.Network))
+	}
+	return proseList(names, conj)
+}
+
+// TokenList names the supported tokens as prose in Tokens' order: "USDT,
+// USDC, DAI or PYUSD" with conj "or".
+func TokenList(conj string) string {
+	var names []string
+	for _, t := range Tokens() {
+		names = append(names, string(t))
+	}
+	return proseList(names, conj)
+}
+
+// proseList writes "A", "A conj B", "A, B conj C".
+func proseList(words []string, conj string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
+}
+
 // Tokens returns every supported token in tokenList's fixed order (USDT,
 // USDC, DAI, PYUSD); the caller owns the slice.
 func Tokens() []Token {

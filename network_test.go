@@ -243,6 +243,8 @@ func TestTokenNamesAndFamilies(t *testing.T) {
 // first token: USDT wherever it is served, USDC on BASE.
 func TestTokensOrderAndLinkToken(t *testing.T) {
 	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}, paywatch.Tokens())
+	assert.Equal(t, "TRC20, BEP20, ERC20, POLYGON, ARBITRUM or BASE", paywatch.NetworkList("or"))
+	assert.Equal(t, "USDT, USDC, DAI and PYUSD", paywatch.TokenList("and"))
 	for _, info := range paywatch.Networks() {
 		assert.Equal(t, info.Tokens[0], paywatch.LinkToken(info.Network), info.Network)
 		assert.NoError(t, paywatch.ValidatePair(info.Network, paywatch.LinkToken(info.Network)))

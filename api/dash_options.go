@@ -22,8 +22,9 @@ type tokenOption struct {
 // nil accepts every network.
 func tokenOptions(keep func(paywatch.Network) bool) []tokenOption {
 	var out []tokenOption
+	pairs := paywatch.Pairs()
 	for _, t := range paywatch.Tokens() {
-		if slices.ContainsFunc(paywatch.Pairs(), func(p paywatch.Pair) bool {
+		if slices.ContainsFunc(pairs, func(p paywatch.Pair) bool {
 			return p.Token == t && (keep == nil || keep(p.Network))
 		}) {
 			out = append(out, tokenOption{Token: t, Name: paywatch.TokenName(t)})

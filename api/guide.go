@@ -42,9 +42,7 @@ type guideRow struct {
 // guideTable is the guide's part of guideData, built once from the table.
 var guideTable = func() guideData {
 	var d guideData
-	var networks, tokens []string
 	for _, info := range paywatch.Networks() {
-		networks = append(networks, string(info.Network))
 		var ts []string
 		for _, t := range info.Tokens {
 			ts = append(ts, string(t))
@@ -54,20 +52,9 @@ var guideTable = func() guideData {
 			Tokens: strings.Join(ts, ", "), Confirmations: strconv.Itoa(info.Confirmations),
 		})
 	}
-	for _, t := range paywatch.Tokens() {
-		tokens = append(tokens, string(t))
-	}
-	d.Networks, d.Tokens = joinWords(networks, "and"), joinWords(tokens, "and")
+	d.Networks, d.Tokens = paywatch.NetworkList("and"), paywatch.TokenList("and")
 	return d
 }()
-
-// joinWords writes a list as prose: "A", "A and B", "A, B and C".
-func joinWords(words []string, last string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " " + last + " " + words[len(words)-1]
-}
 
 // guide serves the getting-started guide, with this instance's base URL in
 // its examples.

@@ -101,7 +101,7 @@ func ParseTransaction(res *rpc.GetTransactionResult) ([]Credit, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := parser{keys: keys, signers: signers, balances: balances, net: map[string]*big.Int{}}
+	p := parser{keys: keys, signers: signers, balances: balances}
 
 	inner := map[uint16][]rpc.CompiledInstruction{}
 	for _, in := range res.Meta.InnerInstructions {
@@ -177,9 +177,6 @@ type parser struct {
 	signers  int
 	balances map[string]*balance
 	credits  []Credit
-	// net is what the instructions moved into (+) and out of (−) each
-	// token account.
-	net map[string]*big.Int
 }
 
 func (p *parser) key(i uint16) (string, error) {
@@ -231,7 +228,6 @@ func (p *parser) instruction(pos uint32, program uint16, accounts []uint16, data
 	if to == from || amount.Sign() == 0 {
 		return nil // moves nothing: never a payment
 	}
-	p.add(from, new(big.Int).Neg(amount))
 	b := p.balances[to]
 	if b == nil {
 		// No balance before or after: an account made and closed within
@@ -270,16 +266,7 @@ func (p *parser) instruction(pos uint32, program uint16, accounts []uint16, data
 		c.References = append(c.References, ref)
 	}
 	p.credits = append(p.credits, c)
-	p.add(to, amount)
 	return nil
-}
-
-// add adds v to what the instructions moved for acct.
-func (p *parser) add(acct string, v *big.Int) {
-	if p.net[acct] == nil {
-		p.net[acct] = new(big.Int)
-	}
-	p.net[acct].Add(p.net[acct], v)
 }
 
 // settle holds the credits to the balances (the package comment says

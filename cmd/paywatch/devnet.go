@@ -75,7 +75,7 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 	cmd, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("devnet "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	network := fs.String("network", "", "network: "+networkChoices())
+	network := fs.String("network", "", "network: "+paywatch.NetworkList("or"))
 	parse := func(required ...string) error {
 		if err := fs.Parse(rest); err != nil {
 			return err
@@ -93,7 +93,7 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 	upper := func(s string) string { return strings.ToUpper(strings.TrimSpace(s)) }
 	switch cmd {
 	case "send":
-		token := fs.String("token", "", "token: "+tokenChoices()+" (default: the network's first, USDT wherever it is served)")
+		token := fs.String("token", "", "token: "+paywatch.TokenList("or")+" (default: the network's first, USDT wherever it is served)")
 		to := fs.String("to", "", "recipient address")
 		amount := fs.String("amount", "", "amount in whole tokens, e.g. 10.5")
 		from := fs.String("from", "", "sender: a devnet account (default: the faucet)")

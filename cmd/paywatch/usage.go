@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/paywatch/paywatch"
 )
@@ -162,30 +161,4 @@ func noArguments(cmd string, args []string, stdout, stderr io.Writer) (code int,
 
 // namesLine names the networks and tokens, from the registry, for the
 // usages that take PAYWATCH_<NETWORK>_* variables.
-var namesLine = "  <NETWORK> is " + networkChoices() + "; <TOKEN> is " + tokenChoices() + ".\n"
-
-// networkChoices lists the supported networks as "TRC20, ... or BASE".
-func networkChoices() string {
-	var names []string
-	for _, n := range paywatch.Networks() {
-		names = append(names, string(n.Network))
-	}
-	return orList(names)
-}
-
-// tokenChoices lists the supported tokens as "USDT, USDC, DAI or PYUSD".
-func tokenChoices() string {
-	var names []string
-	for _, t := range paywatch.Tokens() {
-		names = append(names, string(t))
-	}
-	return orList(names)
-}
-
-// orList joins names as "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
+var namesLine = "  <NETWORK> is " + paywatch.NetworkList("or") + "; <TOKEN> is " + paywatch.TokenList("or") + ".\n"
