@@ -27,6 +27,10 @@ type Transfer struct {
 	// Removed is set on a recorded transfer once it left the canonical
 	// chain.
 	Removed bool
+	// Memos are what the transfer carries to tell payments to one address
+	// apart: on SOLANA its instruction's Solana Pay references (accounts
+	// that do not sign); empty elsewhere.
+	Memos []string
 }
 
 // TransferKey identifies a transfer on a network.

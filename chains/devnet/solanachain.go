@@ -61,7 +61,6 @@ func DefaultSolanaMints() []SolanaMint {
 type solanaTx struct {
 	sig      string
 	slot     uint64
-	time     int64
 	result   map[string]any // getTransaction's result, less slot and blockTime
 	accounts []string       // the addresses getSignaturesForAddress lists it under
 	deltas   map[string]*big.Int
@@ -87,6 +86,7 @@ type solanaChain struct {
 	order     []*solanaTx // oldest first
 	balances  map[string]*big.Int
 	accounts  map[string]solanaAccount // token account → what it is
+	times     map[uint64]int64         // block time of each made slot
 	lastTime  int64
 }
 
@@ -102,8 +102,10 @@ func startSolana(network paywatch.Network, mints []SolanaMint, skipEvery uint64)
 	g := sha256.Sum256([]byte("paywatch devnet solana genesis"))
 	c := &solanaChain{
 		network: network, mints: mints, faucet: sol.PrivateKey(solanaKey("faucet")), genesis: sol.PublicKeyFromBytes(g[:]).String(),
-		skipEvery: skipEvery, txs: map[string]*solanaTx{}, balances: map[string]*big.Int{}, accounts: map[string]solanaAccount{},
+		skipEvery: skipEvery, txs: map[string]*solanaTx{}, times: map[uint64]int64{}, balances: map[string]*big.Int{}, accounts: map[string]solanaAccount{},
 	}
+	// Slot 0 is the genesis block, as on every cluster.
+	c.made, c.times[0] = []uint64{0}, time.Now().Unix()
 	for _, m := range mints {
 		ata, err := solana.AssociatedTokenAccount(c.faucet.PublicKey().String(), m.Mint, m.Program)
 		if err != nil {
@@ -141,6 +143,8 @@ func (c *solanaChain) nextSlot() uint64 {
 		c.slot++ // skipped: no block at that slot
 	}
 	c.made = append(c.made, c.slot)
+	c.lastTime = max(c.lastTime, time.Now().Unix())
+	c.times[c.slot] = c.lastTime
 	return c.slot
 }
 
@@ -260,8 +264,6 @@ func (c *solanaChain) apply(t *solanaTransfer, slot uint64, failed bool) (*solan
 	if t.reference != "" {
 		st.accounts = append(st.accounts, t.reference)
 	}
-	c.lastTime = max(c.lastTime+1, time.Now().Unix())
-	st.time = c.lastTime
 	pre := c.tokenBalances(tx)
 	if !existed {
 		pre = slices.DeleteFunc(pre, func(b map[string]any) bool { return tx.Message.AccountKeys[b["accountIndex"].(int)].String() == dst })

@@ -57,13 +57,13 @@ func TestSolanaDevnetTransferReadsBack(t *testing.T) {
 	_, found, err := client.Credits(ctx, sent.sig, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	assert.False(t, found, "not finalized yet")
-	head, err := client.Head(ctx)
+	head, err := client.Slot(ctx, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	assert.Less(t, head, sent.slot)
 
 	_, err = c.mine(ctx, solanaFinality)
 	require.NoError(t, err)
-	head, err = client.Head(ctx)
+	head, err = client.Slot(ctx, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, head, sent.slot, "finalized 32 slots behind")
 	sigs, err = client.Signatures(ctx, ata, solana.Cursor{}, 0, rpc.CommitmentFinalized)
@@ -118,7 +118,8 @@ func TestSolanaDevnetFailureReorgAndSkippedSlots(t *testing.T) {
 	assert.Empty(t, credits, "a failed transaction moves nothing")
 	sigs, err := client.Signatures(ctx, ata, solana.Cursor{}, 0, rpc.CommitmentConfirmed)
 	require.NoError(t, err)
-	assert.Empty(t, sigs, "failed signatures are left out")
+	require.Len(t, sigs, 1)
+	assert.NotNil(t, sigs[0].Err, "a failed signature is listed with its error")
 	_, made := c.accounts[ata]
 	assert.False(t, made, "a failed transfer makes no account")
 

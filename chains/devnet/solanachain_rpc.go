@@ -130,6 +130,12 @@ func (c *solanaChain) call(req rpcRequest) (any, *rpcErr) {
 		return nil, &rpcErr{-32602, "Invalid param: not a Token mint"}
 	case "getSignaturesForAddress":
 		return c.signatures(req)
+	case "getBlock":
+		return c.block(req)
+	case "getBlocks":
+		return c.blocks(req)
+	case "getBlockTime":
+		return c.blockTime(req)
 	case "getTransaction":
 		var sig string
 		if len(req.Params) > 0 {
@@ -143,7 +149,7 @@ func (c *solanaChain) call(req rpcRequest) (any, *rpcErr) {
 		if !ok || !c.visible(tx, commitment) {
 			return nil, nil
 		}
-		res := map[string]any{"slot": tx.slot, "blockTime": tx.time}
+		res := map[string]any{"slot": tx.slot, "blockTime": c.times[tx.slot]}
 		for k, v := range tx.result {
 			res[k] = v
 		}
@@ -206,7 +212,7 @@ func (c *solanaChain) signatures(req rpcRequest) (any, *rpcErr) {
 		if tx.failed {
 			errV = map[string]any{"InstructionError": []any{0, map[string]any{"Custom": 1}}}
 		}
-		out = append(out, map[string]any{"blockTime": tx.time, "confirmationStatus": status, "err": errV, "memo": nil, "signature": tx.sig, "slot": tx.slot})
+		out = append(out, map[string]any{"blockTime": c.times[tx.slot], "confirmationStatus": status, "err": errV, "memo": nil, "signature": tx.sig, "slot": tx.slot})
 	}
 	return out, nil
 }

@@ -37,6 +37,8 @@ const httpTimeout = 30 * time.Second
 type Client struct {
 	eps   *chainapi.Endpoints[*rpc.Client]
 	retry map[*rpc.Client]*retryTransport
+	// calls counts the calls made, failed attempts and failovers too.
+	calls atomic.Uint64
 }
 
 // Dial returns a client of urls (http:// or https://, any path and query;
@@ -119,6 +121,7 @@ func classify(err error) chainapi.Failure {
 // Retry-After the endpoint sent rests it that long (chainapi.Endpoints).
 func (c *Client) do(ctx context.Context, call func(*rpc.Client) error) error {
 	return c.eps.Do(ctx, classify, func(rc *rpc.Client) error {
+		c.calls.Add(1)
 		err := call(rc)
 		status, wait := c.retry[rc].take()
 		if err == nil {
@@ -175,12 +178,12 @@ func (c *Client) Cluster(ctx context.Context) (genesis, cluster string, err erro
 	return genesis, clusters[genesis], err
 }
 
-// Head returns the newest finalized slot: a Solana transfer counts once
-// its transaction is finalized, so that is the scanner's head.
-func (c *Client) Head(ctx context.Context) (uint64, error) {
+// Slot returns the newest slot at the commitment: confirmed (the
+// scanner's head) or finalized (how far transfers count).
+func (c *Client) Slot(ctx context.Context, commitment rpc.CommitmentType) (uint64, error) {
 	var slot uint64
 	err := c.do(ctx, func(rc *rpc.Client) (err error) {
-		slot, err = rc.GetSlot(ctx, rpc.CommitmentFinalized)
+		slot, err = rc.GetSlot(ctx, commitment)
 		return err
 	})
 	return slot, err

@@ -133,7 +133,7 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	assert.Equal(t, "mainnet-beta", cluster)
 	assert.Equal(t, []string{"error", "ok"}, outcomes, "the dead endpoint, then the node")
 
-	head, err := c.Head(ctx)
+	head, err := c.Slot(ctx, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(405318600), head)
 
@@ -166,7 +166,7 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 
 	// Both endpoints down: the error names them without the key.
 	srv.Close()
-	_, err = c.Head(ctx)
+	_, err = c.Slot(ctx, rpc.CommitmentFinalized)
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "secret-key-123")
 	assert.Contains(t, err.Error(), "127.0.0.1")
@@ -187,13 +187,13 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	defer behind.Close()
 	c, err = solana.Dial([]string{jsonLimited.URL}, nil, nil)
 	require.NoError(t, err)
-	_, err = c.Head(ctx)
+	_, err = c.Slot(ctx, rpc.CommitmentFinalized)
 	assert.ErrorIs(t, err, chainapi.ErrRateLimited)
 	node2 := httptest.NewServer(newRecordedNode(t))
 	defer node2.Close()
 	c, err = solana.Dial([]string{jsonLimited.URL, behind.URL, node2.URL}, nil, nil)
 	require.NoError(t, err)
-	head, err = c.Head(ctx)
+	head, err = c.Slot(ctx, rpc.CommitmentFinalized)
 	require.NoError(t, err, "past the limited and the lagging endpoint")
 	assert.Equal(t, uint64(405318600), head)
 
@@ -208,12 +208,12 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	defer limited.Close()
 	c, err = solana.Dial([]string{limited.URL}, nil, nil)
 	require.NoError(t, err)
-	_, err = c.Head(ctx)
+	_, err = c.Slot(ctx, rpc.CommitmentFinalized)
 	assert.ErrorIs(t, err, chainapi.ErrRateLimited)
 	wait, ok := chainapi.RetryAfterOf(err)
 	assert.True(t, ok)
 	assert.InDelta(t, 30, wait.Seconds(), 1)
-	_, err = c.Head(ctx)
+	_, err = c.Slot(ctx, rpc.CommitmentFinalized)
 	assert.ErrorIs(t, err, chainapi.ErrRateLimited)
 	assert.Equal(t, 1, limitedCalls, "rested for its Retry-After")
 

@@ -39,8 +39,10 @@ var ErrHistoryGap = errors.New("solana: the endpoint's history does not reach th
 // payment need not be read). However many arrived since the last poll, an
 // outage included, none is skipped: when anything new was read, one more
 // call checks that the signature just older than the oldest read is the
-// cursor's (ErrHistoryGap otherwise). Failed transactions are left out:
-// they moved nothing, and their getTransaction need not be paid for.
+// cursor's (ErrHistoryGap otherwise). Failed transactions are listed too,
+// with their Err, so that the newest signature can be the next cursor
+// whatever it did; callers skip them (they moved nothing, and their
+// getTransaction need not be paid for).
 func NewSignatures(ctx context.Context, page SignaturePage, cur Cursor, fromSlot uint64, limit int) ([]*rpc.TransactionSignature, error) {
 	if limit <= 0 || limit > MaxSignaturesPage {
 		limit = MaxSignaturesPage
@@ -66,9 +68,7 @@ func NewSignatures(ctx context.Context, page SignaturePage, cur Cursor, fromSlot
 				done = true
 				break
 			}
-			if s.Err == nil {
-				out = append(out, s)
-			}
+			out = append(out, s)
 		}
 		if len(got) > 0 {
 			before = got[len(got)-1].Signature.String()

@@ -54,27 +54,32 @@ func (h *history) page(_ context.Context, before, until string, limit int) ([]*r
 }
 
 // Every signature newer than the cursor is read, oldest first, across as
-// many pages as it takes; failed ones are left out.
+// many pages as it takes; failed ones come with their error.
 func TestNewSignaturesPagesBackToTheCursor(t *testing.T) {
 	h := recordedHistory(t)
-	ok := 0
+	failed := 0
 	for _, s := range h.all[:300] {
-		if s.Err == nil {
-			ok++
+		if s.Err != nil {
+			failed++
 		}
 	}
+	require.NotZero(t, failed, "the recorded history holds failed transactions")
 	cur := solana.Cursor{Signature: h.all[300].Signature.String(), Slot: h.all[300].Slot}
 	got, err := solana.NewSignatures(context.Background(), h.page, cur, 0, 100)
 	require.NoError(t, err)
-	assert.Len(t, got, ok, "the 300 newer than the cursor, but the failed ones")
+	assert.Len(t, got, 300, "the 300 newer than the cursor")
 	assert.Equal(t, 5, h.calls, "three full pages, a short one, and one call to see the cursor comes next")
 	for i := 1; i < len(got); i++ {
 		assert.LessOrEqual(t, got[i-1].Slot, got[i].Slot, "oldest first")
 	}
 	assert.Equal(t, h.all[0].Signature, got[len(got)-1].Signature, "up to the newest")
+	gotFailed := 0
 	for _, s := range got {
-		assert.Nil(t, s.Err)
+		if s.Err != nil {
+			gotFailed++
+		}
 	}
+	assert.Equal(t, failed, gotFailed, "failed ones are listed with their error")
 
 	// Nothing new: one call, nothing read.
 	h.calls = 0

@@ -163,6 +163,9 @@ type BatchQuery struct {
 	// From); its hash is read after To's, so that a reorg that replaced it
 	// before the transfers were read shows up.
 	Cursor uint64
+	// Accounts are the accounts an AccountReader reads, each with how
+	// far it was read; clients that read whole blocks ignore them.
+	Accounts []AccountCursor
 }
 
 // BatchRead is one scanner batch as read.
@@ -174,6 +177,41 @@ type BatchRead struct {
 	CursorHash string
 	// Transfers are the batch's transfers, as Transfers returns them.
 	Transfers []Transfer
+	// Accounts are the query's accounts read up to To: the cursors to
+	// record with the batch (an AccountReader's; nil for the others).
+	Accounts []AccountCursor
+}
+
+// AccountCursor is how far one account of an AccountReader was read: its
+// newest transaction at or below the batch's last block.
+type AccountCursor struct {
+	// Account is the account read (Solana: a token account); Owner the
+	// watched address it belongs to (the wallet).
+	Account, Owner string
+	// Signature is the newest transaction read ("" none yet) and Slot its
+	// block.
+	Signature string
+	Slot      uint64
+}
+
+// AccountReader is implemented by clients that cannot read every token
+// transfer of a block range and read the history of each watched account
+// instead (Solana: a wallet's token accounts, one getSignaturesForAddress
+// each). The scanner passes the accounts of every address a project owns
+// on the network, with their cursors, in each BatchQuery, and records the
+// BatchRead's cursors with the batch.
+type AccountReader interface {
+	// Accounts returns the accounts to read for the watched addresses,
+	// without cursors.
+	Accounts(owners []string) ([]AccountCursor, error)
+}
+
+// FinalityReader is implemented by clients of chains whose blocks become
+// final at a point the chain names rather than at a depth (Solana: a
+// finalized slot): a transfer has its confirmations only once its block
+// is at or below Finalized.
+type FinalityReader interface {
+	Finalized(ctx context.Context) (uint64, error)
 }
 
 // BatchReader is implemented by clients that read a scanner batch in fewer
