@@ -27,6 +27,8 @@ const maxAddressInput = 128
 //   - tron: base58check "T..." of 0x41 and 20 bytes, or the same 21 bytes as
 //     42 hex digits ("41..." with an optional 0x); the canonical form is the
 //     base58check string.
+//   - solana: a wallet's base58 public key (32 bytes on the ed25519 curve;
+//     NormalizeSolanaWallet), its canonical form the base58 string.
 //
 // Surrounding white space is ignored, as pasted addresses often carry it.
 func NormalizeAddress(f Family, s string) (string, error) {
@@ -44,6 +46,8 @@ func NormalizeAddress(f Family, s string) (string, error) {
 			return "", err
 		}
 		return troncommon.EncodeCheck(b), nil
+	case FamilySolana:
+		return NormalizeSolanaWallet(s)
 	default:
 		return "", invalidf("unknown address family %s", quoteInput(string(f)))
 	}

@@ -168,9 +168,14 @@ func TestTronWrongPrefixBase58(t *testing.T) {
 func TestNormalizeAddressUnknownFamily(t *testing.T) {
 	_, err := paywatch.NormalizeAddress("btc", "1BoatSLRHtKNngkdXEeobR76b53LETtpyT")
 	require.EqualError(t, err, `unknown address family "btc"`)
-	_, err = paywatch.NormalizeNetworkAddress("SOLANA", "0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
-	require.EqualError(t, err, "network SOLANA is planned but not yet available")
-	got, err := paywatch.NormalizeNetworkAddress(paywatch.POLYGON, "0x9858effd232b4033e47d90003d41ec34ecaeda94")
+	_, err = paywatch.NormalizeNetworkAddress("TON", "0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
+	require.EqualError(t, err, "network TON is planned but not yet available")
+	_, err = paywatch.NormalizeNetworkAddress(paywatch.SOLANA, "0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
+	require.EqualError(t, err, "invalid Solana address: not base58")
+	got, err := paywatch.NormalizeNetworkAddress(paywatch.SOLANA, " GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK\n")
+	require.NoError(t, err)
+	assert.Equal(t, "GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK", got)
+	got, err = paywatch.NormalizeNetworkAddress(paywatch.POLYGON, "0x9858effd232b4033e47d90003d41ec34ecaeda94")
 	require.NoError(t, err)
 	assert.Equal(t, "0x9858EfFD232B4033E47d90003D41EC34EcaEda94", got)
 }

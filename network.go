@@ -17,6 +17,7 @@ const (
 	POLYGON  Network = "POLYGON"
 	ARBITRUM Network = "ARBITRUM"
 	BASE     Network = "BASE"
+	SOLANA   Network = "SOLANA"
 )
 
 // Token names a stablecoin as it appears in the API.
@@ -30,18 +31,9 @@ const (
 	PYUSD Token = "PYUSD"
 )
 
-// Family is an address family: networks of one family share derived addresses.
-type Family string
-
-// The address families.
-const (
-	FamilyEVM  Family = "evm"
-	FamilyTron Family = "tron"
-)
-
 // PlannedNetworks lists networks the API already names but does not serve
 // yet, so a client sending one learns it is coming rather than unknown.
-var PlannedNetworks = []Network{"SOLANA", "TON"}
+var PlannedNetworks = []Network{"TON"}
 
 // PlannedTokens lists tokens the API already names but does not serve yet
 // (none since DAI and PYUSD joined; kept for the next one).
@@ -62,13 +54,19 @@ type NetworkInfo struct {
 	Family Family
 	// Explorer is the block explorer's base address, without a trailing slash.
 	Explorer string
-	// ChainID is the EIP-155 chain id of an EVM network and 0 for Tron.
+	// ChainID is the EIP-155 chain id of an EVM network and 0 otherwise.
 	ChainID int64
 	// BlockTime is the typical block interval; it sets poll intervals.
 	// docs/networks.md gives each figure's source and the date it took
 	// effect (BSC: 0.45 s since Fermi, 2026-01-14; Polygon: 1.75 s since
 	// PIP-86, May 2026).
 	BlockTime time.Duration
+	// PollInterval is how often a scanner polls while a payment waits, when
+	// that is not BlockTime (0): SOLANA is read per watched account, so a
+	// poll costs a call per account and polling every 400 ms slot would
+	// spend a provider's day in hours, while finality takes about 13 s
+	// anyway.
+	PollInterval time.Duration
 	// Tokens lists the tokens served on the network, in API order.
 	Tokens []Token
 }
@@ -89,6 +87,10 @@ type tokenRow struct {
 	token    Token
 	decimals int
 	contract string
+	// program is the token program that owns a Solana mint (SPL Token or
+	// Token-2022), which its associated token accounts derive with; ""
+	// elsewhere.
+	program string
 }
 
 // networkRow is one row of the registry. Adding a network means adding one
@@ -109,7 +111,7 @@ var networkTable = []networkRow{
 			Family: FamilyTron, Explorer: "https://tronscan.org", ChainID: 0, BlockTime: 3 * time.Second,
 		},
 		tokens: []tokenRow{
-			{USDT, 6, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"},
+			{USDT, 6, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", ""},
 		},
 		txPath: "/#/transaction/",
 	},
@@ -119,9 +121,9 @@ var networkTable = []networkRow{
 			Family: FamilyEVM, Explorer: "https://bscscan.com", ChainID: 56, BlockTime: 450 * time.Millisecond,
 		},
 		tokens: []tokenRow{
-			{USDT, 18, "0x55d398326f99059fF775485246999027B3197955"},
-			{USDC, 18, "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d"},
-			{DAI, 18, "0x1AF3F329e8BE154074D8769D1FFa4eE058B1DBc3"},
+			{USDT, 18, "0x55d398326f99059fF775485246999027B3197955", ""},
+			{USDC, 18, "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d", ""},
+			{DAI, 18, "0x1AF3F329e8BE154074D8769D1FFa4eE058B1DBc3", ""},
 		},
 	},
 	{
@@ -130,10 +132,10 @@ var networkTable = []networkRow{
 			Family: FamilyEVM, Explorer: "https://etherscan.io", ChainID: 1, BlockTime: 12 * time.Second,
 		},
 		tokens: []tokenRow{
-			{USDT, 6, "0xdAC17F958D2ee523a2206206994597C13D831ec7"},
-			{USDC, 6, "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"},
-			{DAI, 18, "0x6B175474E89094C44Da98b954EedeAC495271d0F"},
-			{PYUSD, 6, "0x6c3ea9036406852006290770BEdFcAbA0e23A0e8"},
+			{USDT, 6, "0xdAC17F958D2ee523a2206206994597C13D831ec7", ""},
+			{USDC, 6, "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", ""},
+			{DAI, 18, "0x6B175474E89094C44Da98b954EedeAC495271d0F", ""},
+			{PYUSD, 6, "0x6c3ea9036406852006290770BEdFcAbA0e23A0e8", ""},
 		},
 	},
 	{
@@ -142,9 +144,9 @@ var networkTable = []networkRow{
 			Family: FamilyEVM, Explorer: "https://polygonscan.com", ChainID: 137, BlockTime: 1750 * time.Millisecond,
 		},
 		tokens: []tokenRow{
-			{USDT, 6, "0xc2132D05D31c914a87C6611C10748AEb04B58e8F"},
-			{USDC, 6, "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"},
-			{DAI, 18, "0x8f3Cf7ad23Cd3CaDbD9735AFf958023239c6A063"},
+			{USDT, 6, "0xc2132D05D31c914a87C6611C10748AEb04B58e8F", ""},
+			{USDC, 6, "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", ""},
+			{DAI, 18, "0x8f3Cf7ad23Cd3CaDbD9735AFf958023239c6A063", ""},
 		},
 	},
 	{
@@ -153,10 +155,10 @@ var networkTable = []networkRow{
 			Family: FamilyEVM, Explorer: "https://arbiscan.io", ChainID: 42161, BlockTime: 250 * time.Millisecond,
 		},
 		tokens: []tokenRow{
-			{USDT, 6, "0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9"},
-			{USDC, 6, "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"},
-			{DAI, 18, "0xDA10009cBd5D07dd0CeCc66161FC93D7c9000da1"},
-			{PYUSD, 6, "0x46850aD61C2B7d64d08c9C754F45254596696984"},
+			{USDT, 6, "0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9", ""},
+			{USDC, 6, "0xaf88d065e77c8cC2239327C5EDb3A432268e5831", ""},
+			{DAI, 18, "0xDA10009cBd5D07dd0CeCc66161FC93D7c9000da1", ""},
+			{PYUSD, 6, "0x46850aD61C2B7d64d08c9C754F45254596696984", ""},
 		},
 	},
 	{
@@ -165,8 +167,20 @@ var networkTable = []networkRow{
 			Family: FamilyEVM, Explorer: "https://basescan.org", ChainID: 8453, BlockTime: 2 * time.Second,
 		},
 		tokens: []tokenRow{
-			{USDC, 6, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"},
-			{DAI, 18, "0x50c5725949A6F0c72E6C4a641F24049A917DB0Cb"},
+			{USDC, 6, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", ""},
+			{DAI, 18, "0x50c5725949A6F0c72E6C4a641F24049A917DB0Cb", ""},
+		},
+	},
+	{
+		info: NetworkInfo{
+			Network: SOLANA, Name: "Solana", NativeToken: "SOL", Confirmations: 32,
+			Family: FamilySolana, Explorer: "https://solscan.io", ChainID: 0, BlockTime: 400 * time.Millisecond,
+			PollInterval: 2 * time.Second,
+		},
+		tokens: []tokenRow{
+			{USDT, 6, "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB", SolanaTokenProgram},
+			{USDC, 6, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", SolanaTokenProgram},
+			{PYUSD, 6, "2b1kV6DkPAnxd5ixfnxCpjxmKwqjjaYmCZfHsFu24GXo", SolanaToken2022Program},
 		},
 	},
 }
@@ -402,15 +416,6 @@ func DefaultContract(n Network, t Token) string {
 	return ""
 }
 
-// Family returns the address family of the network, or "" for an unknown
-// network.
-func (n Network) Family() Family {
-	if row, ok := networkIndex[n]; ok {
-		return row.info.Family
-	}
-	return ""
-}
-
 // Valid reports whether n is a supported network.
 func (n Network) Valid() bool {
 	_, ok := networkIndex[n]
@@ -431,39 +436,6 @@ func TokenName(t Token) string {
 		}
 	}
 	return ""
-}
-
-// Families returns the address families in the order their first network
-// appears in the registry (tron, evm).
-func Families() []Family {
-	var out []Family
-	for i := range networkTable {
-		if f := networkTable[i].info.Family; !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// ParseFamily validates an address family name ("evm" or "tron").
-func ParseFamily(s string) (Family, error) {
-	f := Family(s)
-	if slices.Contains(Families(), f) {
-		return f, nil
-	}
-	return "", invalidf("unknown address family %s", quoteInput(s))
-}
-
-// NetworksOf returns the supported networks of family f in API order; all of
-// them share the addresses derived from the family's xPub.
-func NetworksOf(f Family) []Network {
-	var out []Network
-	for i := range networkTable {
-		if networkTable[i].info.Family == f {
-			out = append(out, networkTable[i].info.Network)
-		}
-	}
-	return out
 }
 
 // ExplorerTxURL is a transaction's page on the network's block explorer;

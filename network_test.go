@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mr-tron/base58"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,14 +21,16 @@ func TestNetworksTable(t *testing.T) {
 		explorer      string
 		chainID       int64
 		blockTime     time.Duration
+		poll          time.Duration
 		tokens        []paywatch.Token
 	}{
-		{paywatch.TRC20, "Tron (TRC20)", "TRX", 19, paywatch.FamilyTron, "https://tronscan.org", 0, 3 * time.Second, []paywatch.Token{paywatch.USDT}},
-		{paywatch.BEP20, "BSC (BEP20)", "BNB", 15, paywatch.FamilyEVM, "https://bscscan.com", 56, 450 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}},
-		{paywatch.ERC20, "Ethereum (ERC20)", "ETH", 12, paywatch.FamilyEVM, "https://etherscan.io", 1, 12 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}},
-		{paywatch.POLYGON, "Polygon", "POL", 64, paywatch.FamilyEVM, "https://polygonscan.com", 137, 1750 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}},
-		{paywatch.ARBITRUM, "Arbitrum One", "ETH", 40, paywatch.FamilyEVM, "https://arbiscan.io", 42161, 250 * time.Millisecond, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}},
-		{paywatch.BASE, "Base", "ETH", 10, paywatch.FamilyEVM, "https://basescan.org", 8453, 2 * time.Second, []paywatch.Token{paywatch.USDC, paywatch.DAI}},
+		{paywatch.TRC20, "Tron (TRC20)", "TRX", 19, paywatch.FamilyTron, "https://tronscan.org", 0, 3 * time.Second, 0, []paywatch.Token{paywatch.USDT}},
+		{paywatch.BEP20, "BSC (BEP20)", "BNB", 15, paywatch.FamilyEVM, "https://bscscan.com", 56, 450 * time.Millisecond, 0, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}},
+		{paywatch.ERC20, "Ethereum (ERC20)", "ETH", 12, paywatch.FamilyEVM, "https://etherscan.io", 1, 12 * time.Second, 0, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}},
+		{paywatch.POLYGON, "Polygon", "POL", 64, paywatch.FamilyEVM, "https://polygonscan.com", 137, 1750 * time.Millisecond, 0, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI}},
+		{paywatch.ARBITRUM, "Arbitrum One", "ETH", 40, paywatch.FamilyEVM, "https://arbiscan.io", 42161, 250 * time.Millisecond, 0, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}},
+		{paywatch.BASE, "Base", "ETH", 10, paywatch.FamilyEVM, "https://basescan.org", 8453, 2 * time.Second, 0, []paywatch.Token{paywatch.USDC, paywatch.DAI}},
+		{paywatch.SOLANA, "Solana", "SOL", 32, paywatch.FamilySolana, "https://solscan.io", 0, 400 * time.Millisecond, 2 * time.Second, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.PYUSD}},
 	}
 	all := paywatch.Networks()
 	require.Len(t, all, len(tests), "order and count of Networks()")
@@ -35,7 +38,7 @@ func TestNetworksTable(t *testing.T) {
 		t.Run(string(tt.network), func(t *testing.T) {
 			want := paywatch.NetworkInfo{
 				Network: tt.network, Name: tt.name, NativeToken: tt.native, Confirmations: tt.confirmations,
-				Family: tt.family, Explorer: tt.explorer, ChainID: tt.chainID, BlockTime: tt.blockTime, Tokens: tt.tokens,
+				Family: tt.family, Explorer: tt.explorer, ChainID: tt.chainID, BlockTime: tt.blockTime, PollInterval: tt.poll, Tokens: tt.tokens,
 			}
 			assert.Equal(t, want, all[i])
 			got, ok := paywatch.LookupNetwork(tt.network)
@@ -73,7 +76,7 @@ func TestParseNetwork(t *testing.T) {
 		{"trc20", `unknown network "trc20": network names are uppercase, e.g. TRC20`},
 		{"BASE", ""},
 		{"base", `unknown network "base": network names are uppercase, e.g. BASE`},
-		{"SOLANA", "network SOLANA is planned but not yet available"},
+		{"SOLANA", ""},
 		{"TON", "network TON is planned but not yet available"},
 		{"", `unknown network ""`},
 		{"BTC", `unknown network "BTC"`},
@@ -132,6 +135,7 @@ func TestValidatePairAndPairs(t *testing.T) {
 		{paywatch.POLYGON, paywatch.USDT}, {paywatch.POLYGON, paywatch.USDC}, {paywatch.POLYGON, paywatch.DAI},
 		{paywatch.ARBITRUM, paywatch.USDT}, {paywatch.ARBITRUM, paywatch.USDC}, {paywatch.ARBITRUM, paywatch.DAI}, {paywatch.ARBITRUM, paywatch.PYUSD},
 		{paywatch.BASE, paywatch.USDC}, {paywatch.BASE, paywatch.DAI},
+		{paywatch.SOLANA, paywatch.USDT}, {paywatch.SOLANA, paywatch.USDC}, {paywatch.SOLANA, paywatch.PYUSD},
 	}
 	assert.Equal(t, want, paywatch.Pairs())
 	for _, p := range want {
@@ -154,7 +158,8 @@ func TestValidatePairAndPairs(t *testing.T) {
 		{paywatch.TRC20, paywatch.PYUSD, "PYUSD is not supported on TRC20"},
 		{paywatch.BEP20, paywatch.PYUSD, "PYUSD is not supported on BEP20"},
 		{paywatch.POLYGON, paywatch.PYUSD, "PYUSD is not supported on POLYGON"},
-		{"SOLANA", paywatch.USDC, "network SOLANA is planned but not yet available"},
+		{paywatch.SOLANA, paywatch.DAI, "DAI is not supported on SOLANA"},
+		{"TON", paywatch.USDT, "network TON is planned but not yet available"},
 	} {
 		assert.EqualError(t, paywatch.ValidatePair(refused.n, refused.t), refused.msg)
 	}
@@ -191,7 +196,11 @@ func TestDecimalsAndContracts(t *testing.T) {
 		{paywatch.BASE, paywatch.DAI, 18, "0x50c5725949A6F0c72E6C4a641F24049A917DB0Cb"},
 		{paywatch.BASE, paywatch.USDT, 0, ""},
 		{paywatch.TRC20, paywatch.DAI, 0, ""},
-		{"SOLANA", paywatch.USDC, 0, ""},
+		{paywatch.SOLANA, paywatch.USDT, 6, "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB"},
+		{paywatch.SOLANA, paywatch.USDC, 6, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"},
+		{paywatch.SOLANA, paywatch.PYUSD, 6, "2b1kV6DkPAnxd5ixfnxCpjxmKwqjjaYmCZfHsFu24GXo"},
+		{paywatch.SOLANA, paywatch.DAI, 0, ""},
+		{"TON", paywatch.USDT, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.network)+"/"+string(tt.token), func(t *testing.T) {
@@ -202,7 +211,21 @@ func TestDecimalsAndContracts(t *testing.T) {
 				return
 			}
 			// Every default contract is already in canonical form: a valid
-			// EIP-55 checksum or a valid Tron base58check address.
+			// EIP-55 checksum or a valid Tron base58check address. A Solana
+			// mint is an account, not a wallet: base58 of 32 bytes, and
+			// its token program is named.
+			if tt.network.Family() == paywatch.FamilySolana {
+				b, err := base58.Decode(contract)
+				require.NoError(t, err)
+				assert.Len(t, b, 32)
+				want := paywatch.SolanaTokenProgram
+				if tt.token == paywatch.PYUSD {
+					want = paywatch.SolanaToken2022Program // PYUSD is a Token-2022 mint
+				}
+				assert.Equal(t, want, paywatch.TokenProgram(tt.network, tt.token))
+				return
+			}
+			assert.Empty(t, paywatch.TokenProgram(tt.network, tt.token))
 			canon, err := paywatch.NormalizeNetworkAddress(tt.network, contract)
 			require.NoError(t, err)
 			assert.Equal(t, contract, canon)
@@ -224,12 +247,17 @@ func TestTokenNamesAndFamilies(t *testing.T) {
 	assert.Equal(t, "PayPal USD", paywatch.TokenName(paywatch.PYUSD))
 	assert.Equal(t, "", paywatch.TokenName("BUSD"))
 	assert.Equal(t, paywatch.FamilyEVM, paywatch.BASE.Family())
-	assert.Equal(t, paywatch.Family(""), paywatch.Network("SOLANA").Family())
-	assert.False(t, paywatch.Network("SOLANA").Valid())
+	assert.Equal(t, paywatch.FamilySolana, paywatch.SOLANA.Family())
+	assert.Equal(t, paywatch.Family(""), paywatch.Network("TON").Family())
+	assert.False(t, paywatch.Network("TON").Valid())
+	assert.True(t, paywatch.FamilyEVM.Derived())
+	assert.True(t, paywatch.FamilyTron.Derived())
+	assert.False(t, paywatch.FamilySolana.Derived(), "ed25519 wallets have no watch-only derivation")
 	assert.True(t, paywatch.Token("PYUSD").Valid())
 	assert.False(t, paywatch.Token("BUSD").Valid())
 
-	assert.Equal(t, []paywatch.Family{paywatch.FamilyTron, paywatch.FamilyEVM}, paywatch.Families())
+	assert.Equal(t, []paywatch.Family{paywatch.FamilyTron, paywatch.FamilyEVM, paywatch.FamilySolana}, paywatch.Families())
+	assert.Equal(t, []paywatch.Network{paywatch.SOLANA}, paywatch.NetworksOf(paywatch.FamilySolana))
 	assert.Equal(t, []paywatch.Network{paywatch.TRC20}, paywatch.NetworksOf(paywatch.FamilyTron))
 	assert.Equal(t, []paywatch.Network{paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE}, paywatch.NetworksOf(paywatch.FamilyEVM))
 	f, err := paywatch.ParseFamily("evm")
@@ -243,7 +271,7 @@ func TestTokenNamesAndFamilies(t *testing.T) {
 // first token: USDT wherever it is served, USDC on BASE.
 func TestTokensOrderAndLinkToken(t *testing.T) {
 	assert.Equal(t, []paywatch.Token{paywatch.USDT, paywatch.USDC, paywatch.DAI, paywatch.PYUSD}, paywatch.Tokens())
-	assert.Equal(t, "TRC20, BEP20, ERC20, POLYGON, ARBITRUM or BASE", paywatch.NetworkList("or"))
+	assert.Equal(t, "TRC20, BEP20, ERC20, POLYGON, ARBITRUM, BASE or SOLANA", paywatch.NetworkList("or"))
 	assert.Equal(t, "USDT, USDC, DAI and PYUSD", paywatch.TokenList("and"))
 	for _, info := range paywatch.Networks() {
 		assert.Equal(t, info.Tokens[0], paywatch.LinkToken(info.Network), info.Network)

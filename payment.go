@@ -52,6 +52,9 @@ type Assignment struct {
 	OriginalAmount *Amount // pool + micro_amount only
 	StartBlock     uint64
 	AssignedAt     time.Time
+	// Memo tells a memo payment apart on its shared address (SOLANA: a
+	// Solana Pay reference); "" for the others.
+	Memo string
 }
 
 // Transaction is one counted transfer of a payment, as the API shows it.

@@ -2,6 +2,8 @@ package paywatch
 
 import (
 	"strings"
+
+	"github.com/mr-tron/base58"
 )
 
 // NormalizeTxHash validates a transaction hash for network n and returns the
@@ -9,7 +11,9 @@ import (
 // claimed twice under two spellings. Input is 64 hex digits in any case with
 // an optional 0x prefix (surrounding white space is ignored); the result is
 // 0x and 64 lowercase hex digits on EVM networks, and 64 lowercase hex digits
-// without 0x on TRC20, as Tron tools print them.
+// without 0x on TRC20, as Tron tools print them. On SOLANA a transaction
+// is named by its first signature: base58 of 64 bytes, kept as given
+// (base58 is case-sensitive, so it has one spelling).
 func NormalizeTxHash(n Network, s string) (string, error) {
 	f := n.Family()
 	if f == "" {
@@ -17,6 +21,9 @@ func NormalizeTxHash(n Network, s string) (string, error) {
 		return "", err
 	}
 	s = strings.TrimSpace(s)
+	if f == FamilySolana {
+		return normalizeSolanaSignature(s)
+	}
 	if len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X") {
 		s = s[2:]
 	}
@@ -40,4 +47,17 @@ func NormalizeTxHash(n Network, s string) (string, error) {
 		b.WriteByte(c)
 	}
 	return b.String(), nil
+}
+
+// normalizeSolanaSignature checks a Solana transaction signature.
+func normalizeSolanaSignature(s string) (string, error) {
+	const msg = "invalid transaction signature: want the base58 signature of a Solana transaction"
+	if s == "" || len(s) > maxAddressInput {
+		return "", invalidf(msg)
+	}
+	b, err := base58.Decode(s)
+	if err != nil || len(b) != 64 {
+		return "", invalidf(msg)
+	}
+	return base58.Encode(b), nil
 }

@@ -187,7 +187,7 @@ func (x *XPub) String() string {
 // index i invalid, Address returns an error and the caller should move on to
 // the next index, as BIP32 prescribes.
 func (x *XPub) Address(f Family, index uint32) (string, error) {
-	if f != FamilyEVM && f != FamilyTron {
+	if !f.Derived() {
 		return "", invalidf("unknown address family %s", quoteInput(string(f)))
 	}
 	if index >= firstHardened {

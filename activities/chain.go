@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +44,15 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 		return workflows.CheckTransfersResult{}, temporalError(err)
 	}
 	res := workflows.CheckTransfersResult{Head: head, BlockTime: a.blockTimes[in.Network]}
+	// A chain that names its final block (SOLANA) gives a transfer above
+	// it one confirmation short of the requirement, however deep.
+	final := uint64(math.MaxUint64)
+	if fr, ok := c.(chains.FinalityReader); ok {
+		if final, err = fr.Finalized(ctx); err != nil {
+			return workflows.CheckTransfersResult{}, temporalError(err)
+		}
+	}
+	info, _ := paywatch.LookupNetwork(in.Network)
 	hashes := map[uint64]string{}
 	for _, t := range in.Transfers {
 		chk := workflows.TransferCheck{TxHash: t.TxHash, LogIndex: t.LogIndex, Canonical: true}
@@ -61,6 +71,9 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 			if h != "" {
 				chk.Canonical = strings.EqualFold(h, t.BlockHash)
 				chk.Confirmations = int(head - t.BlockNumber + 1)
+				if t.BlockNumber > final {
+					chk.Confirmations = min(chk.Confirmations, info.Confirmations-1)
+				}
 			}
 		}
 		res.Transfers = append(res.Transfers, chk)

@@ -60,6 +60,11 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 	if st.hash != "" && st.height > 0 {
 		q.Cursor = st.height
 	}
+	if ar, ok := st.client.(chains.AccountReader); ok {
+		if q.Accounts, err = s.accounts(ctx, st, ar); err != nil {
+			return false, err
+		}
+	}
 	b, err := chains.ReadBatch(ctx, st.client, q)
 	if errors.Is(err, chains.ErrBlockNotFound) {
 		// A node behind its own head (load-balanced providers), or a
@@ -78,12 +83,40 @@ func (s *Scanner) step(ctx context.Context, st *scan) (caughtUp bool, err error)
 			return false, fmt.Errorf("block %d: %w", to, errInconsistent)
 		}
 	}
-	if err := s.record(ctx, st, ts, store.ScanBatch{Network: st.network, Height: to, BlockHash: hashTo, Head: st.head, Generation: st.gen, LagAllowance: allowance}); err != nil {
+	sb := store.ScanBatch{Network: st.network, Height: to, BlockHash: hashTo, Head: st.head, Generation: st.gen, LagAllowance: allowance}
+	for _, a := range b.Accounts {
+		sb.Accounts = append(sb.Accounts, store.AccountCursor(a))
+	}
+	if err := s.record(ctx, st, ts, sb); err != nil {
 		return false, err
 	}
 	st.next, st.height, st.hash = to+1, to, hashTo
 	st.progress.Height, st.progress.BlockHash = to, hashTo
 	return to == limit, nil
+}
+
+// accounts lists the accounts an AccountReader reads (SOLANA: every
+// token account of every address a project owns or owned on the network,
+// so that money no payment takes is reported too) with their cursors.
+func (s *Scanner) accounts(ctx context.Context, st *scan, ar chains.AccountReader) ([]chains.AccountCursor, error) {
+	owners, err := s.store.WatchedOwners(ctx, st.network)
+	if err != nil {
+		return nil, err
+	}
+	accts, err := ar.Accounts(owners)
+	if err != nil {
+		return nil, err
+	}
+	cursors, err := s.store.AccountCursors(ctx, st.network)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range accts {
+		if c, ok := cursors[a.Account]; ok {
+			accts[i].Signature, accts[i].Slot = c.Signature, c.Slot
+		}
+	}
+	return accts, nil
 }
 
 // load takes the network's scan lease, then positions the scan at the
@@ -216,6 +249,9 @@ func (s *Scanner) record(ctx context.Context, st *scan, ts []chains.Transfer, b 
 // delivered, so the workflow knows the transfers when this one comes. A
 // failed delivery is left to the awaited confirmations (the window).
 func (s *Scanner) confirmBurst(ctx context.Context, st *scan, claimed []store.ClaimedTransfer, head uint64) {
+	if _, ok := st.client.(chains.FinalityReader); ok {
+		return // depth is not finality there: the confirmation pass asks
+	}
 	required := uint64(max(st.info.Confirmations, 1))
 	var signals []signal
 	byPayment := map[string]int{}
@@ -255,13 +291,16 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 	if len(ts) > 0 {
 		recipients := make([]string, 0, len(ts))
 		hashes := make([]string, 0, len(ts))
+		var memos []string
 		for _, t := range ts {
 			recipients = append(recipients, t.To)
 			hashes = append(hashes, t.TxHash)
+			memos = append(memos, t.Memos...)
 		}
 		slices.Sort(recipients)
 		slices.Sort(hashes)
-		watched, err := s.store.WatchedAddresses(ctx, n, slices.Compact(recipients), slices.Compact(hashes))
+		slices.Sort(memos)
+		watched, err := s.store.WatchedAddresses(ctx, n, slices.Compact(recipients), slices.Compact(hashes), slices.Compact(memos))
 		if err != nil {
 			return out, err
 		}

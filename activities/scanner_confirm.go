@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/paywatch/paywatch/chains"
@@ -101,6 +102,15 @@ func (s *Scanner) confirm(ctx context.Context, st *scan) (skipped int, err error
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
+	// On a chain that names its final block (SOLANA), a transfer deep
+	// enough waits until its block is final: one call per pass with rows
+	// due.
+	final := uint64(math.MaxUint64)
+	if fr, ok := st.client.(chains.FinalityReader); ok {
+		if final, err = fr.Finalized(ctx); err != nil {
+			return 0, err
+		}
+	}
 	hashes := map[uint64]string{}
 	var (
 		signals []signal
@@ -109,6 +119,10 @@ func (s *Scanner) confirm(ctx context.Context, st *scan) (skipped int, err error
 	// One signal per payment, with all its transfers due at this head.
 	byPayment := map[string]int{}
 	for i, a := range due {
+		if a.BlockNumber > final {
+			skipped++
+			continue
+		}
 		h, ok := hashes[a.BlockNumber]
 		if !ok && len(hashes) == dueBlocksPerPoll {
 			skipped += len(due) - i

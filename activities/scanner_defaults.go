@@ -1,6 +1,10 @@
 package activities
 
-import "time"
+import (
+	"time"
+
+	"github.com/paywatch/paywatch"
+)
 
 // Scanner defaults.
 const (
@@ -10,6 +14,12 @@ const (
 	// DefaultTronBatch is the most blocks a Tron batch reads: one
 	// GetBlockByLimitNext, the API's maximum.
 	DefaultTronBatch = 100
+	// DefaultSolanaBatch is the most slots a SOLANA batch reads: an hour.
+	// A batch costs a getSignaturesForAddress per watched account whatever
+	// its length (and a getTransaction per new transfer), so a long one
+	// costs no more than a short one; an hour keeps a catch-up after an
+	// outage within a poll's RPC timeout.
+	DefaultSolanaBatch = 9000
 	// MinPollInterval is the shortest poll interval.
 	MinPollInterval = 50 * time.Millisecond
 	// DefaultEVMIdlePoll is how often an EVM network on which nothing waits
@@ -41,6 +51,11 @@ const (
 	// longest payment window (24 h) plus the late window (24 h).
 	maxLookback = 48 * time.Hour
 )
+
+// defaultBatch is each family's DefaultXBatch.
+var defaultBatch = map[paywatch.Family]uint64{
+	paywatch.FamilyEVM: DefaultEVMBatch, paywatch.FamilyTron: DefaultTronBatch, paywatch.FamilySolana: DefaultSolanaBatch,
+}
 
 // Backoff after failed polls: RPC and database errors start at a second,
 // rate limits at five, both doubling up to their caps, with jitter.

@@ -17,8 +17,9 @@ import (
 
 // WebhookPayload is the body of every webhook, whatever the event and code
 // path (operations.md §3). Amounts are decimal strings with at least 2
-// decimals; external_order_id, network, token, address, tx_hash, metadata
-// and paid_at are always present and may be null. Payment-link payments
+// decimals; external_order_id, network, token, address, memo, tx_hash,
+// metadata and paid_at are always present and may be null (memo is a
+// memo payment's, operations.md §9). Payment-link payments
 // also carry the WebhookLinkFields.
 type WebhookPayload struct {
 	Event           paywatch.Event       `json:"event"`
@@ -32,6 +33,7 @@ type WebhookPayload struct {
 	Network         *string              `json:"network"`
 	Token           *string              `json:"token"`
 	Address         *string              `json:"address"`
+	Memo            *string              `json:"memo"`
 	TxHash          *string              `json:"tx_hash"`
 	Transactions    []WebhookTransaction `json:"transactions"`
 	ExternalRef     string               `json:"external_ref"`
@@ -80,6 +82,7 @@ func BuildWebhookPayload(in workflows.QueueWebhookInput, info store.WebhookPayme
 		Network:         optional(string(st.Network)),
 		Token:           optional(string(st.Token)),
 		Address:         optional(st.Address),
+		Memo:            info.Memo,
 		TxHash:          optional(st.TxHash),
 		Transactions:    make([]WebhookTransaction, 0, len(st.Transactions)),
 		ExternalRef:     info.ExternalRef,

@@ -70,7 +70,7 @@ func (s *Server) walletRender(c echo.Context, typed bool, previewing bool, err e
 	if typed {
 		pg.Name = c.FormValue("name")
 	}
-	for _, f := range paywatch.Families() {
+	for _, f := range paywatch.DerivedFamilies() {
 		wf := walletFamily{Family: string(f), Name: familyName(f)}
 		if w != nil {
 			wf.XPub = w.XPubs[f]
@@ -170,7 +170,7 @@ func (s *Server) walletSubmit(c echo.Context) error {
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	u := payments.WalletUpdate{Name: &name, XPubs: map[string]*string{}, Addresses: map[string][]string{}}
-	for _, f := range paywatch.Families() {
+	for _, f := range paywatch.DerivedFamilies() {
 		if c.FormValue("remove_"+string(f)) == "on" {
 			u.XPubs[string(f)] = nil
 		} else if x := strings.TrimSpace(c.FormValue("xpub_" + string(f))); x != "" {

@@ -322,6 +322,19 @@ func hdWallet() map[string]any {
 	return map[string]any{"xpubs": map[string]any{"evm": testXPubEVM, "tron": testXPubTron}}
 }
 
+// testSolanaWallet is a Solana wallet's address (an ed25519 key on the
+// curve): SOLANA takes registered addresses only.
+const testSolanaWallet = "GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK"
+
+// fullWallet is hdWallet with a registered SOLANA address: a per_payment
+// or per_user project with it is offered every network of the table
+// (memo payments on SOLANA).
+func fullWallet() map[string]any {
+	w := hdWallet()
+	w["addresses"] = map[string]any{"SOLANA": []string{testSolanaWallet}}
+	return w
+}
+
 // staticWallet is a wallet with static addresses on one network.
 func staticWallet(network string, addrs ...string) map[string]any {
 	return map[string]any{"addresses": map[string]any{network: addrs}}

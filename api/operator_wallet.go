@@ -47,7 +47,7 @@ func (s *Server) putWallet(c echo.Context) error {
 		return err
 	}
 	xpubs := map[string]bool{}
-	for _, f := range paywatch.Families() {
+	for _, f := range paywatch.DerivedFamilies() {
 		xpubs[string(f)] = w.HasXPub(f)
 	}
 	addresses := map[string]int{}

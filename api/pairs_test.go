@@ -26,6 +26,7 @@ var newPairsTokens = []struct {
 	{"POLYGON", []any{"USDT", "USDC", "DAI"}},
 	{"ARBITRUM", []any{"USDT", "USDC", "DAI", "PYUSD"}},
 	{"BASE", []any{"USDC", "DAI"}},
+	{"SOLANA", []any{"USDT", "USDC", "PYUSD"}},
 }
 
 func TestCreateRefusesPairsTheTableLacks(t *testing.T) {
@@ -59,7 +60,7 @@ func TestCreateRefusesPairsTheTableLacks(t *testing.T) {
 			requireError(t, create(row.network, string(token)), http.StatusBadRequest, string(token)+" is not supported on "+row.network)
 		}
 	}
-	assert.Equal(t, 6*4-17, refused, "17 pairs are served")
+	assert.Equal(t, 7*4-20, refused, "20 pairs are served")
 }
 
 func TestCreateOnTheNewPairs(t *testing.T) {
@@ -116,7 +117,7 @@ func TestCreateOnTheNewPairs(t *testing.T) {
 func TestConfigListsTheNewPairs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{noWorkflows: true})
-	key := e.merchant("shop", "pro", nil, hdWallet())
+	key := e.merchant("shop", "pro", nil, fullWallet())
 
 	chains := e.call(key, "GET", "/v1/config", nil).get("chains").([]any)
 	p := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 20, "external_ref": "u"})
@@ -150,7 +151,7 @@ func TestConfigListsTheNewPairs(t *testing.T) {
 func TestPaymentPageOffersTheNewPairs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t) // the network choice goes through the workflow
-	key := e.merchant("shop", "pro", nil, hdWallet())
+	key := e.merchant("shop", "pro", nil, fullWallet())
 	id := e.createPayment(key, map[string]any{"amount": 25.5, "external_ref": "u"})
 
 	page := e.payGet("/" + id).Raw

@@ -43,7 +43,17 @@ func (s *Server) selectNetworkJSON(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	qr, err := s.qr.get(a.Address)
+	target := a.Address
+	if a.Memo != "" {
+		// A memo payment's code carries its memo, with the project's
+		// name: read back as its page shows it.
+		p, err := s.payments.PaymentByID(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		target = s.qrTarget(p)
+	}
+	qr, err := s.qr.get(target)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 var payStatusFields = []string{
 	"status", "amount", "address", "network", "network_name", "token", "qr_code", "expires_at", "notice",
 	"available_networks", "paid_amount", "missing_amount", "confirmations", "required_confirmations",
-	"wallet_uri", "wallet_qr_code",
+	"wallet_uri", "wallet_qr_code", "memo",
 }
 
 func requireHTML(t *testing.T, r response, code int) {

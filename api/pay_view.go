@@ -23,6 +23,7 @@ type payView struct {
 	Network     *string         `json:"network"`
 	NetworkName string          `json:"network_name,omitempty"`
 	Token       *string         `json:"token"`
+	Memo        *string         `json:"memo"`
 	QRCode      *string         `json:"qr_code"`
 	ExpiresAt   string          `json:"expires_at"`
 	Notice      string          `json:"notice,omitempty"`
@@ -55,6 +56,7 @@ func (s *Server) payView(ctx context.Context, p *payments.Payment) (payView, err
 		Address:    nullable(p.Address),
 		Network:    nullable(string(p.Network)),
 		Token:      nullable(string(p.Token)),
+		Memo:       nullable(p.Memo),
 		ExpiresAt:  ts(p.ExpiresAt),
 		PaidAmount: p.PaidAmount.String(),
 	}
@@ -65,7 +67,7 @@ func (s *Server) payView(ctx context.Context, p *payments.Payment) (payView, err
 		v.Notice = notice(p)
 	}
 	if p.Address != "" {
-		qr, err := s.qr.get(p.Address)
+		qr, err := s.qr.get(s.qrTarget(p))
 		if err != nil {
 			return v, err
 		}
@@ -222,12 +224,17 @@ type paymentPageData struct {
 	Item      string
 	Reference string
 	// WalletURI and WalletQR are the EIP-681 wallet link and its QR code
-	// (EVM payments with an address); ShowWalletQR shows that QR code
-	// instead of the address one (?qr=wallet, the toggle without
-	// JavaScript).
+	// (EVM payments with an address; a memo payment's is its Solana Pay
+	// transfer request, which the page shows whenever it is offered);
+	// ShowWalletQR shows that QR code instead of the address one
+	// (?qr=wallet, the toggle without JavaScript).
 	WalletURI    template.URL
 	WalletQR     template.URL
 	ShowWalletQR bool
+	// Memo is a memo payment's memo (operations.md §9: on SOLANA its
+	// Solana Pay reference), which the page shows with its own copy
+	// button; "" for any other payment.
+	Memo string
 }
 
 // networkChoice is one network of the choice form with its token buttons.
@@ -299,6 +306,9 @@ func (s *Server) renderPayment(c echo.Context, status int, p *payments.Payment, 
 		Shop:        info.Shop,
 		Item:        info.LinkTitle,
 		Reference:   p.ID,
+	}
+	if v.Memo != nil {
+		d.Memo = *v.Memo
 	}
 	if v.QRCode != nil {
 		d.QR = template.URL(*v.QRCode) // our own data:image/png URI

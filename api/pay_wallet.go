@@ -44,7 +44,13 @@ import (
 //     wallet would call transfer on a mainnet contract;
 //   - for a Tron payment, a payment without an address yet, and a network
 //     without a known contract (Deps.WalletTokens).
+//
+// A memo payment's is its Solana Pay transfer request instead
+// (memoWalletURI), on the same terms.
 func (s *Server) walletURI(p *payments.Payment, status paywatch.Status, now time.Time) string {
+	if p.Memo != "" {
+		return s.memoWalletURI(p, status, now)
+	}
 	info, ok := paywatch.LookupNetwork(p.Network)
 	if !ok || info.Family != paywatch.FamilyEVM || info.ChainID <= 0 || p.Address == "" {
 		return ""
@@ -52,15 +58,8 @@ func (s *Server) walletURI(p *payments.Payment, status paywatch.Status, now time
 	if !now.Before(p.ExpiresAt) || hasUnconfirmed(p.Transactions) || slices.Contains(s.deps.DevnetNetworks, p.Network) {
 		return ""
 	}
-	amount := p.Amount
-	switch status {
-	case paywatch.StatusPending:
-	case paywatch.StatusPartial:
-		if paywatch.PolicyOf(p.Mode, p.PoolMatching).ExactMatch {
-			return ""
-		}
-		amount = p.Amount.Sub(p.PaidAmount)
-	default:
+	amount, ok := sendAmount(p, status)
+	if !ok {
 		return ""
 	}
 	contract := s.walletContract(p.Network, p.Token)
@@ -72,6 +71,40 @@ func (s *Server) walletURI(p *payments.Payment, status paywatch.Status, now time
 		return ""
 	}
 	return eip681Transfer(contract, info.ChainID, p.Address, units.Units())
+}
+
+// sendAmount is what a wallet link asks the buyer to send: the amount
+// while pending, what is still missing once partial (never for a policy
+// that counts only the exact amount); ok is false in any other status.
+func sendAmount(p *payments.Payment, status paywatch.Status) (paywatch.Amount, bool) {
+	switch status {
+	case paywatch.StatusPending:
+		return p.Amount, true
+	case paywatch.StatusPartial:
+		if paywatch.PolicyOf(p.Mode, p.PoolMatching).ExactMatch {
+			return paywatch.Amount{}, false
+		}
+		return p.Amount.Sub(p.PaidAmount), true
+	}
+	return paywatch.Amount{}, false
+}
+
+// memoWalletURI is a memo payment's wallet link (a Solana Pay transfer
+// request carrying its reference) on the terms of an EVM payment's:
+// while sending is what the buyer should do, for what is still to send.
+// A devnet's is offered too: it names the devnet's mint, which no real
+// wallet holds, so it cannot move real money.
+func (s *Server) memoWalletURI(p *payments.Payment, status paywatch.Status, now time.Time) string {
+	if p.Address == "" || !now.Before(p.ExpiresAt) || hasUnconfirmed(p.Transactions) {
+		return ""
+	}
+	amount, ok := sendAmount(p, status)
+	if !ok || amount.Sign() <= 0 {
+		return ""
+	}
+	q := *p
+	q.Amount = amount
+	return s.qrTarget(&q)
 }
 
 // hasUnconfirmed reports whether a transfer of txs is still confirming.

@@ -102,6 +102,11 @@ type Deps struct {
 	// network missing from a non-nil map gets no wallet link (its chain id
 	// is not known for sure).
 	WalletTokens map[paywatch.Network]map[paywatch.Token]string
+	// Mints are the token mints, by network and token, that the scanners
+	// of the memo-payment networks (SOLANA) watch, a devnet's included:
+	// a memo payment's wallet link names the one the scanner reads. A
+	// network without an entry takes the table's (mainnet) mints.
+	Mints map[paywatch.Network]map[paywatch.Token]string
 	// ObserveRequest, when set, is told of every answered request of
 	// both listeners: its Echo route pattern (never the raw path; "" when
 	// no route matched), status code and duration, for the service's

@@ -45,6 +45,7 @@ type createdView struct {
 	Amount            string          `json:"amount"`
 	Network           *string         `json:"network"`
 	Token             *string         `json:"token"`
+	Memo              *string         `json:"memo"`
 	Status            paywatch.Status `json:"status"`
 	ExternalRef       string          `json:"external_ref"`
 	ExternalOrderID   *string         `json:"external_order_id"`
@@ -73,6 +74,7 @@ type statusView struct {
 	Address         *string         `json:"address"`
 	Network         *string         `json:"network"`
 	Token           *string         `json:"token"`
+	Memo            *string         `json:"memo"`
 	TxHash          *string         `json:"tx_hash"`
 	ExpiresAt       string          `json:"expires_at"`
 	PaidAt          *string         `json:"paid_at"`
@@ -129,6 +131,7 @@ func (s *Server) created(p *payments.Payment, existing bool, available []paywatc
 		Amount:          p.Amount.String(),
 		Network:         nullable(string(p.Network)),
 		Token:           nullable(string(p.Token)),
+		Memo:            nullable(p.Memo),
 		Status:          paywatch.ShownStatus(p.Status, p.ExpiresAt, s.clock()),
 		ExternalRef:     p.ExternalRef,
 		ExternalOrderID: p.ExternalOrderID,
@@ -142,7 +145,7 @@ func (s *Server) created(p *payments.Payment, existing bool, available []paywatc
 		v.Notice = notice(p)
 	}
 	if p.Address != "" {
-		qr, err := s.qr.get(p.Address)
+		qr, err := s.qr.get(s.qrTarget(p))
 		if err != nil {
 			return v, err
 		}
@@ -167,6 +170,7 @@ func (s *Server) status(p *payments.Payment, withQR bool) (statusView, error) {
 		Address:         nullable(p.Address),
 		Network:         nullable(string(p.Network)),
 		Token:           nullable(string(p.Token)),
+		Memo:            nullable(p.Memo),
 		TxHash:          nullable(p.TxHash),
 		ExpiresAt:       ts(p.ExpiresAt),
 		PaidAt:          optTS(p.PaidAt),
@@ -185,7 +189,7 @@ func (s *Server) status(p *payments.Payment, withQR bool) (statusView, error) {
 		v.Notice = notice(p)
 	}
 	if withQR && p.Address != "" {
-		qr, err := s.qr.get(p.Address)
+		qr, err := s.qr.get(s.qrTarget(p))
 		if err != nil {
 			return v, err
 		}

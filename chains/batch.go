@@ -87,3 +87,18 @@ type TipRead = chainapi.TipRead
 // block (see chainapi.TipReader). The scanner uses it while payments wait
 // and it is at the head; the others read single-block batches.
 type TipReader = chainapi.TipReader
+
+// AccountCursor is how far one account of an AccountReader was read
+// (chainapi.AccountCursor).
+type AccountCursor = chainapi.AccountCursor
+
+// AccountReader is implemented by clients that read each watched
+// account's history rather than whole blocks (SOLANA): the scanner puts
+// the accounts of the network's owned addresses, with their cursors, in
+// every BatchQuery, and records the BatchRead's cursors with the batch.
+type AccountReader = chainapi.AccountReader
+
+// FinalityReader is implemented by clients of chains that name their
+// final block (SOLANA's finalized slot): a transfer has its
+// confirmations once its block is final, not at a depth.
+type FinalityReader = chainapi.FinalityReader

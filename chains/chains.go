@@ -4,10 +4,13 @@
 //
 // Dial picks the implementation by the network's address family: chains/evm
 // (go-ethereum's ethclient over JSON-RPC) for the evm family (BEP20, ERC20,
-// POLYGON, ARBITRUM, BASE), chains/tron (gotron-sdk over gRPC) for TRC20. Both cost the same
-// RPC calls per block whatever the number of watched addresses: a scan reads
-// every Transfer of the configured token contracts and the caller matches
-// recipients itself.
+// POLYGON, ARBITRUM, BASE), chains/tron (gotron-sdk over gRPC) for TRC20.
+// Both cost the same RPC calls per block whatever the number of watched
+// addresses: a scan reads every Transfer of the configured token contracts
+// and the caller matches recipients itself. chains/solana (solana-go over
+// JSON-RPC) reads SOLANA per watched token account instead
+// (AccountReader): a block range of all Solana token transfers is far too
+// much to read.
 //
 // The types below are defined in an internal package so that the
 // implementations can return them without importing this package (which
@@ -24,6 +27,7 @@ import (
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains/evm"
 	"github.com/paywatch/paywatch/chains/internal/chainapi"
+	"github.com/paywatch/paywatch/chains/solana"
 	"github.com/paywatch/paywatch/chains/tron"
 )
 
@@ -165,6 +169,8 @@ func Dial(ctx context.Context, cfg Config) (Client, error) {
 		return evm.Dial(ctx, cfg)
 	case paywatch.FamilyTron:
 		return tron.Dial(ctx, cfg)
+	case paywatch.FamilySolana:
+		return solana.DialConfig(cfg)
 	default:
 		return nil, fmt.Errorf("chains: network %s has unsupported family %q", cfg.Network, info.Family)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fbsobreira/gotron-sdk/pkg/proto/api"
 	"github.com/fbsobreira/gotron-sdk/pkg/proto/core"
+	sol "github.com/gagliardetto/solana-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -34,6 +35,25 @@ var allNetworks = func() []paywatch.Network {
 	var out []paywatch.Network
 	for _, info := range paywatch.Networks() {
 		out = append(out, info.Network)
+	}
+	return out
+}()
+
+// blockNetworks are the networks whose clients read every token transfer
+// of a block range (Transfers, ReadTip, a quorum). The others read each
+// watched account's history (chains.AccountReader: SOLANA), tested with
+// ReadBatch here and in chains/devnet (TestSolanaBatch…).
+var blockNetworks = func() []paywatch.Network {
+	var out []paywatch.Network
+	for _, n := range allNetworks {
+		c, err := chains.Dial(context.Background(), chains.Config{Network: n, URLs: []string{"http://127.0.0.1:1"}})
+		if err != nil {
+			panic(err)
+		}
+		if _, perAccount := c.(chains.AccountReader); !perAccount {
+			out = append(out, n)
+		}
+		c.Close()
 	}
 	return out
 }()
@@ -78,8 +98,11 @@ func newAddress(t testing.TB, n paywatch.Network) string {
 	b := make([]byte, 20)
 	_, err := rand.Read(b)
 	require.NoError(t, err)
-	if n == paywatch.TRC20 {
+	switch n.Family() {
+	case paywatch.FamilyTron:
 		return paywatch.TronAddressFromEVMBytes(b)
+	case paywatch.FamilySolana:
+		return sol.NewWallet().PublicKey().String()
 	}
 	a, err := paywatch.NormalizeAddress(paywatch.FamilyEVM, "0x"+hex.EncodeToString(b))
 	require.NoError(t, err)
@@ -119,7 +142,7 @@ func ctxT(t testing.TB) context.Context {
 
 func TestTransfersOnEveryNetwork(t *testing.T) {
 	d := startDevnet(t, devnet.Config{})
-	for _, n := range allNetworks {
+	for _, n := range blockNetworks {
 		t.Run(string(n), func(t *testing.T) {
 			ctx := ctxT(t)
 			c := dial(t, d, n, 0)
@@ -205,7 +228,7 @@ func TestTransfersOnEveryNetwork(t *testing.T) {
 
 func TestReorgDropsTransfer(t *testing.T) {
 	d := startDevnet(t, devnet.Config{})
-	for _, n := range allNetworks {
+	for _, n := range blockNetworks {
 		t.Run(string(n), func(t *testing.T) {
 			ctx := ctxT(t)
 			c := dial(t, d, n, 0)
@@ -477,7 +500,9 @@ func TestFailedTransfersDoNotCount(t *testing.T) {
 func TestDialRejectsBadConfig(t *testing.T) {
 	ctx := context.Background()
 	for name, cfg := range map[string]chains.Config{
-		"unknown network": {Network: "SOLANA", URLs: []string{"http://127.0.0.1:1"}},
+		"unknown network": {Network: "TON", URLs: []string{"http://127.0.0.1:1"}},
+		"solana http url": {Network: paywatch.SOLANA, URLs: []string{"127.0.0.1:8899"}},
+		"solana quorum":   {Network: paywatch.SOLANA, URLs: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Quorum: 2},
 		"no url":          {Network: paywatch.ERC20},
 		"bad evm url":     {Network: paywatch.ERC20, URLs: []string{"127.0.0.1:8545"}},
 		"bad tron addr":   {Network: paywatch.TRC20, URLs: []string{"ftp://node:50051"}},

@@ -88,6 +88,10 @@ func dialQuorum(ctx context.Context, cfg Config) (Client, error) {
 		qc.names = append(qc.names, chainapi.NewRedactor(cfg.URLs[i], cfg.HeadersOf(i)).Name())
 	}
 	for _, c := range qc.eps {
+		if _, perAccount := c.(AccountReader); perAccount {
+			qc.Close()
+			return nil, fmt.Errorf("chains: %s: a quorum is not offered for a network read per account yet; give one URL, or several for failover", cfg.Network)
+		}
 		_, tip := c.(TipReader)
 		_, rr := c.(AddressRangeReader)
 		_, ck := c.(chainapi.Checker)

@@ -42,7 +42,7 @@ func proxy(t testing.TB, d *devnet.Devnet, n paywatch.Network, cfg faultproxy.Co
 // theirs.
 func TestQuorumOfHonestEndpoints(t *testing.T) {
 	d := startDevnet(t, devnet.Config{})
-	for _, n := range allNetworks {
+	for _, n := range blockNetworks {
 		t.Run(string(n), func(t *testing.T) {
 			ctx := ctxT(t)
 			st, _ := d.Network(n)

@@ -19,7 +19,7 @@ import (
 // infos; one for a block without transactions).
 func TestReadTipOnEveryNetwork(t *testing.T) {
 	d := startDevnet(t, devnet.Config{})
-	for _, n := range allNetworks {
+	for _, n := range blockNetworks {
 		t.Run(string(n), func(t *testing.T) {
 			ctx := ctxT(t)
 			c := dial(t, d, n, 0)

@@ -118,7 +118,7 @@ func WalletChangeRedirects(u store.WalletUpdate) bool {
 // addresses change, in the owner's language.
 func walletAlert(l locale.Lang, p *store.Project, u store.WalletUpdate, at time.Time) store.Mail {
 	var changes []string
-	for _, f := range paywatch.Families() {
+	for _, f := range paywatch.DerivedFamilies() {
 		x, ok := u.XPubs[string(f)]
 		switch {
 		case !ok:

@@ -51,11 +51,12 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 		staticID        *int64
 		original        *paywatch.Amount
 		microOffset     *int
+		memo            *string
 		family          = n.Family()
 		walletServesNet = walletServes(p.mode, w, n)
 	)
 	if !walletServesNet {
-		if p.mode.UsesXPub() {
+		if p.mode.UsesXPub() && family.Derived() {
 			return a, errNoXPub
 		}
 		return a, errNoAddresses
@@ -68,26 +69,35 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 	if err != nil {
 		return a, err
 	}
-	switch p.mode {
-	case paywatch.ModePerPayment:
+	switch {
+	case p.mode.UsesXPub() && !family.Derived():
+		// A memo payment (operations.md §9): the wallet's first address
+		// of the network, and a memo of the payment's own (per_payment)
+		// or of its customer's (per_user).
+		id, addr, m, err := s.memoAddress(ctx, tx, w, p, n, t)
+		if err != nil {
+			return a, err
+		}
+		staticID, address, memo = &id, addr, &m
+	case p.mode == paywatch.ModePerPayment:
 		id, addr, err := s.derive(ctx, tx, w, family, nil, n, t, p.reserved)
 		if err != nil {
 			return a, err
 		}
 		derivedID, address = &id, addr
-	case paywatch.ModePerUser:
+	case p.mode == paywatch.ModePerUser:
 		id, addr, err := s.perUserAddress(ctx, tx, prj, w, p.externalRef, n, t)
 		if err != nil {
 			return a, err
 		}
 		derivedID, address = &id, addr
-	case paywatch.ModeDedicated:
+	case p.mode == paywatch.ModeDedicated:
 		id, addr, err := s.dedicatedAddress(ctx, tx, w, p.externalRef, n, requested, now)
 		if err != nil {
 			return a, err
 		}
 		staticID, address = &id, addr
-	case paywatch.ModePool:
+	case p.mode == paywatch.ModePool:
 		if paywatch.PolicyOf(p.mode, p.poolMatching).TxIDOnly {
 			id, addr, err := s.leastBusyAddress(ctx, tx, w, n)
 			if err != nil {
@@ -113,19 +123,23 @@ func (s *Store) assign(ctx context.Context, tx pgx.Tx, prj *Project, w *Wallet, 
 	_, err = tx.Exec(ctx, `
 		UPDATE payments SET network = $2, token = $3, address = $4, amount = $5::numeric, original_amount = $6::numeric,
 		       decimals = $7, micro_offset = $8, address_assigned_at = $9, start_block = $10,
-		       derived_address_id = $11, static_address_id = $12, updated_at = $9
+		       derived_address_id = $11, static_address_id = $12, memo = $13, updated_at = $9
 		WHERE id = $1`,
-		p.id, n, t, address, units(amount), originalUnits, decimals, microOffset, now, startBlock, derivedID, staticID)
+		p.id, n, t, address, units(amount), originalUnits, decimals, microOffset, now, startBlock, derivedID, staticID, memo)
 	if uniqueViolation(err, "payments_in_progress_idx") {
 		return a, conflict(paywatch.MsgInProgress)
 	}
 	if err != nil {
 		return a, fmt.Errorf("assign address: %w", err)
 	}
-	return paywatch.Assignment{
+	out := paywatch.Assignment{
 		Network: n, Token: t, Address: address, Amount: amount, OriginalAmount: original,
 		StartBlock: uint64(startBlock), AssignedAt: now,
-	}, nil
+	}
+	if memo != nil {
+		out.Memo = *memo
+	}
+	return out, nil
 }
 
 // startBlock is the start block of an address assigned on network n now:
@@ -286,7 +300,7 @@ func (s *Store) Assignment(ctx context.Context, paymentID string) (a paywatch.As
 func assignmentOf(p *Payment) paywatch.Assignment {
 	a := paywatch.Assignment{
 		Network: p.Network, Token: p.Token, Address: p.Address, Amount: p.Amount,
-		OriginalAmount: p.OriginalAmount, StartBlock: p.StartBlock,
+		OriginalAmount: p.OriginalAmount, StartBlock: p.StartBlock, Memo: p.Memo,
 	}
 	if p.AddressAssignedAt != nil {
 		a.AssignedAt = p.AddressAssignedAt.UTC()

@@ -34,7 +34,7 @@ type TransferClaim struct {
 func ClaimOwner(watchers []WatchedPayment, t paywatch.Transfer) (paymentID string, ok bool) {
 	var cands []paywatch.ClaimCandidate
 	for _, w := range watchers {
-		if w.Accepts(t.Token, t.TxHash, t.BlockNumber) {
+		if w.Accepts(t) {
 			cands = append(cands, paywatch.ClaimCandidate{PaymentID: w.PaymentID, Expected: w.Amount, Micro: w.Micro})
 		}
 	}
@@ -74,14 +74,17 @@ func (s *Store) ClaimTransfers(ctx context.Context, n paywatch.Network, ts []pay
 		}
 		var addrs, hashes []string
 		keys := make([]paywatch.TransferKey, 0, len(ids))
+		var memos []string
 		for _, t := range ids {
 			addrs = append(addrs, t.To)
 			hashes = append(hashes, t.TxHash)
 			keys = append(keys, t.Key())
+			memos = append(memos, t.Memos...)
 		}
 		slices.Sort(addrs)
 		slices.Sort(hashes)
-		watched, err := s.watchedAddresses(ctx, tx, n, slices.Compact(addrs), slices.Compact(hashes))
+		slices.Sort(memos)
+		watched, err := s.watchedAddresses(ctx, tx, n, slices.Compact(addrs), slices.Compact(hashes), slices.Compact(memos))
 		if err != nil {
 			return err
 		}

@@ -254,6 +254,9 @@ func WalletPreview(xpub string, f paywatch.Family, n int) ([]string, error) {
 	if _, err := paywatch.ParseFamily(string(f)); err != nil {
 		return nil, unknownFamily(string(f))
 	}
+	if !f.Derived() {
+		return nil, noXPubFamily(f)
+	}
 	x, err := walletXPub(f, xpub)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func TestLateWindowOpenUntilTheWorkflowClosesIt(t *testing.T) {
 	due, err := s.DueUnmatched(ctx, 10)
 	require.NoError(t, err)
 	assert.Empty(t, due, "nothing told while a payment can count it")
-	watched, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{p.Address}, nil)
+	watched, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{p.Address}, nil, nil)
 	require.NoError(t, err)
 	assert.Len(t, watched[p.Address], 1, "still watched: a reorg of the transfer reaches the workflow")
 
@@ -57,7 +57,7 @@ func TestLateWindowOpenUntilTheWorkflowClosesIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 	assert.Equal(t, lateFunds.TxHash, due[0].TxHash)
-	watched, err = s.WatchedAddresses(ctx, paywatch.TRC20, []string{p.Address}, nil)
+	watched, err = s.WatchedAddresses(ctx, paywatch.TRC20, []string{p.Address}, nil, nil)
 	require.NoError(t, err)
 	assert.Empty(t, watched[p.Address])
 }

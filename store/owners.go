@@ -119,7 +119,7 @@ func addressDerived(n paywatch.Network, a string) error {
 // family is present, 0 when none is derived.
 func (s *Store) UnusedRun(ctx context.Context, w *Wallet) (map[paywatch.Family]int, error) {
 	out := map[paywatch.Family]int{}
-	for _, f := range paywatch.Families() {
+	for _, f := range paywatch.DerivedFamilies() {
 		out[f] = 0
 		var last int64
 		if err := s.pool.QueryRow(ctx, `

@@ -17,9 +17,12 @@ const GeneratedOrderIDPrefix = "PAY-"
 // Payment is a payments row with what the API and the workflow input need
 // from its project.
 type Payment struct {
-	ID           string
-	ProjectID    int64
-	ProjectSlug  string
+	ID          string
+	ProjectID   int64
+	ProjectSlug string
+	// ProjectName is the project's name (a memo payment's wallet link
+	// names it).
+	ProjectName  string
 	Status       paywatch.Status
 	Mode         paywatch.AddressMode
 	PoolMatching paywatch.PoolMatching // "" unless pool mode
@@ -57,6 +60,9 @@ type Payment struct {
 	// Locale is the merchant's default language for the hosted pages; ""
 	// for none.
 	Locale string
+	// Memo is a memo payment's memo (operations.md §9: per_payment and
+	// per_user payments on SOLANA); "" for the others.
+	Memo string
 }
 
 // LinkPurchase is what a payment made through a payment link records: the
@@ -107,7 +113,7 @@ func (p *Payment) WorkflowInput() paywatch.PaymentInput {
 }
 
 const paymentSelect = `
-	SELECT pay.id::text, pay.project_id, pr.slug, pay.status, pay.address_mode, pay.pool_matching,
+	SELECT pay.id::text, pay.project_id, pr.slug, pr.name, pay.status, pay.address_mode, pay.pool_matching,
 	       pay.network, pay.token, pay.address, pay.amount::text, pay.original_amount::text, pay.decimals,
 	       pay.micro_offset, pay.paid_amount::text, pay.tx_hash, pay.transactions, pay.late_payment,
 	       pay.external_ref, pay.external_order_id, pay.metadata, pay.expires_at, pay.paid_at,
@@ -115,7 +121,7 @@ const paymentSelect = `
 	       pay.created_at, pay.updated_at, pr.min_amount::text,
 	       (SELECT c.head FROM chain_cursors c WHERE c.network = pay.network),
 	       pay.payment_link_id::text, pl.slug, pl.title, pay.buyer_email, pay.buyer_name, pay.buyer_note,
-	       pay.locale
+	       pay.locale, pay.memo
 	FROM payments pay JOIN projects pr ON pr.id = pay.project_id
 	LEFT JOIN payment_links pl ON pl.id = pay.payment_link_id`
 
@@ -126,14 +132,14 @@ func scanPayment(row scanner) (*Payment, error) {
 	var decimals int
 	var startBlock, head *int64
 	var txs []byte
-	var linkID, linkSlug, linkTitle, buyerEmail, buyerName, buyerNote, locale *string
-	if err := row.Scan(&p.ID, &p.ProjectID, &p.ProjectSlug, &p.Status, &p.Mode, &pool,
+	var linkID, linkSlug, linkTitle, buyerEmail, buyerName, buyerNote, locale, memo *string
+	if err := row.Scan(&p.ID, &p.ProjectID, &p.ProjectSlug, &p.ProjectName, &p.Status, &p.Mode, &pool,
 		&network, &token, &address, &amount, &original, &decimals,
 		&p.MicroOffset, &paid, &txHash, &txs, &p.LatePayment,
 		&p.ExternalRef, &p.ExternalOrderID, &p.Metadata, &p.ExpiresAt, &p.PaidAt,
 		&p.AddressAssignedAt, &startBlock, &p.CreatedWithoutNetwork, &p.WorkflowStarted,
 		&p.CreatedAt, &p.UpdatedAt, &minAmount, &head,
-		&linkID, &linkSlug, &linkTitle, &buyerEmail, &buyerName, &buyerNote, &locale); err != nil {
+		&linkID, &linkSlug, &linkTitle, &buyerEmail, &buyerName, &buyerNote, &locale, &memo); err != nil {
 		return nil, err
 	}
 	if linkID != nil {
@@ -144,6 +150,7 @@ func scanPayment(row scanner) (*Payment, error) {
 		p.PoolMatching = paywatch.PoolMatching(*pool)
 	}
 	p.Locale = deref(locale)
+	p.Memo = deref(memo)
 	p.Network = paywatch.Network(deref(network))
 	p.Token = paywatch.Token(deref(token))
 	p.Address = deref(address)

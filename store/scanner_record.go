@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -36,6 +37,9 @@ type ScanBatch struct {
 	// records without the check, for tools and tests that own the network
 	// alone.
 	Generation uint64
+	// Accounts are the cursors of the accounts read per account (SOLANA's
+	// token accounts: chains.AccountReader), moved with the network's.
+	Accounts []AccountCursor
 }
 
 // RecordResult says what RecordScan changed.
@@ -115,6 +119,9 @@ func (s *Store) RecordScan(ctx context.Context, b ScanBatch, beforeCommit func(c
 			string(b.Network), int64(b.Height), b.BlockHash, int64(max(b.Head, b.Height)), s.clock(), int64(b.LagAllowance)); err != nil {
 			return fmt.Errorf("advance %s cursor to %d: %w", b.Network, b.Height, err)
 		}
+		if err := saveAccountCursors(ctx, tx, b.Network, b.Accounts, s.clock()); err != nil {
+			return err
+		}
 		if beforeCommit != nil {
 			return beforeCommit(ctx, claimedBy(claims, owners))
 		}
@@ -162,8 +169,8 @@ func insertTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []pa
 	// ON CONFLICT DO UPDATE cannot touch one row twice in a statement.
 	seen := make(map[paywatch.TransferKey]bool, len(ts))
 	var (
-		hashes, blockHashes, tokens, froms, tos, amounts []string
-		logIndexes, blocks                               []int64
+		hashes, blockHashes, tokens, froms, tos, amounts, memos []string
+		logIndexes, blocks                                      []int64
 	)
 	for _, t := range ts {
 		if seen[t.Key()] {
@@ -181,22 +188,28 @@ func insertTransfers(ctx context.Context, tx pgx.Tx, n paywatch.Network, ts []pa
 		froms = append(froms, t.From)
 		tos = append(tos, t.To)
 		amounts = append(amounts, t.Amount.String())
+		m, err := json.Marshal(append([]string{}, t.Memos...))
+		if err != nil {
+			return res, err
+		}
+		memos = append(memos, string(m))
 	}
 	rows, err := tx.Query(ctx, `
 		INSERT INTO chain_transfers (network, tx_hash, log_index, block_number, block_hash, token,
-		                             from_address, to_address, amount, created_at, project_id)
+		                             from_address, to_address, amount, created_at, project_id, memos)
 		SELECT $1, t.tx_hash, t.log_index, t.block_number, t.block_hash, t.token,
 		       t.from_address, t.to_address, t.amount::numeric, $10,
 		       (SELECT COALESCE(w.project_id, w.deleted_from) FROM address_owners o JOIN wallets w ON w.id = o.wallet_id
-		        WHERE o.family = $12 AND o.address = t.to_address)
-		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-		     AS t(tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount)
+		        WHERE o.family = $12 AND o.address = t.to_address),
+		       ARRAY(SELECT jsonb_array_elements_text(t.memos::jsonb))
+		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $13::text[])
+		     AS t(tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount, memos)
 		ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET
 			block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, removed = false,
 			project_id = COALESCE(chain_transfers.project_id, EXCLUDED.project_id)
 		WHERE $11 AND (chain_transfers.block_hash <> EXCLUDED.block_hash OR chain_transfers.removed)
 		RETURNING (xmax = 0)`,
-		string(n), hashes, logIndexes, blocks, blockHashes, tokens, froms, tos, amounts, now, move, string(n.Family()))
+		string(n), hashes, logIndexes, blocks, blockHashes, tokens, froms, tos, amounts, now, move, string(n.Family()), memos)
 	if err != nil {
 		return res, fmt.Errorf("record %d %s transfers: %w", len(hashes), n, err)
 	}

@@ -108,7 +108,7 @@ func TestWatchedAddressesFollowsTheWatchRules(t *testing.T) {
 
 	addrs := []string{pending.Address, confirming.Address, partial.Address, lateOK.Address, lateGone.Address,
 		paid.Address, cancelled.Address, puPay.Address, m1.Address, t1.Address, nobody}
-	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, addrs, []string{hashA, hashB})
+	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, addrs, []string{hashA, hashB}, nil)
 	require.NoError(t, err)
 
 	var all []string
@@ -131,16 +131,16 @@ func TestWatchedAddressesFollowsTheWatchRules(t *testing.T) {
 
 	got := w[pending.Address][0]
 	assert.Equal(t, paywatch.USDT, got.Token)
-	assert.True(t, got.Accepts(paywatch.USDT, "x", got.StartBlock))
-	assert.False(t, got.Accepts(paywatch.USDC, "x", got.StartBlock), "another token")
+	assert.True(t, got.Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: "x", BlockNumber: got.StartBlock}))
+	assert.False(t, got.Accepts(paywatch.Transfer{Token: paywatch.USDC, TxHash: "x", BlockNumber: got.StartBlock}), "another token")
 	txw := w[t1.Address][0]
-	assert.True(t, txw.Accepts(paywatch.USDT, hashA, 0))
-	assert.False(t, txw.Accepts(paywatch.USDT, hashB, 0), "a hash the payment did not claim")
+	assert.True(t, txw.Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: hashA}))
+	assert.False(t, txw.Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: hashB, BlockNumber: 0}), "a hash the payment did not claim")
 
-	w, err = s.WatchedAddresses(ctx, paywatch.TRC20, []string{t1.Address}, []string{hashB})
+	w, err = s.WatchedAddresses(ctx, paywatch.TRC20, []string{t1.Address}, []string{hashB}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, w, "no claimed hash in the batch: no txid payment")
-	w, err = s.WatchedAddresses(ctx, paywatch.BEP20, addrs, nil)
+	w, err = s.WatchedAddresses(ctx, paywatch.BEP20, addrs, nil, nil)
 	require.NoError(t, err)
 	assert.Empty(t, w, "the network must match")
 }
@@ -182,12 +182,12 @@ func TestStartBlockComesFromTheCursorAndBoundsMatching(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, uint64(511), first)
 
-	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{early.Address, late.Address}, nil)
+	w, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{early.Address, late.Address}, nil, nil)
 	require.NoError(t, err)
 	lw := w[late.Address][0]
 	assert.Equal(t, uint64(511), lw.StartBlock)
-	assert.False(t, lw.Accepts(paywatch.USDT, "x", 510), "a transfer before the address was assigned")
-	assert.True(t, lw.Accepts(paywatch.USDT, "x", 511))
+	assert.False(t, lw.Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: "x", BlockNumber: 510}), "a transfer before the address was assigned")
+	assert.True(t, lw.Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: "x", BlockNumber: 511}))
 }
 
 // A start block is the chain's head when the address is assigned, not the
@@ -226,12 +226,12 @@ func TestStartBlockIsTheChainHeadAtAssignment(t *testing.T) {
 	p, _, err := s.CreatePayment(ctx, newPayment(prj, "c1", "10"))
 	require.NoError(t, err)
 	assert.Equal(t, dn.Head+1, p.StartBlock, "the first block after the head")
-	w, err := s.WatchedAddresses(ctx, n, []string{addr}, nil)
+	w, err := s.WatchedAddresses(ctx, n, []string{addr}, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, w[addr], 1)
-	assert.False(t, w[addr][0].Accepts(paywatch.USDT, old.TxHash, old.BlockNumber), "mined before the address was assigned")
-	assert.False(t, w[addr][0].Accepts(paywatch.USDT, last.TxHash, last.BlockNumber), "mined in the head block, before the assignment")
-	assert.True(t, w[addr][0].Accepts(paywatch.USDT, "0x"+strings.Repeat("ab", 32), dn.Head+1), "mined after the assignment")
+	assert.False(t, w[addr][0].Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: old.TxHash, BlockNumber: old.BlockNumber}), "mined before the address was assigned")
+	assert.False(t, w[addr][0].Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: last.TxHash, BlockNumber: last.BlockNumber}), "mined in the head block, before the assignment")
+	assert.True(t, w[addr][0].Accepts(paywatch.Transfer{Token: paywatch.USDT, TxHash: "0x" + strings.Repeat("ab", 32), BlockNumber: dn.Head + 1}), "mined after the assignment")
 
 	// A chain that cannot be asked does not stop creation: the newest block
 	// a scanner saw stands in.

@@ -20,7 +20,7 @@ const maxRecentTransfers = 10_000
 // first (at most 10,000).
 func (s *Store) RecentTransfers(ctx context.Context, n paywatch.Network, fromBlock uint64) ([]paywatch.Transfer, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount::text
+		SELECT tx_hash, log_index, block_number, block_hash, token, from_address, to_address, amount::text, memos
 		FROM chain_transfers
 		WHERE network = $1 AND block_number >= $2 AND NOT removed
 		ORDER BY block_number, tx_hash, log_index
@@ -35,7 +35,7 @@ func (s *Store) RecentTransfers(ctx context.Context, n paywatch.Network, fromBlo
 		var t paywatch.Transfer
 		var logIndex, block int64
 		var token, amount string
-		if err := rows.Scan(&t.TxHash, &logIndex, &block, &t.BlockHash, &token, &t.From, &t.To, &amount); err != nil {
+		if err := rows.Scan(&t.TxHash, &logIndex, &block, &t.BlockHash, &token, &t.From, &t.To, &amount, &t.Memos); err != nil {
 			return nil, fmt.Errorf("recent %s transfers: %w", n, err)
 		}
 		t.LogIndex, t.BlockNumber, t.Token = uint32(logIndex), uint64(block), paywatch.Token(token)
@@ -103,7 +103,7 @@ func recordedTransfersTo(ctx context.Context, tx pgx.Tx, n paywatch.Network, tok
 		return out, nil
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT tx_hash, log_index, block_number, block_hash, from_address, amount::text
+		SELECT tx_hash, log_index, block_number, block_hash, from_address, amount::text, memos
 		FROM chain_transfers
 		WHERE network = $1 AND to_address = $2 AND token = $3
 		  AND block_number >= $4 AND block_number <= $5 AND NOT removed
@@ -117,7 +117,7 @@ func recordedTransfersTo(ctx context.Context, tx pgx.Tx, n paywatch.Network, tok
 		t := paywatch.Transfer{Network: n, Token: token, To: address}
 		var logIndex, block int64
 		var amount string
-		if err := rows.Scan(&t.TxHash, &logIndex, &block, &t.BlockHash, &t.From, &amount); err != nil {
+		if err := rows.Scan(&t.TxHash, &logIndex, &block, &t.BlockHash, &t.From, &amount, &t.Memos); err != nil {
 			return out, err
 		}
 		t.LogIndex, t.BlockNumber = uint32(logIndex), uint64(block)
@@ -137,9 +137,9 @@ func (s *Store) ChainTransferByKey(ctx context.Context, n paywatch.Network, k pa
 	var block int64
 	var token, amount string
 	err := s.pool.QueryRow(ctx, `
-		SELECT block_number, block_hash, token, from_address, to_address, amount::text, removed
+		SELECT block_number, block_hash, token, from_address, to_address, amount::text, removed, memos
 		FROM chain_transfers WHERE network = $1 AND tx_hash = $2 AND log_index = $3`,
-		string(n), k.TxHash, int64(k.LogIndex)).Scan(&block, &t.BlockHash, &token, &t.From, &t.To, &amount, &t.Removed)
+		string(n), k.TxHash, int64(k.LogIndex)).Scan(&block, &t.BlockHash, &token, &t.From, &t.To, &amount, &t.Removed, &t.Memos)
 	if noRows(err) {
 		return paywatch.Transfer{}, false, nil
 	}

@@ -119,15 +119,22 @@ type WatchedPayment struct {
 	// Micro marks a pool + micro_amount payment: only a single transfer
 	// within the match window of Amount can be its (ClaimOwner).
 	Micro bool
+	// Memo is a memo payment's memo (SOLANA: its Solana Pay reference):
+	// only a transfer carrying it concerns the payment. "" for the others.
+	Memo string
 }
 
-// Accepts reports whether a transfer of token in transaction txHash at
-// height block concerns the payment.
-func (w WatchedPayment) Accepts(token paywatch.Token, txHash string, block uint64) bool {
-	if token != w.Token || block < w.StartBlock {
+// Accepts reports whether transfer t concerns the payment: its token,
+// mined from the payment's start block on, carrying the payment's memo
+// if it has one, and in a transaction a pool + txid payment claimed.
+func (w WatchedPayment) Accepts(t paywatch.Transfer) bool {
+	if t.Token != w.Token || t.BlockNumber < w.StartBlock {
 		return false
 	}
-	return !w.TxidOnly || slices.Contains(w.ClaimedTxHashes, txHash)
+	if w.Memo != "" && !slices.Contains(t.Memos, w.Memo) {
+		return false
+	}
+	return !w.TxidOnly || slices.Contains(w.ClaimedTxHashes, t.TxHash)
 }
 
 // WatchedAddresses returns, for those of addresses (normalised) that
@@ -137,11 +144,15 @@ func (w WatchedPayment) Accepts(token paywatch.Token, txHash string, block uint6
 // only if it claimed one of them (the others ignore transfers they did not
 // claim, and a busy pool address may have thousands of them).
 //
+// memos are the memos the batch's transfers carry: a memo payment is
+// listed only if its memo is one of them, so the thousand memo payments a
+// SOLANA wallet may hold open are not read for each of its transfers.
+//
 // It is one query, on the (network, address) index and the tx_claims
 // primary key, whatever the number of watched addresses: the scanners call
 // it once per batch with the batch's distinct recipients.
-func (s *Store) WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes []string) (map[string][]WatchedPayment, error) {
-	return s.watchedAddresses(ctx, s.pool, n, addresses, txHashes)
+func (s *Store) WatchedAddresses(ctx context.Context, n paywatch.Network, addresses, txHashes, memos []string) (map[string][]WatchedPayment, error) {
+	return s.watchedAddresses(ctx, s.pool, n, addresses, txHashes, memos)
 }
 
 // rowsQuerier is what pgxpool.Pool and pgx.Tx share for multi-row reads.
@@ -151,13 +162,16 @@ type rowsQuerier interface {
 
 // watchedAddresses is WatchedAddresses on q (the pool, or a transaction
 // that claims transfers).
-func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.Network, addresses, txHashes []string) (map[string][]WatchedPayment, error) {
+func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.Network, addresses, txHashes, memos []string) (map[string][]WatchedPayment, error) {
 	out := map[string][]WatchedPayment{}
 	if len(addresses) == 0 {
 		return out, nil
 	}
 	if txHashes == nil {
 		txHashes = []string{}
+	}
+	if memos == nil {
+		memos = []string{}
 	}
 	rows, err := q.Query(ctx, `
 		WITH claims AS (
@@ -167,13 +181,14 @@ func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.
 			GROUP BY c.payment_id
 		)
 		SELECT p.address, p.id::text, p.token, COALESCE(p.start_block, 0), p.address_mode, COALESCE(p.pool_matching, ''),
-		       COALESCE(c.hashes, '{}'), p.amount::text, p.decimals
+		       COALESCE(c.hashes, '{}'), p.amount::text, p.decimals, COALESCE(p.memo, '')
 		FROM payments p
 		LEFT JOIN claims c ON c.payment_id = p.id
 		WHERE `+watchedCondition("$3")+` AND p.address = ANY($2::text[])
 		  AND (NOT `+paywatch.PolicySQL("p", func(p paywatch.Policy) bool { return p.TxIDOnly })+` OR c.hashes IS NOT NULL)
+		  AND (p.memo IS NULL OR p.memo = ANY($5::text[]))
 		ORDER BY p.address, p.created_at, p.id`,
-		string(n), addresses, s.lateWindowStart(), txHashes)
+		string(n), addresses, s.lateWindowStart(), txHashes, memos)
 	if err != nil {
 		return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
 	}
@@ -185,7 +200,7 @@ func (s *Store) watchedAddresses(ctx context.Context, q rowsQuerier, n paywatch.
 		var start int64
 		var decimals int
 		var w WatchedPayment
-		if err := rows.Scan(&addr, &w.PaymentID, &token, &start, &mode, &matching, &w.ClaimedTxHashes, &amount, &decimals); err != nil {
+		if err := rows.Scan(&addr, &w.PaymentID, &token, &start, &mode, &matching, &w.ClaimedTxHashes, &amount, &decimals, &w.Memo); err != nil {
 			return nil, fmt.Errorf("watched addresses on %s: %w", n, err)
 		}
 		policy := paywatch.PolicyOf(mode, matching)

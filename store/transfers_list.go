@@ -45,6 +45,7 @@ const (
 	ReasonAfterCancelled = "after_cancelled" // the payment was cancelled
 	ReasonAfterExpired   = "after_expired"   // expired, its late window (if its mode has one) closed
 	ReasonNotTaken       = "not_taken"       // the payment is open but did not take it (a pool amount that matched none)
+	ReasonNoMemo         = "no_memo"         // to an address memo payments share, without the memo of any (operations.md §9)
 )
 
 // TransferMark is an owner's note that an unmatched transfer is handled.
@@ -99,56 +100,6 @@ type TransferFilter struct {
 	Offset    int
 }
 
-// confirmationsSQL is a CASE over the network registry: each network's
-// confirmations.
-func confirmationsSQL(network string) string {
-	var b strings.Builder
-	b.WriteString("CASE " + network)
-	for _, n := range paywatch.Networks() {
-		fmt.Fprintf(&b, " WHEN '%s' THEN %d", n.Network, max(n.Confirmations, 1))
-	}
-	b.WriteString(" END")
-	return b.String()
-}
-
-// otherNetworksSQL is the other networks sharing network's addresses
-// (its address family, less itself), as a text[]: empty for TRC20.
-func otherNetworksSQL(network string) string {
-	var b strings.Builder
-	b.WriteString("CASE " + network)
-	for _, n := range paywatch.Networks() {
-		members := []string{}
-		for _, m := range paywatch.NetworksOf(n.Family) {
-			if m != n.Network {
-				members = append(members, "'"+string(m)+"'")
-			}
-		}
-		fmt.Fprintf(&b, " WHEN '%s' THEN ARRAY[%s]::text[]", n.Network, strings.Join(members, ", "))
-	}
-	b.WriteString(" END")
-	return b.String()
-}
-
-// decimalsSQL is a CASE over the pairs: each token's decimals.
-func decimalsSQL(network, token string) string {
-	var b strings.Builder
-	b.WriteString("CASE")
-	for _, p := range paywatch.Pairs() {
-		fmt.Fprintf(&b, " WHEN %s = '%s' AND %s = '%s' THEN %d", network, p.Network, token, p.Token, paywatch.Decimals(p.Network, p.Token))
-	}
-	b.WriteString(" END")
-	return b.String()
-}
-
-// belowMinimumSQL is the condition that transfer t is below its project's
-// (pr) dust minimum now: min_amount, else the global 0.10, compared
-// exactly in the token's base units. The verdict, the dashboard's count
-// and the reopening of settled dust (reopenUnderLoweredMinimum) all read
-// this one rule.
-func belowMinimumSQL() string {
-	return `t.amount < COALESCE(pr.min_amount, 0.10) * power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)`
-}
-
 // liveSQL is the condition of a payment (alias a) that may still take a
 // transfer: in progress, or expired inside the late window of a mode whose
 // late funds count (watchedOnAnyNetwork without the address).
@@ -190,7 +141,9 @@ func classifiedFromSQL(from, where, late string) string {
 	// take transfers (payments_open_address_idx, payments_expired_address_idx),
 	// so that a pool address's thousands of finished payments are not read
 	// for every transfer.
+	// A memo payment only one carrying its memo (WatchedPayment.Accepts).
 	takes := ` AND lp.token = t.token AND COALESCE(lp.start_block, 0) <= t.block_number
+	             AND (lp.memo IS NULL OR lp.memo = ANY(t.memos))
 	             AND (NOT ` + paywatch.PolicySQL("lp", func(p paywatch.Policy) bool { return p.ExactMatch }) + `
 	                  OR abs(t.amount / power(10::numeric, ` + decimalsSQL("t.network", "t.token") + `)
 	                         - lp.amount / power(10::numeric, lp.decimals)) < 0.0001)
@@ -224,6 +177,7 @@ func classifiedFromSQL(from, where, late string) string {
 	       COALESCE(cp.id, rel.id)::text AS related_id,
 	       CASE
 	         WHEN COALESCE(cp.id, rel.id) IS NULL THEN 'no_payment'
+	         WHEN cp.id IS NULL AND rmemo.id IS NULL AND rsame.memo IS NOT NULL THEN 'no_memo'
 	         WHEN cp.id IS NULL AND rel.network <> t.network THEN 'other_network'
 	         WHEN COALESCE(cp.token, rel.token) <> t.token THEN 'other_token'
 	         WHEN COALESCE(cp.status, rel.status) IN ('paid', 'overpaid') THEN 'after_paid'
@@ -250,9 +204,16 @@ func classifiedFromSQL(from, where, late string) string {
 	-- of every payment on a shared address; rother is read only when rsame
 	-- finds none.
 	LEFT JOIN LATERAL (
-	  SELECT p.id, p.token, p.status, p.network FROM payments p
+	  SELECT p.id, p.token, p.status, p.network, p.memo FROM payments p
 	  WHERE p.network = t.network AND p.address = t.to_address AND p.start_block <= t.block_number
 	  ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1) rsame ON true
+	-- On an address that memo payments share (SOLANA), the payment whose
+	-- memo the transfer carries, before any other (payments_memo_idx);
+	-- none there, and the address's last payment a memo payment: no_memo.
+	LEFT JOIN LATERAL (
+	  SELECT p.id, p.token, p.status, p.network FROM payments p
+	  WHERE cardinality(t.memos) > 0 AND p.network = t.network AND p.address = t.to_address AND p.memo = ANY(t.memos)
+	  ORDER BY p.created_at DESC, p.id DESC LIMIT 1) rmemo ON true
 	LEFT JOIN LATERAL (
 	  SELECT o.id, o.token, o.status, o.network FROM unnest(` + otherNetworksSQL("t.network") + `) n(network)
 	  CROSS JOIN LATERAL (
@@ -263,8 +224,9 @@ func classifiedFromSQL(from, where, late string) string {
 	  WHERE rsame.id IS NULL
 	  ORDER BY o.assigned_at DESC, o.id DESC LIMIT 1) rother ON true
 	CROSS JOIN LATERAL (
-	  SELECT COALESCE(rsame.id, rother.id) AS id, COALESCE(rsame.token, rother.token) AS token,
-	         COALESCE(rsame.status, rother.status) AS status, COALESCE(rsame.network, rother.network) AS network) rel
+	  SELECT COALESCE(rmemo.id, rsame.id, rother.id) AS id, COALESCE(rmemo.token, rsame.token, rother.token) AS token,
+	         COALESCE(rmemo.status, rsame.status, rother.status) AS status,
+	         COALESCE(rmemo.network, rsame.network, rother.network) AS network) rel
 	WHERE ` + where + ` AND NOT t.removed
 	) s`
 }

@@ -69,7 +69,7 @@ func countedState(p *store.Payment, x paywatch.Transfer) paywatch.PaymentState {
 // moves the cursor. It returns the payment the transfer counts for after
 // the batch ("" if none).
 func scanLikeTheScanner(ctx context.Context, s *store.Store, x paywatch.Transfer, height uint64) (string, error) {
-	watched, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{x.To}, []string{x.TxHash})
+	watched, err := s.WatchedAddresses(ctx, paywatch.TRC20, []string{x.To}, []string{x.TxHash}, nil)
 	if err != nil {
 		return "", err
 	}

@@ -122,6 +122,9 @@ func (u WalletUpdate) validate() (validatedWallet, error) {
 		if err != nil {
 			return v, unknownFamily(key)
 		}
+		if !f.Derived() {
+			return v, noXPubFamily(f)
+		}
 		raw := u.XPubs[key]
 		if raw == nil || *raw == "" {
 			v.xpubs[f] = nil
@@ -250,7 +253,7 @@ func (s *Store) PutWalletAlerted(ctx context.Context, slug string, u WalletUpdat
 				return err
 			}
 		}
-		for _, f := range paywatch.Families() {
+		for _, f := range paywatch.DerivedFamilies() {
 			x, ok := v.xpubs[f]
 			if !ok {
 				continue
@@ -474,8 +477,10 @@ func (s *Store) AvailableNetworks(mode paywatch.AddressMode, w *Wallet) []paywat
 
 // walletServes reports whether wallet w can give an address on network n in
 // the given mode.
+// A memo payment (an HD mode on a family without derivation) takes the
+// wallet's first registered address.
 func walletServes(mode paywatch.AddressMode, w *Wallet, n paywatch.Network) bool {
-	if mode.UsesXPub() {
+	if mode.UsesXPub() && n.Family().Derived() {
 		return w.HasXPub(n.Family())
 	}
 	return w.Addresses[n] > 0

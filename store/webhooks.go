@@ -240,6 +240,8 @@ type WebhookPaymentInfo struct {
 	CreatedAt time.Time
 	// Link is set for payments made through a payment link.
 	Link *WebhookLinkInfo
+	// Memo is a memo payment's memo (SOLANA), nil otherwise.
+	Memo *string
 }
 
 // WebhookLinkInfo holds the payment-link fields of a link payment's
@@ -277,6 +279,7 @@ func (s *Store) WebhookPaymentInfo(ctx context.Context, paymentID string) (Webho
 		BuyerEmail      *string         `json:"buyer_email"`
 		BuyerName       *string         `json:"buyer_name"`
 		BuyerNote       *string         `json:"buyer_note"`
+		Memo            *string         `json:"memo"`
 	}
 	if err := json.Unmarshal(raw, &row); err != nil {
 		return WebhookPaymentInfo{}, fmt.Errorf("decode payment %s: %w", paymentID, err)
@@ -286,6 +289,7 @@ func (s *Store) WebhookPaymentInfo(ctx context.Context, paymentID string) (Webho
 		ExternalRef:     row.ExternalRef,
 		ExternalOrderID: row.ExternalOrderID,
 		CreatedAt:       row.CreatedAt.UTC(),
+		Memo:            row.Memo,
 	}
 	if m := strings.TrimSpace(string(row.Metadata)); m != "" && m != "null" {
 		info.Metadata = row.Metadata

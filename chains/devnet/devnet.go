@@ -154,6 +154,19 @@ type Devnet struct {
 // new run's chains from the ones its rows came from by this id.
 func (d *Devnet) RunID() string { return d.runID }
 
+// starters start a devnet chain of each address family.
+var starters = map[paywatch.Family]func(context.Context, paywatch.NetworkInfo, Config) (chain, error){
+	paywatch.FamilyEVM: func(ctx context.Context, info paywatch.NetworkInfo, cfg Config) (chain, error) {
+		return startEVM(ctx, info, cfg.LogRangeLimit)
+	},
+	paywatch.FamilyTron: func(_ context.Context, info paywatch.NetworkInfo, cfg Config) (chain, error) {
+		return startTron(info, cfg.RequireHeaders)
+	},
+	paywatch.FamilySolana: func(_ context.Context, info paywatch.NetworkInfo, _ Config) (chain, error) {
+		return startSolana(info.Network, DefaultSolanaMints(), solanaSkipEvery)
+	},
+}
+
 // Start starts the chains of cfg and, if cfg.BlockInterval is set, their
 // block producers. The chains stop when Close is called (not when ctx ends:
 // ctx only bounds the start).
@@ -191,13 +204,7 @@ func Start(ctx context.Context, cfg Config) (*Devnet, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var c chain
-			var err error
-			if info.Family == paywatch.FamilyTron {
-				c, err = startTron(info, cfg.RequireHeaders)
-			} else {
-				c, err = startEVM(ctx, info, cfg.LogRangeLimit)
-			}
+			c, err := starters[info.Family](ctx, info, cfg)
 			results[i] = started{c, err}
 		}()
 	}

@@ -51,11 +51,14 @@ func TestAccountsAndContractsAreTheDocumentedOnes(t *testing.T) {
 func TestStartsEveryNetwork(t *testing.T) {
 	began := time.Now()
 	d := start(t, devnet.Config{})
-	t.Logf("6 chains started in %v", time.Since(began))
-
 	st := d.Networks()
-	require.Len(t, st, 6)
-	wantIDs := map[paywatch.Network]int64{paywatch.TRC20: 0, paywatch.BEP20: 56, paywatch.ERC20: 1, paywatch.POLYGON: 137, paywatch.ARBITRUM: 42161, paywatch.BASE: 8453}
+	t.Logf("%d chains started in %v", len(st), time.Since(began))
+	require.Len(t, st, 7)
+	wantIDs := map[paywatch.Network]int64{paywatch.TRC20: 0, paywatch.BEP20: 56, paywatch.ERC20: 1, paywatch.POLYGON: 137, paywatch.ARBITRUM: 42161, paywatch.BASE: 8453, paywatch.SOLANA: 0}
+	solanaMints := map[paywatch.Token]string{}
+	for _, m := range devnet.DefaultSolanaMints() {
+		solanaMints[m.Token] = m.Mint
+	}
 	// Each token has one address on every EVM devnet, whichever tokens
 	// the chain carries (the faucet's nonce n deploys the n-th token).
 	evmTokens := map[paywatch.Token]string{
@@ -68,11 +71,17 @@ func TestStartsEveryNetwork(t *testing.T) {
 		s := st[i]
 		assert.Equal(t, info.Network, s.Network, "API order")
 		assert.Equal(t, wantIDs[s.Network], s.ChainID)
-		if s.Network == paywatch.TRC20 {
+		switch info.Family {
+		case paywatch.FamilyTron:
 			assert.Equal(t, map[paywatch.Token]string{paywatch.USDT: devnet.TronUSDTContract}, s.Tokens)
 			assert.NotContains(t, s.RPCURL, "://")
 			assert.Equal(t, uint64(0), s.Head)
-		} else {
+		case paywatch.FamilySolana:
+			assert.Equal(t, solanaMints, s.Tokens, "the devnet's own mints, never mainnet's")
+			assert.NotEqual(t, paywatch.DefaultContract(s.Network, paywatch.USDC), s.Tokens[paywatch.USDC])
+			assert.True(t, strings.HasPrefix(s.RPCURL, "http://127.0.0.1:"), s.RPCURL)
+			assert.Equal(t, uint64(0), s.Head, "genesis")
+		default:
 			want := map[paywatch.Token]string{}
 			for _, tok := range info.Tokens {
 				want[tok] = evmTokens[tok]
@@ -92,7 +101,7 @@ func TestStartSubsetAndUnknown(t *testing.T) {
 	_, err := d.Mine(context.Background(), paywatch.ERC20, 1)
 	assert.Equal(t, paywatch.ENOTFOUND, paywatch.ErrorCode(err))
 
-	_, err = devnet.Start(context.Background(), devnet.Config{Networks: []paywatch.Network{"SOLANA"}})
+	_, err = devnet.Start(context.Background(), devnet.Config{Networks: []paywatch.Network{"TON"}})
 	assert.Error(t, err)
 }
 
@@ -282,7 +291,7 @@ func TestHandler(t *testing.T) {
 		{"count zero", "/devnet/blocks", `{"network":"POLYGON","count":0}`, 400, "count"},
 		{"count huge", "/devnet/blocks", `{"network":"POLYGON","count":1000000}`, 400, "count"},
 		{"count not a number", "/devnet/blocks", `{"network":"POLYGON","count":"5"}`, 400, "count"},
-		{"blocks unknown network", "/devnet/blocks", `{"network":"SOLANA","count":1}`, 404, "planned"},
+		{"blocks unknown network", "/devnet/blocks", `{"network":"TON","count":1}`, 404, "planned"},
 		{"depth missing", "/devnet/reorg", `{"network":"POLYGON"}`, 400, "depth"},
 		{"depth zero", "/devnet/reorg", `{"network":"POLYGON","depth":0}`, 400, "depth"},
 		{"depth into setup", "/devnet/reorg", `{"network":"POLYGON","depth":9}`, 400, "setup"},

@@ -32,6 +32,10 @@ import (
 // solanaFinality is how many slots behind the newest a slot is finalized.
 const solanaFinality = 32
 
+// solanaSkipEvery makes every 7th slot of a started devnet a skipped one,
+// as leaders now and then skip theirs.
+const solanaSkipEvery = 7
+
 // SolanaMint is a devnet token: its mint, program and decimals.
 type SolanaMint struct {
 	Token    paywatch.Token
@@ -99,9 +103,8 @@ type solanaAccount struct {
 // startSolana starts the chain and its JSON-RPC server on a free loopback
 // port; the faucet holds 1,000,000,000 of each mint.
 func startSolana(network paywatch.Network, mints []SolanaMint, skipEvery uint64) (*solanaChain, error) {
-	g := sha256.Sum256([]byte("paywatch devnet solana genesis"))
 	c := &solanaChain{
-		network: network, mints: mints, faucet: sol.PrivateKey(solanaKey("faucet")), genesis: sol.PublicKeyFromBytes(g[:]).String(),
+		network: network, mints: mints, faucet: sol.PrivateKey(solanaKey("faucet")), genesis: solana.DevnetGenesis,
 		skipEvery: skipEvery, txs: map[string]*solanaTx{}, times: map[uint64]int64{}, balances: map[string]*big.Int{}, accounts: map[string]solanaAccount{},
 	}
 	// Slot 0 is the genesis block, as on every cluster.

@@ -62,6 +62,34 @@ func NewChain(network paywatch.Network, c *Client, mints []Mint) (*Chain, error)
 	return ch, nil
 }
 
+// DialConfig returns the Chain of cfg: the endpoints of cfg.URLs (with
+// their headers), and the network's mints, cfg.Contracts' where it names
+// them (a devnet's), with each token's program from the table.
+func DialConfig(cfg chainapi.Config) (*Chain, error) {
+	info, ok := paywatch.LookupNetwork(cfg.Network)
+	if !ok || info.Family != paywatch.FamilySolana {
+		return nil, fmt.Errorf("solana: %q is not a Solana network", cfg.Network)
+	}
+	if len(cfg.Headers) != 0 && len(cfg.Headers) != len(cfg.URLs) {
+		return nil, fmt.Errorf("solana: %s has %d header sets for %d RPC URLs", cfg.Network, len(cfg.Headers), len(cfg.URLs))
+	}
+	c, err := Dial(cfg.URLs, cfg.Headers, cfg.Observe)
+	if err != nil {
+		return nil, err
+	}
+	var mints []Mint
+	for _, t := range info.Tokens {
+		mint := paywatch.DefaultContract(cfg.Network, t)
+		if cfg.Contracts != nil {
+			if mint, ok = cfg.Contracts[t]; !ok {
+				continue
+			}
+		}
+		mints = append(mints, Mint{Token: t, Mint: mint, Program: paywatch.TokenProgram(cfg.Network, t)})
+	}
+	return NewChain(cfg.Network, c, mints)
+}
+
 // accountConcurrency is how many watched accounts one batch reads at once.
 const accountConcurrency = 4
 

@@ -2,10 +2,15 @@ package solana
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"time"
 
 	sol "github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
+
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/chains/internal/chainapi"
 )
 
 // What `paywatch check` is to ask of a Solana endpoint (issue 40, item 6):
@@ -54,4 +59,103 @@ func (c *Client) HistoryStart(ctx context.Context) (uint64, error) {
 		return err
 	})
 	return slot, err
+}
+
+// DevnetGenesis is the genesis hash of paywatch's in-process Solana devnet
+// (chains/devnet): `paywatch check` and the start-up guard take it for
+// the network, as they take the EVM devnets' mainnet chain ids.
+var DevnetGenesis = func() string {
+	g := sha256.Sum256([]byte("paywatch devnet solana genesis"))
+	return sol.PublicKeyFromBytes(g[:]).String()
+}()
+
+// Identity implements chainapi.Checker: the cluster the genesis hash
+// names; only mainnet-beta (and the paywatch devnet) is the network.
+func (c *Chain) Identity(ctx context.Context) (chainapi.Identity, error) {
+	genesis, cluster, err := c.Cluster(ctx)
+	switch {
+	case err != nil:
+		return chainapi.Identity{}, fmt.Errorf("solana: %s getGenesisHash: %w", c.network, err)
+	case genesis == MainnetGenesis:
+		return chainapi.Identity{Name: "Solana mainnet-beta", OK: true}, nil
+	case genesis == DevnetGenesis:
+		return chainapi.Identity{Name: "the paywatch devnet", OK: true}, nil
+	case cluster != "":
+		return chainapi.Identity{Name: "Solana " + cluster + " (genesis " + genesis + ")"}, nil
+	}
+	return chainapi.Identity{Name: "unknown cluster (genesis " + genesis + ")"}, nil
+}
+
+// Check implements chainapi.Checker: the cluster, getHealth, the newest
+// confirmed slot and its age, each mint's decimals (getTokenSupply), and
+// how far back the endpoint's history reaches (minimumLedgerSlot): a
+// scanner whose cursor is older than that can miss transfers, and
+// /health says so too.
+func (c *Chain) Check(ctx context.Context) chainapi.EndpointCheck {
+	out := chainapi.EndpointCheck{Network: c.network, Endpoint: c.eps.Name(0), Transport: "json-rpc"}
+	problem := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
+	start := time.Now()
+	ident, err := c.Identity(ctx)
+	out.Latency = time.Since(start)
+	if err != nil {
+		out.Err = err.Error()
+		problem("unreachable: %v", err)
+		return out
+	}
+	out.Identity = ident
+	if !ident.OK {
+		problem("serves %s, not Solana mainnet-beta (genesis %s)", ident.Name, MainnetGenesis)
+	}
+	health := chainapi.FeatureCheck{Name: "getHealth", Required: true}
+	if err := c.Health(ctx); err != nil {
+		health.Detail = err.Error()
+		problem("getHealth: %v", err)
+	} else {
+		health.OK, health.Detail = true, "ok"
+	}
+	out.Features = append(out.Features, health)
+	head, err := c.Head(ctx)
+	if err != nil {
+		problem("newest confirmed slot: %v", err)
+		return out
+	}
+	out.Head = head
+	if at, err := c.BlockTime(ctx, head); err == nil {
+		out.HeadAge = max(time.Since(at).Round(time.Second), 0)
+	}
+	for _, m := range c.mints {
+		tc := chainapi.TokenCheck{Token: m.Token, Contract: m.Mint, Decimals: -1, Want: paywatch.Decimals(c.network, m.Token)}
+		d, err := c.MintDecimals(ctx, m.Mint)
+		switch {
+		case err != nil:
+			tc.Err = err.Error()
+			problem("%s mint %s: %v", m.Token, m.Mint, err)
+		default:
+			tc.Decimals = d
+			if d != tc.Want {
+				problem("%s mint %s has %d decimals, paywatch expects %d", m.Token, m.Mint, d, tc.Want)
+			}
+		}
+		out.Tokens = append(out.Tokens, tc)
+	}
+	hist := chainapi.FeatureCheck{Name: "getSignaturesForAddress history", Required: true}
+	if first, err := c.HistoryStart(ctx); err != nil {
+		hist.Detail = err.Error()
+		problem("minimumLedgerSlot: %v", err)
+	} else {
+		hist.OK = true
+		hist.Detail = HistoryDetail(first, head)
+	}
+	out.Features = append(out.Features, hist)
+	return out
+}
+
+// HistoryDetail says how far back an endpoint's history reaches: from
+// slot first, with head the newest, at mainnet's 400 ms a slot.
+func HistoryDetail(first, head uint64) string {
+	if first == 0 {
+		return "reaches back to genesis"
+	}
+	behind := time.Duration(head-min(head, first)) * 400 * time.Millisecond
+	return fmt.Sprintf("reaches back to slot %d, about %s (a scanner stopped for longer must be given an archive endpoint)", first, behind.Round(time.Minute))
 }

@@ -49,6 +49,9 @@ type chainRuntime struct {
 	// chain's: it has its network's mainnet chain id but its own
 	// contracts, and a real wallet would call transfer on the mainnet one.
 	WalletTokens map[paywatch.Network]map[paywatch.Token]string
+	// Mints are the token contracts of the networks whose families take
+	// memo payments (api.Deps.Mints), a devnet's included.
+	Mints map[paywatch.Network]map[paywatch.Token]string
 }
 
 // devnetIdlePoll is the scanners' poll interval on devnet chains that make
@@ -67,7 +70,8 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 	if logger == nil {
 		logger = slog.Default()
 	}
-	rt := &chainRuntime{PollIntervals: map[paywatch.Network]time.Duration{}, WalletTokens: map[paywatch.Network]map[paywatch.Token]string{}}
+	rt := &chainRuntime{PollIntervals: map[paywatch.Network]time.Duration{}, WalletTokens: map[paywatch.Network]map[paywatch.Token]string{},
+		Mints: map[paywatch.Network]map[paywatch.Token]string{}}
 	var devnets []paywatch.Network
 	for _, info := range paywatch.Networks() {
 		if len(cfg.RPCURLs[info.Network]) == 0 && cfg.Devnet {
@@ -125,6 +129,11 @@ func startChains(ctx context.Context, cfg Config, logger *slog.Logger, observe f
 	for _, n := range verified {
 		if info, _ := paywatch.LookupNetwork(n); info.Family == paywatch.FamilyEVM && !cfg.AllowOtherChains {
 			rt.WalletTokens[n] = contractsOf(n, cfg.Contracts[n])
+		}
+	}
+	for _, c := range cfgs {
+		if !c.Network.Family().Derived() {
+			rt.Mints[c.Network] = contractsOf(c.Network, c.Contracts)
 		}
 	}
 	if observe != nil {

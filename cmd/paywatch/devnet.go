@@ -97,6 +97,7 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 		to := fs.String("to", "", "recipient address")
 		amount := fs.String("amount", "", "amount in whole tokens, e.g. 10.5")
 		from := fs.String("from", "", "sender: a devnet account (default: the faucet)")
+		memo := fs.String("memo", "", "a memo payment's memo: on SOLANA the Solana Pay reference, added to the transfer")
 		if err := parse("network", "to", "amount"); err != nil {
 			return "", "", nil, err
 		}
@@ -106,6 +107,9 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 		body = map[string]any{"network": upper(*network), "token": upper(*token), "to": strings.TrimSpace(*to), "amount": strings.TrimSpace(*amount)}
 		if *from != "" {
 			body["from"] = strings.TrimSpace(*from)
+		}
+		if m := strings.TrimSpace(*memo); m != "" {
+			body["memo"] = m
 		}
 		return http.MethodPost, "/devnet/transfers", body, nil
 	case "blocks":

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	sol "github.com/gagliardetto/solana-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tyler-smith/go-bip32"
@@ -145,14 +146,18 @@ func TestPaymentPaidOnEveryDevnetNetwork(t *testing.T) {
 	sink.mu.Lock()
 	sink.secret = body["webhook_secret"].(string)
 	sink.mu.Unlock()
+	// SOLANA takes a registered address: its per_payment payments share
+	// it, told apart by their memos.
+	solanaWallet := sol.NewWallet().PublicKey().String()
 	code, body = c.do("PUT", "/v1/projects/shop/wallet", master, map[string]any{
 		"name": "main", "xpubs": map[string]any{"evm": accountXPub(t, 60), "tron": accountXPub(t, 195)},
+		"addresses": map[string]any{"SOLANA": []string{solanaWallet}},
 	})
 	require.Equal(t, http.StatusOK, code, body)
 
 	merchant := map[string]string{"x-api-key": apiKey}
 	type job struct {
-		network, token, amount, id string
+		network, token, amount, id, memo string
 	}
 	// Every pair of the table, each with an amount at its token's
 	// precision: DAI to the 18th decimal.
@@ -186,8 +191,17 @@ func TestPaymentPaidOnEveryDevnetNetwork(t *testing.T) {
 			assert.NotEqual(t, "TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH", p["address"], "index 0 is reserved")
 		}
 
+		args := []string{"send", "--network", j.network, "--token", j.token, "--to", p["address"].(string), "--amount", j.amount}
+		if memo, ok := p["memo"].(string); ok {
+			assert.Equal(t, solanaWallet, p["address"], "a memo payment takes the wallet's address")
+			j.memo = memo
+			args = append(args, "--memo", memo)
+		} else {
+			assert.Nil(t, p["memo"], j.network)
+		}
+		assert.Equal(t, paywatch.Network(j.network).Family() == paywatch.FamilySolana, j.memo != "", "memo payments are SOLANA's")
 		cli := devnetCLI(base)
-		code, sent, errOut := cli("send", "--network", j.network, "--token", j.token, "--to", p["address"].(string), "--amount", j.amount)
+		code, sent, errOut := cli(args...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, sent, `"tx_hash"`)
 	}
@@ -216,6 +230,11 @@ func TestPaymentPaidOnEveryDevnetNetwork(t *testing.T) {
 		assert.Equal(t, want, ev["paid_amount"], j.network)
 		assert.Equal(t, "order-"+j.network+"-"+j.token, ev["external_order_id"], j.network)
 		assert.Equal(t, j.token, ev["token"], j.network)
+		if j.memo != "" {
+			assert.Equal(t, j.memo, ev["memo"], "the webhook names the memo")
+		} else {
+			assert.Nil(t, ev["memo"], j.network)
+		}
 	}
 	assert.Zero(t, sink.bad, "every webhook carried a valid signature")
 

@@ -218,6 +218,7 @@ func (m *Main) Run(ctx context.Context) error {
 			// The hosted page's wallet links name the contracts the
 			// scanners watch.
 			WalletTokens: rt.WalletTokens,
+			Mints:        rt.Mints,
 		})
 		// A payment row whose workflow start was lost (a crash between the
 		// insert and the start) gets its workflow from the reconciler.

@@ -1,4 +1,4 @@
-// paywatch hosted payment page: live status, countdown, copy button and
+// paywatch hosted payment page: live status, countdown, copy buttons and
 // network selection without a reload. The page works without this file
 // (plain form posts and links); this only adds the live parts.
 (function () {
@@ -27,7 +27,9 @@
     // while its follow-up confirms).
     unconfirmed: root.getAttribute('data-state') === 'confirming',
     // The server offered a wallet request.
-    wallet: !!wallet && !wallet.hidden
+    wallet: !!wallet && !wallet.hidden,
+    // A memo payment's memo (a Solana Pay reference), '' for any other.
+    memo: (document.getElementById('memo') || {}).textContent || ''
   };
   var timer = null;
   var busy = false;
@@ -105,6 +107,28 @@
       pay.setAttribute('data-qr', 'address');
       if (toggle) toggle.setAttribute('href', toggle.getAttribute('data-wallet-href'));
     }
+    // A memo payment has no address-only QR code to offer (the address
+    // alone would lose the memo): its wallet request, for what is still
+    // to send, is shown whenever there is one.
+    if (on && data.memo && pay) pay.setAttribute('data-qr', 'wallet');
+  }
+
+  // setMemo takes a memo payment's memo (null or '' for any other
+  // payment): the memo row with its copy button and the memo's hints
+  // show for a memo payment only, the address-only ones for any other.
+  function setMemo(memo) {
+    data.memo = memo || '';
+    setText('memo', data.memo);
+    var els = root.querySelectorAll('[data-memo]');
+    for (var i = 0; i < els.length; i++) {
+      els[i].hidden = (els[i].getAttribute('data-memo') === 'only') !== !!data.memo;
+    }
+    var box = document.getElementById('memo-box');
+    var alt = box && box.getAttribute('data-qr-alt');
+    if (data.memo && alt) {
+      var qrs = [document.getElementById('qr'), document.getElementById('wallet-qr')];
+      for (var j = 0; j < qrs.length; j++) if (qrs[j]) qrs[j].setAttribute('alt', alt);
+    }
   }
 
   // setWallet takes the wallet request of a status answer d, or withdraws
@@ -128,6 +152,7 @@
       data.address = d.address;
       setText('address', d.address);
     }
+    if ('memo' in d) setMemo(d.memo);
     if (d.qr_code) {
       var qr = document.getElementById('qr');
       if (qr && qr.getAttribute('src') !== d.qr_code) qr.setAttribute('src', d.qr_code);
@@ -218,19 +243,22 @@
     });
   }
 
-  var copy = document.getElementById('copy');
-  if (copy) {
+  // copyButton makes button id copy the text of element target (value()
+  // when the page knows it), or select it where the clipboard is refused.
+  function copyButton(id, target, value) {
+    var copy = document.getElementById(id);
+    if (!copy) return;
     copy.hidden = false;
     var copyText = copy.textContent;
     copy.addEventListener('click', function () {
-      var text = data.address || (document.getElementById('address') || {}).textContent || '';
+      var text = value() || (document.getElementById(target) || {}).textContent || '';
       var done = function (ok) {
         copy.textContent = copy.getAttribute(ok ? 'data-copied' : 'data-select');
         setTimeout(function () { copy.textContent = copyText; }, 2000);
       };
       var fallback = function () {
         var sel = window.getSelection(), range = document.createRange();
-        range.selectNodeContents(document.getElementById('address'));
+        range.selectNodeContents(document.getElementById(target));
         sel.removeAllRanges();
         sel.addRange(range);
         var ok = false;
@@ -244,6 +272,8 @@
       }
     });
   }
+  copyButton('copy', 'address', function () { return data.address; });
+  copyButton('copy-memo', 'memo', function () { return data.memo; });
 
   // The QR toggle switches between the address QR code and the wallet one
   // in place; without JavaScript it is a link to the page with ?qr=wallet.

@@ -1,0 +1,33 @@
+package api
+
+import (
+	"github.com/paywatch/paywatch"
+	"github.com/paywatch/paywatch/payments"
+)
+
+// qrTarget is what a payment's qr_code encodes: its address, or, for a
+// memo payment (operations.md §9), the wallet link that carries its memo
+// (a Solana Pay transfer request naming the mint the scanner watches,
+// the project as label and a payment link's title as message).
+func (s *Server) qrTarget(p *payments.Payment) string {
+	if p.Memo == "" {
+		return p.Address
+	}
+	r := paywatch.MemoRequest{
+		Network: p.Network, Address: p.Address, Amount: p.Amount, Contract: s.mint(p.Network, p.Token),
+		Memo: p.Memo, Label: p.ProjectName,
+	}
+	if p.Link != nil {
+		r.Message = p.Link.LinkTitle
+	}
+	return r.URI()
+}
+
+// mint is the contract of token t on a memo-payment network n that its
+// scanner watches.
+func (s *Server) mint(n paywatch.Network, t paywatch.Token) string {
+	if c := s.deps.Mints[n][t]; c != "" {
+		return c
+	}
+	return paywatch.DefaultContract(n, t)
+}

@@ -1,0 +1,59 @@
+package paywatch
+
+// Memo payments (operations.md §9): per_payment and per_user payments on a
+// network whose wallets have no watch-only derivation share the wallet's
+// first registered address and are told apart by a memo. What a memo is,
+// and the wallet link that carries it, is the family's.
+
+// memoFamily is what a family of memo payments brings.
+type memoFamily struct {
+	// new returns a fresh memo.
+	new func() string
+	// link returns the wallet link that carries r's memo.
+	link func(r MemoRequest) string
+}
+
+// memoFamilies are the families whose HD-mode payments are memo payments.
+var memoFamilies = map[Family]memoFamily{
+	FamilySolana: {
+		new: NewSolanaReference,
+		link: func(r MemoRequest) string {
+			return SolanaPayRequest{Recipient: r.Address, Amount: r.Amount, Mint: r.Contract, Reference: r.Memo,
+				Label: r.Label, Message: r.Message}.URL()
+		},
+	},
+}
+
+// NewMemo returns a fresh memo for a memo payment on network n (a Solana
+// Pay reference on SOLANA), "" for a network without memo payments.
+func NewMemo(n Network) string {
+	if f, ok := memoFamilies[n.Family()]; ok {
+		return f.new()
+	}
+	return ""
+}
+
+// MemoRequest is what a memo payment's wallet link says.
+type MemoRequest struct {
+	Network Network
+	// Address is the merchant's wallet; Amount the amount in whole tokens;
+	// Contract the token's contract (SOLANA: its mint).
+	Address  string
+	Amount   Amount
+	Contract string
+	Memo     string
+	// Label names the merchant, Message the item; both optional.
+	Label, Message string
+}
+
+// URI returns the wallet link that carries the memo (SOLANA: a Solana Pay
+// transfer request), which a memo payment's qr_code encodes: the address
+// alone would lose the memo. Without a memo, or on a network without
+// memo payments, it is the address.
+func (r MemoRequest) URI() string {
+	f, ok := memoFamilies[r.Network.Family()]
+	if !ok || r.Memo == "" {
+		return r.Address
+	}
+	return f.link(r)
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paywatch/paywatch"
+)
+
+// AccountCursor is how far one account of a network read per account
+// (SOLANA: a wallet's token account of one mint) has been read: its newest
+// signature at or below the network's cursor, and that signature's slot.
+type AccountCursor struct {
+	Account, Owner string
+	Signature      string
+	Slot           uint64
+}
+
+// WatchedOwners lists every address a project owns or owned on network
+// n's family (address_owners), in one order: the wallets whose accounts
+// a network read per account reads, so that a transfer no payment takes
+// is still reported as unmatched funds.
+func (s *Store) WatchedOwners(ctx context.Context, n paywatch.Network) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT address FROM address_owners WHERE family = $1 ORDER BY address`, string(n.Family()))
+	if err != nil {
+		return nil, fmt.Errorf("watched owners on %s: %w", n, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("watched owners on %s: %w", n, err)
+	}
+	return out, nil
+}
+
+// AccountCursors returns the recorded cursors of network n's accounts.
+func (s *Store) AccountCursors(ctx context.Context, n paywatch.Network) (map[string]AccountCursor, error) {
+	rows, err := s.pool.Query(ctx, `SELECT account, owner, signature, slot FROM account_cursors WHERE network = $1`, string(n))
+	if err != nil {
+		return nil, fmt.Errorf("account cursors of %s: %w", n, err)
+	}
+	defer rows.Close()
+	out := map[string]AccountCursor{}
+	for rows.Next() {
+		var c AccountCursor
+		var slot int64
+		if err := rows.Scan(&c.Account, &c.Owner, &c.Signature, &slot); err != nil {
+			return nil, fmt.Errorf("account cursors of %s: %w", n, err)
+		}
+		c.Slot = uint64(slot)
+		out[c.Account] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("account cursors of %s: %w", n, err)
+	}
+	return out, nil
+}
+
+// saveAccountCursors writes a batch's account cursors, in the transaction
+// that moves the network's cursor (RecordScan).
+func saveAccountCursors(ctx context.Context, tx pgx.Tx, n paywatch.Network, cs []AccountCursor, now time.Time) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	accounts := make([]string, len(cs))
+	owners := make([]string, len(cs))
+	sigs := make([]string, len(cs))
+	slots := make([]int64, len(cs))
+	for i, c := range cs {
+		accounts[i], owners[i], sigs[i], slots[i] = c.Account, c.Owner, c.Signature, int64(c.Slot)
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO account_cursors (network, account, owner, signature, slot, updated_at)
+		SELECT $1, a.account, a.owner, a.signature, a.slot, $6
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS a(account, owner, signature, slot)
+		ON CONFLICT (network, account) DO UPDATE SET
+			owner = EXCLUDED.owner, signature = EXCLUDED.signature, slot = EXCLUDED.slot, updated_at = EXCLUDED.updated_at
+		WHERE (account_cursors.signature, account_cursors.slot) IS DISTINCT FROM (EXCLUDED.signature, EXCLUDED.slot)`,
+		string(n), accounts, owners, sigs, slots, now)
+	if err != nil {
+		return fmt.Errorf("save %d %s account cursors: %w", len(cs), n, err)
+	}
+	return nil
+}
