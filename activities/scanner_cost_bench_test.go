@@ -40,6 +40,12 @@ import (
 // the payment workflow's part: it records the transfer as awaited, as the
 // workflow's state save does). PAYWATCH_RPC_BENCH_WINDOW sets each
 // scenario's length (default 3m). `make bench-rpc` runs it.
+//
+// On SOLANA the merchant has one registered wallet from the start (the
+// scanner reads its token accounts, nothing else), the payments are memo
+// payments on that one wallet, each paid with its reference, and the
+// latency is measured from the moment the transfer's slot was finalized
+// (a transfer counts then), not from a block at a depth.
 func BenchmarkRPCCost(b *testing.B) {
 	window := 3 * time.Minute
 	if v := os.Getenv("PAYWATCH_RPC_BENCH_WINDOW"); v != "" {
@@ -78,12 +84,27 @@ func BenchmarkRPCCost(b *testing.B) {
 	for _, info := range nets {
 		go seen.follow(ctx, d, info.Network)
 	}
-	maker := &blockMaker{tb: b, d: d, pay: map[paywatch.Network][]string{}, next: map[paywatch.Network]int{}}
+	maker := &blockMaker{tb: b, d: d, pay: map[paywatch.Network][]payee{}, next: map[paywatch.Network]int{}}
 	for _, info := range nets {
 		go maker.run(ctx, info)
 	}
 
-	sig := &awaitingSignaler{db: db, seen: seen}
+	// SOLANA: the merchant's wallet, and when each slot was finalized.
+	memoWallets := map[paywatch.Network]string{}
+	final := newBlockTimes()
+	for _, info := range nets {
+		if paywatch.NewMemo(info.Network) != "" {
+			memoWallets[info.Network] = db.ownSolanaWallet(b)
+		}
+		st, _ := d.Network(info.Network)
+		direct, err := chains.Dial(ctx, chains.Config{Network: info.Network, URLs: []string{st.RPCURL}, Contracts: st.Tokens})
+		require.NoError(b, err)
+		b.Cleanup(direct.Close)
+		if fr, ok := direct.(chains.FinalityReader); ok {
+			go final.followFinality(ctx, info.Network, fr)
+		}
+	}
+	sig := &awaitingSignaler{db: db, seen: seen, final: final}
 	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: sig})
 	run := func(scenario string, pay func(ctx context.Context)) {
 		before := map[paywatch.Network][2]int64{}
@@ -138,6 +159,10 @@ func BenchmarkRPCCost(b *testing.B) {
 		for _, info := range nets {
 			st, _ := d.Network(info.Network)
 			for range 1000 {
+				if w, ok := memoWallets[info.Network]; ok {
+					expired = append(expired, db.watchMemo(b, info.Network, info.Tokens[0], w, paywatch.NewMemo(info.Network), st.Head))
+					continue
+				}
 				expired = append(expired, db.watch(b, info.Network, info.Tokens[0], randomAddress(b, info.Network), st.Head))
 			}
 		}
@@ -147,13 +172,19 @@ func BenchmarkRPCCost(b *testing.B) {
 		run("1,000 expired payments per network, in their late windows", nil)
 		// 1,000 open payments per network; one of them gets paid every
 		// 20 blocks.
-		addrs := map[paywatch.Network][]string{}
+		addrs := map[paywatch.Network][]payee{}
 		for _, info := range nets {
 			st, _ := d.Network(info.Network)
 			for range 1000 {
+				if w, ok := memoWallets[info.Network]; ok {
+					memo := paywatch.NewMemo(info.Network)
+					db.watchMemo(b, info.Network, info.Tokens[0], w, memo, st.Head)
+					addrs[info.Network] = append(addrs[info.Network], payee{w, memo})
+					continue
+				}
 				a := randomAddress(b, info.Network)
 				db.watch(b, info.Network, info.Tokens[0], a, st.Head)
-				addrs[info.Network] = append(addrs[info.Network], a)
+				addrs[info.Network] = append(addrs[info.Network], payee{to: a})
 			}
 		}
 		run("1,000 open payments per network", func(ctx context.Context) {
@@ -179,16 +210,20 @@ type blockMaker struct {
 	tb   testing.TB
 	d    *devnet.Devnet
 	mu   sync.Mutex
-	pay  map[paywatch.Network][]string // the addresses to pay, in order
+	pay  map[paywatch.Network][]payee // the payments to pay, in order
 	next map[paywatch.Network]int      // blocks made since paying started
 }
 
+// payee is where a payment is paid: its address, and its memo if it is a
+// memo payment.
+type payee struct{ to, memo string }
+
 // payEvery20Blocks starts paying addrs' addresses, one every 20 blocks, or
 // stops with nil.
-func (m *blockMaker) payEvery20Blocks(addrs map[paywatch.Network][]string) {
+func (m *blockMaker) payEvery20Blocks(addrs map[paywatch.Network][]payee) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pay = map[paywatch.Network][]string{}
+	m.pay = map[paywatch.Network][]payee{}
 	for n, a := range addrs {
 		m.pay[n] = slices.Clone(a)
 	}
@@ -196,16 +231,16 @@ func (m *blockMaker) payEvery20Blocks(addrs map[paywatch.Network][]string) {
 }
 
 // due returns the payment a block of network n holds, if any.
-func (m *blockMaker) due(n paywatch.Network) (string, bool) {
+func (m *blockMaker) due(n paywatch.Network) (payee, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.pay[n]) == 0 {
-		return "", false
+		return payee{}, false
 	}
 	k := m.next[n]
 	m.next[n]++
 	if k%20 != 0 {
-		return "", false
+		return payee{}, false
 	}
 	a := m.pay[n][0]
 	m.pay[n] = m.pay[n][1:]
@@ -230,8 +265,8 @@ func (m *blockMaker) run(ctx context.Context, info paywatch.NetworkInfo) {
 				reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: info.Tokens[0], To: randomAddress(m.tb, info.Network), Amount: "2"})
 			}
 		}
-		if to, ok := m.due(info.Network); ok {
-			reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: info.Tokens[0], To: to, Amount: "10"})
+		if p, ok := m.due(info.Network); ok {
+			reqs = append(reqs, devnet.TransferRequest{Network: info.Network, Token: info.Tokens[0], To: p.to, Amount: "10", Memo: p.memo})
 		}
 		if len(reqs) == 0 {
 			_, _ = m.d.Mine(ctx, info.Network, 1)
@@ -312,6 +347,28 @@ func (t *blockTimes) follow(ctx context.Context, d *devnet.Devnet, n paywatch.Ne
 	}
 }
 
+// followFinality records when each slot of n was first finalized, as
+// its direct client (no counting proxy) reads it.
+func (t *blockTimes) followFinality(ctx context.Context, n paywatch.Network, fr chains.FinalityReader) {
+	var last uint64
+	for ctx.Err() == nil {
+		fin, err := fr.Finalized(ctx)
+		if err == nil && fin > last {
+			now := time.Now()
+			t.mu.Lock()
+			if t.at[n] == nil {
+				t.at[n] = map[uint64]time.Time{}
+			}
+			for h := last + 1; h <= fin; h++ {
+				t.at[n][h] = now
+			}
+			t.mu.Unlock()
+			last = fin
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (t *blockTimes) when(n paywatch.Network, h uint64) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -325,6 +382,9 @@ func (t *blockTimes) when(n paywatch.Network, h uint64) (time.Time, bool) {
 type awaitingSignaler struct {
 	db   *scanDB
 	seen *blockTimes
+	// final has when each slot was finalized, on networks that name
+	// their final block (SOLANA): the latency runs from there.
+	final *blockTimes
 	mu   sync.Mutex
 	lat  map[paywatch.Network][]time.Duration
 }
@@ -355,6 +415,9 @@ func (a *awaitingSignaler) SignalWorkflow(ctx context.Context, workflowID, _, na
 		info, _ := paywatch.LookupNetwork(network)
 		for _, c := range arg.(workflows.TransfersConfirmed).Transfers {
 			at, ok := a.seen.when(network, c.BlockNumber+uint64(info.Confirmations)-1)
+			if ft, final := a.final.when(network, c.BlockNumber); final {
+				at, ok = ft, true
+			}
 			if !ok || !c.Canonical {
 				continue
 			}

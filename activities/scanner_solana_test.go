@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	sol "github.com/gagliardetto/solana-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +23,7 @@ func (db *scanDB) ownSolanaWallet(t testing.TB) string {
 	ctx := context.Background()
 	var walletID int64
 	require.NoError(t, db.pool.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, 'sol') RETURNING id`, db.projectID).Scan(&walletID))
-	addr := sol.NewWallet().PublicKey().String()
+	addr := randomAddress(t, paywatch.SOLANA)
 	_, err := db.pool.Exec(ctx, `INSERT INTO address_owners (family, address, wallet_id) VALUES ('solana', $1, $2)`, addr, walletID)
 	require.NoError(t, err)
 	return addr

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	sol "github.com/gagliardetto/solana-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
@@ -143,8 +144,11 @@ func randomAddress(t testing.TB, n paywatch.Network) string {
 	b := make([]byte, 20)
 	_, err := rand.Read(b)
 	require.NoError(t, err)
-	if n == paywatch.TRC20 {
+	switch n.Family() {
+	case paywatch.FamilyTron:
 		return paywatch.TronAddressFromEVMBytes(b)
+	case paywatch.FamilySolana:
+		return sol.NewWallet().PublicKey().String()
 	}
 	a, err := paywatch.NormalizeAddress(paywatch.FamilyEVM, "0x"+hex.EncodeToString(b))
 	require.NoError(t, err)

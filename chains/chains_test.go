@@ -502,7 +502,6 @@ func TestDialRejectsBadConfig(t *testing.T) {
 	for name, cfg := range map[string]chains.Config{
 		"unknown network": {Network: "TON", URLs: []string{"http://127.0.0.1:1"}},
 		"solana http url": {Network: paywatch.SOLANA, URLs: []string{"127.0.0.1:8899"}},
-		"solana quorum":   {Network: paywatch.SOLANA, URLs: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Quorum: 2},
 		"no url":          {Network: paywatch.ERC20},
 		"bad evm url":     {Network: paywatch.ERC20, URLs: []string{"127.0.0.1:8545"}},
 		"bad tron addr":   {Network: paywatch.TRC20, URLs: []string{"ftp://node:50051"}},

@@ -87,11 +87,14 @@ func dialQuorum(ctx context.Context, cfg Config) (Client, error) {
 		qc.eps = append(qc.eps, c)
 		qc.names = append(qc.names, chainapi.NewRedactor(cfg.URLs[i], cfg.HeadersOf(i)).Name())
 	}
-	for _, c := range qc.eps {
-		if _, perAccount := c.(AccountReader); perAccount {
+	if aq, perAccount, err := accountQuorumOf(qc); perAccount {
+		if err != nil {
 			qc.Close()
-			return nil, fmt.Errorf("chains: %s: a quorum is not offered for a network read per account yet; give one URL, or several for failover", cfg.Network)
+			return nil, err
 		}
+		return aq, nil
+	}
+	for _, c := range qc.eps {
 		_, tip := c.(TipReader)
 		_, rr := c.(AddressRangeReader)
 		_, ck := c.(chainapi.Checker)

@@ -30,6 +30,9 @@ func transferFields(t Transfer) [][2]string {
 		{"from", t.From},
 		{"to", t.To},
 		{"amount", amount},
+		// A memo payment's reference: an endpoint that drops or changes
+		// it would send the money to unmatched funds, or to another payment.
+		{"memos", strings.Join(t.Memos, ",")},
 	}
 }
 

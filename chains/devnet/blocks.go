@@ -74,3 +74,28 @@ func nextInterval(mean time.Duration, jitter float64) time.Duration {
 	}
 	return time.Duration(float64(mean) * (1 + jitter*(2*rand.Float64()-1)))
 }
+
+// finalizer is implemented by the chains whose blocks become final at a
+// point the chain names (SOLANA) rather than at a depth.
+type finalizer interface {
+	// finalizingBlock returns the block whose making finalized block
+	// height; ok is false while none has yet.
+	finalizingBlock(height uint64) (uint64, bool)
+}
+
+// ConfirmingBlock returns the block of network n that gave block height
+// its network's confirmations: height + confirmations − 1, or on a chain
+// that names its final block (SOLANA) the one whose making finalized it
+// (32 blocks above, skipped slots not counted). ok is false for an
+// unknown network, or while no block has finalized height yet.
+func (d *Devnet) ConfirmingBlock(n paywatch.Network, height uint64) (uint64, bool) {
+	c, ok := d.chains[n]
+	if !ok {
+		return 0, false
+	}
+	if f, ok := c.(finalizer); ok {
+		return f.finalizingBlock(height)
+	}
+	info, _ := paywatch.LookupNetwork(n)
+	return height + uint64(max(info.Confirmations, 1)) - 1, true
+}

@@ -124,3 +124,16 @@ func (c *solanaChain) reorg(_ context.Context, depth int, reinclude bool) (uint6
 	}
 	return c.slot, dropped, nil
 }
+
+// finalizingBlock implements finalizer: slot height is finalized once
+// solanaFinality blocks are made above it, so by the making of the
+// solanaFinality-th made slot after it.
+func (c *solanaChain) finalizingBlock(height uint64) (uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, _ := c.madeAt(height)
+	if k := i + solanaFinality; k < len(c.made) {
+		return c.made[k], true
+	}
+	return 0, false
+}

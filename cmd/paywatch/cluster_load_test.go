@@ -197,6 +197,7 @@ type clusterPayment struct {
 	amount           string
 	parts            []string
 	id, address      string
+	memo             string // a memo payment's (SOLANA), sent with each part
 	created, settled time.Time
 	err              error
 }
@@ -238,6 +239,7 @@ func (p *clusterPayment) run(ctx context.Context, api *clusterAPI, devnetURL str
 	pay, _ := body["payment"].(map[string]any)
 	p.id, _ = pay["id"].(string)
 	p.address, _ = pay["address"].(string)
+	p.memo, _ = pay["memo"].(string)
 	if p.id == "" || p.address == "" {
 		p.err = fmt.Errorf("create: no id or address in %v", body)
 		return
@@ -246,7 +248,7 @@ func (p *clusterPayment) run(ctx context.Context, api *clusterAPI, devnetURL str
 		if i > 0 {
 			sleepCtx(ctx, 3*time.Second) // the first part may count alone: partial
 		}
-		if err := devnetTransfer(ctx, devnetURL, p.network, p.token, p.address, part); err != nil {
+		if err := devnetTransfer(ctx, devnetURL, p.network, p.token, p.address, part, p.memo); err != nil {
 			p.err = err
 			return
 		}
@@ -254,8 +256,12 @@ func (p *clusterPayment) run(ctx context.Context, api *clusterAPI, devnetURL str
 }
 
 // devnetTransfer sends a transfer through `paywatch devnet serve`.
-func devnetTransfer(ctx context.Context, devnetURL, network, token, to, amount string) error {
-	raw, _ := json.Marshal(map[string]string{"network": network, "token": token, "to": to, "amount": amount})
+func devnetTransfer(ctx context.Context, devnetURL, network, token, to, amount, memo string) error {
+	body := map[string]string{"network": network, "token": token, "to": to, "amount": amount}
+	if memo != "" {
+		body["memo"] = memo
+	}
+	raw, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, "POST", devnetURL+"/devnet/transfers", bytes.NewReader(raw))
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	sol "github.com/gagliardetto/solana-go"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
@@ -199,9 +200,11 @@ func TestCluster(t *testing.T) {
 		receiver.mu.Lock()
 		receiver.secrets[slug] = out["webhook_secret"].(string)
 		receiver.mu.Unlock()
+		// SOLANA payments are memo payments on the project's registered
+		// wallet: every one carries its Solana Pay reference.
 		do("PUT", "/v1/projects/"+slug+"/wallet", master, map[string]any{"name": "main", "xpubs": map[string]any{
 			"evm": accountXPubAt(t, 60, uint32(i+1)), "tron": accountXPubAt(t, 195, uint32(i+1)),
-		}}, http.StatusOK)
+		}, "addresses": map[string]any{"SOLANA": []string{sol.NewWallet().PublicKey().String()}}}, http.StatusOK)
 		projects = append(projects, &clusterProject{slug: slug, key: key})
 	}
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	sol "github.com/gagliardetto/solana-go"
+
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/chains/devnet"
 )
@@ -19,7 +21,9 @@ import (
 // BenchmarkConfirmationLatency measures, on the real `paywatch dev` stack
 // (embedded Temporal, PostgreSQL, scanners, webhooks over HTTP), the time
 // from the block that gives a transfer its network's last required
-// confirmation to the signed payment.completed reaching the merchant's
+// confirmation (on SOLANA: the block whose making finalized the
+// transfer's slot, devnet.ConfirmingBlock) to the signed
+// payment.completed reaching the merchant's
 // receiver, over per_payment payments spread across every network. The
 // block's time is when the devnet chain made it available to RPC
 // (devnet.MinedAt); the arrival is when the receiver got the request.
@@ -140,7 +144,8 @@ func latencyRun(b *testing.B, c latencyCase) {
 	sink.secret = body["webhook_secret"].(string)
 	sink.mu.Unlock()
 	if code, body := api.do("PUT", "/v1/projects/latency/wallet", master, map[string]any{
-		"xpubs": map[string]any{"evm": accountXPub(b, 60), "tron": accountXPub(b, 195)},
+		"xpubs":     map[string]any{"evm": accountXPub(b, 60), "tron": accountXPub(b, 195)},
+		"addresses": map[string]any{"SOLANA": []string{sol.NewWallet().PublicKey().String()}},
 	}); code != http.StatusOK {
 		b.Fatalf("set wallet: %d %v", code, body)
 	}
@@ -149,7 +154,7 @@ func latencyRun(b *testing.B, c latencyCase) {
 	// fraction of a block apart, so the transfers land at every phase of
 	// the scanners' polls.
 	var ps []*latencyPayment
-	var addrs []string
+	var addrs, memos []string
 	for i := range c.perNetwork {
 		for _, info := range paywatch.Networks() {
 			code, body := api.do("POST", "/v1/payments", key, map[string]any{
@@ -162,6 +167,8 @@ func latencyRun(b *testing.B, c latencyCase) {
 			p := body["payment"].(map[string]any)
 			ps = append(ps, &latencyPayment{id: p["id"].(string), network: info.Network, token: info.Tokens[0]})
 			addrs = append(addrs, p["address"].(string))
+			memo, _ := p["memo"].(string) // SOLANA's payments are memo payments
+			memos = append(memos, memo)
 		}
 	}
 	ctx := context.Background()
@@ -171,7 +178,7 @@ func latencyRun(b *testing.B, c latencyCase) {
 		info, _ := paywatch.LookupNetwork(p.network)
 		slowest = max(slowest, time.Duration(info.Confirmations)*every)
 		res, err := dn.Transfer(ctx, devnet.TransferRequest{Network: p.network, Token: p.token, To: addrs[i],
-			Amount: fmt.Sprintf("10.%02d", i/len(paywatch.Networks()))})
+			Amount: fmt.Sprintf("10.%02d", i/len(paywatch.Networks())), Memo: memos[i]})
 		if err != nil {
 			b.Fatalf("pay %s: %v", p.id, err)
 		}
@@ -187,8 +194,6 @@ func latencyRun(b *testing.B, c latencyCase) {
 	// Wait for every webhook, then time it against its blocks.
 	deadline := time.Now().Add(2*slowest + time.Minute)
 	for _, p := range ps {
-		info, _ := paywatch.LookupNetwork(p.network)
-		confirming := p.block + uint64(info.Confirmations) - 1
 		var arrived time.Time
 		for {
 			var ok bool
@@ -199,6 +204,10 @@ func latencyRun(b *testing.B, c latencyCase) {
 				b.Fatalf("%s payment %s: no payment.completed (transfer in block %d)\n%s", p.network, p.id, p.block, out.String())
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+		confirming, ok := dn.ConfirmingBlock(p.network, p.block)
+		if !ok {
+			b.Fatalf("%s: block %d paid but never confirmed", p.network, p.block)
 		}
 		confirmedAt, ok := dn.MinedAt(p.network, confirming)
 		if !ok {
