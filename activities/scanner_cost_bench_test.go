@@ -211,7 +211,7 @@ type blockMaker struct {
 	d    *devnet.Devnet
 	mu   sync.Mutex
 	pay  map[paywatch.Network][]payee // the payments to pay, in order
-	next map[paywatch.Network]int      // blocks made since paying started
+	next map[paywatch.Network]int     // blocks made since paying started
 }
 
 // payee is where a payment is paid: its address, and its memo if it is a
@@ -385,8 +385,8 @@ type awaitingSignaler struct {
 	// final has when each slot was finalized, on networks that name
 	// their final block (SOLANA): the latency runs from there.
 	final *blockTimes
-	mu   sync.Mutex
-	lat  map[paywatch.Network][]time.Duration
+	mu    sync.Mutex
+	lat   map[paywatch.Network][]time.Duration
 }
 
 func (a *awaitingSignaler) reset() {
