@@ -195,3 +195,9 @@ const (
 	MsgTwoFactorOn         = "Two-factor authentication is already on"
 	MsgTwoFactorNotStarted = "Start setting up two-factor authentication again"
 )
+
+// MsgHistoryShallow is paywatch's own: the error of a chain read whose
+// endpoint's history stops short of the scanner's cursor (SOLANA's
+// getSignaturesForAddress), which /health recognises in a failing
+// scanner's last error to say what to do about it.
+const MsgHistoryShallow = "the endpoint's history does not reach the cursor"

@@ -2,6 +2,8 @@ package activities_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/paywatch/paywatch/activities"
 	"github.com/paywatch/paywatch/chains"
 	"github.com/paywatch/paywatch/chains/devnet"
+	"github.com/paywatch/paywatch/chains/devnet/faultproxy"
 	"github.com/paywatch/paywatch/store"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -142,4 +145,67 @@ func TestSolanaScannerMatchesMemosAndConfirmsAtFinality(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]int{store.ReasonNoMemo: 2}, reasons)
+}
+
+// A provider whose history stops short of a watched account's cursor
+// (it answers [] for a page older than its newest): the scanner does not
+// take the short answer for the whole history. The poll fails, the
+// cursor stays, and the failure record says why (for /health).
+func TestSolanaScannerRefusesAShallowHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := paywatch.SOLANA
+	d, err := devnet.Start(ctx, devnet.Config{Networks: []paywatch.Network{n}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	st, _ := d.Network(n)
+	shallow := faultproxy.Start(faultproxy.Config{Upstream: st.RPCURL, Rewrite: func(method string, params []json.RawMessage, result json.RawMessage) json.RawMessage {
+		if method == "getSignaturesForAddress" && len(params) > 1 && strings.Contains(string(params[1]), `"before"`) {
+			return json.RawMessage("[]")
+		}
+		return nil
+	}})
+	t.Cleanup(shallow.Close)
+	set, err := chains.DialSet(ctx, chains.Config{Network: n, URLs: []string{shallow.URL}, Contracts: st.Tokens})
+	require.NoError(t, err)
+	t.Cleanup(set.Close)
+	db := newScanDB(t)
+	s := activities.NewScanner(activities.ScannerDeps{Store: db.store, Chains: set, Signaler: &signalLog{},
+		PollInterval: map[paywatch.Network]time.Duration{n: 20 * time.Millisecond}})
+	wallet := db.ownSolanaWallet(t)
+	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 200 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	before, ok, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// The wallet's account read once: a cursor to page back to.
+	_, err = d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDC, To: wallet, Amount: "1"})
+	require.NoError(t, err)
+	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 300 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	// Two transfers since: the node lists the newest, and not the page
+	// that would reach the cursor.
+	for range 2 {
+		_, err = d.Transfer(ctx, devnet.TransferRequest{Network: n, Token: paywatch.USDC, To: wallet, Amount: "1"})
+		require.NoError(t, err)
+	}
+	mid, _, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	require.Greater(t, mid.Height, before.Height)
+	_, err = s.Run(ctx, workflows.ScanInput{Network: n, RunFor: 2 * time.Second}, nil)
+	require.NoError(t, err)
+	after, _, err := db.store.ChainCursor(ctx, n)
+	require.NoError(t, err)
+	assert.Equal(t, mid.Height, after.Height, "the cursor stays until an endpoint reaches it")
+	rows, err := db.store.ChainStatus(ctx)
+	require.NoError(t, err)
+	var found bool
+	for _, r := range rows {
+		if r.Network == n {
+			found = true
+			assert.Positive(t, r.FailedPolls)
+			assert.Contains(t, r.LastError, paywatch.MsgHistoryShallow)
+		}
+	}
+	assert.True(t, found)
 }

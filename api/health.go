@@ -35,6 +35,11 @@ type ChainStatus struct {
 	FailedPolls int `json:"failed_polls,omitempty"`
 	// FailingSince is when the first of those polls failed.
 	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// ShallowHistory is set while the scanner fails because its RPC
+	// endpoint's history does not reach the scanner's cursor (SOLANA:
+	// getSignaturesForAddress stops short of it): only an endpoint with
+	// more history lets it go on. Not shown; the problem line says it.
+	ShallowHistory bool `json:"-"`
 	// RPCRequestsToday is the requests made to the network's RPC
 	// endpoints this UTC day, as its scanners recorded them (every 30 s);
 	// RPCDailyBudget is PAYWATCH_<NETWORK>_DAILY_BUDGET, absent without one.
@@ -178,7 +183,11 @@ func (s *Server) judgeChain(ch *ChainStatus) string {
 		if ch.FailingSince != nil {
 			since = " since " + ch.FailingSince.UTC().Format(time.RFC3339)
 		}
-		return fmt.Sprintf("%s scanner failing: %d polls in a row failed%s", ch.Network, ch.FailedPolls, since)
+		why := ""
+		if ch.ShallowHistory {
+			why = ": the RPC endpoint's history does not reach the scanner's cursor; give it an endpoint with full history"
+		}
+		return fmt.Sprintf("%s scanner failing: %d polls in a row failed%s%s", ch.Network, ch.FailedPolls, since, why)
 	case ch.LagBlocks > maxLag+ch.LagAllowance:
 		ch.Status = ChainLagging
 		return fmt.Sprintf("%s scanner lagging: %d blocks behind the head (more than %d)", ch.Network, ch.LagBlocks, maxLag+ch.LagAllowance)

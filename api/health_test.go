@@ -85,6 +85,13 @@ func TestHealthJudgesEveryScanner(t *testing.T) {
 			},
 		},
 		{
+			name:   "a provider whose history stops short of the cursor",
+			chains: []api.ChainStatus{{Network: "SOLANA", FailedPolls: 4, FailingSince: &since, ShallowHistory: true}},
+			status: "degraded", verdicts: []string{"failing"},
+			problems: []string{"SOLANA scanner failing: 4 polls in a row failed since 2025-03-01T12:00:00Z: " +
+				"the RPC endpoint's history does not reach the scanner's cursor; give it an endpoint with full history"},
+		},
+		{
 			name:   "a check down",
 			checks: map[string]api.Check{"database": func(context.Context) error { return errors.New("refused") }},
 			chains: []api.ChainStatus{{Network: "ERC20"}},

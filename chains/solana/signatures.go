@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/gagliardetto/solana-go/rpc"
+
+	"github.com/paywatch/paywatch"
 )
 
 // MaxSignaturesPage is getSignaturesForAddress's largest page.
@@ -30,7 +32,7 @@ type SignaturePage func(ctx context.Context, before, until string, limit int) ([
 // a page's "before" (a load balancer's lagging backend, a failover in the
 // middle of the paging). The signatures read are not returned, so the
 // cursor does not move past any it never listed.
-var ErrHistoryGap = errors.New("solana: the endpoint's history does not reach the cursor")
+var ErrHistoryGap = errors.New("solana: " + paywatch.MsgHistoryShallow)
 
 // NewSignatures returns the signatures of an account newer than cur,
 // oldest first, paging back through pages of limit (at most

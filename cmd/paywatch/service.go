@@ -339,6 +339,7 @@ func (m *Main) chainStatus(ctx context.Context) ([]api.ChainStatus, error) {
 		if !r.FailingSince.IsZero() {
 			ch.FailingSince = &r.FailingSince
 		}
+		ch.ShallowHistory = r.FailedPolls > 0 && strings.Contains(r.LastError, paywatch.MsgHistoryShallow)
 		out = append(out, ch)
 	}
 	return out, nil
