@@ -196,8 +196,9 @@ func TestWebhookSignedAndDelivered(t *testing.T) {
 	}
 	sort.Strings(keys)
 	assert.Equal(t, []string{"address", "amount", "created_at", "event", "event_id", "expected_amount", "expires_at",
-		"external_order_id", "external_ref", "late_payment", "metadata", "network", "paid_amount", "paid_at",
+		"external_order_id", "external_ref", "late_payment", "memo", "metadata", "network", "paid_amount", "paid_at",
 		"payment_id", "sequence", "status", "token", "transactions", "tx_hash"}, keys)
+	assert.Nil(t, payload["memo"], "memo: null but on a memo payment (operations.md §9)")
 	assert.Equal(t, "payment.overpaid", payload["event"])
 	assert.Equal(t, eventID, payload["event_id"])
 	assert.EqualValues(t, 1, payload["sequence"])
