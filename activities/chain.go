@@ -73,6 +73,8 @@ func (a *Activities) CheckTransfers(ctx context.Context, in workflows.CheckTrans
 				chk.Confirmations = int(head - t.BlockNumber + 1)
 				if t.BlockNumber > final {
 					chk.Confirmations = min(chk.Confirmations, info.Confirmations-1)
+				} else if final != math.MaxUint64 {
+					chk.Confirmations = min(chk.Confirmations, info.Confirmations)
 				}
 			}
 		}

@@ -146,6 +146,11 @@ func (s *Scanner) confirm(ctx context.Context, st *scan) (skipped int, err error
 			TxHash: a.TxHash, LogIndex: a.LogIndex, BlockNumber: a.BlockNumber, BlockHash: a.BlockHash,
 			Confirmations: int(st.head - a.BlockNumber + 1), Canonical: sameHash(h, a.BlockHash),
 		}
+		if final != math.MaxUint64 {
+			// Final is final: its confirmations count up to the
+			// requirement (SOLANA: 32, the transaction finalized).
+			c.Confirmations = min(c.Confirmations, int(required))
+		}
 		i, ok := byPayment[a.PaymentID]
 		if !ok {
 			i = len(signals)

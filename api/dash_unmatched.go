@@ -20,6 +20,7 @@ var reasonTexts = map[string]string{
 	payments.ReasonAfterCancelled: "Arrived after the payment was cancelled",
 	payments.ReasonAfterExpired:   "Arrived after the payment expired and its late window closed",
 	payments.ReasonNotTaken:       "The open payment did not take it: the amount matched no payment",
+	payments.ReasonNoMemo:         "Sent without the reference (memo) of any payment on this shared address",
 }
 
 // stateTexts say how a transfer stands, for the payment page's list of

@@ -86,6 +86,7 @@ const (
 	ReasonNoPayment      = store.ReasonNoPayment
 	ReasonOtherToken     = store.ReasonOtherToken
 	ReasonOtherNetwork   = store.ReasonOtherNetwork
+	ReasonNoMemo         = store.ReasonNoMemo
 	ReasonAfterPaid      = store.ReasonAfterPaid
 	ReasonAfterCancelled = store.ReasonAfterCancelled
 	ReasonAfterExpired   = store.ReasonAfterExpired

@@ -51,6 +51,7 @@ var reasonWords = map[string]string{
 	store.ReasonAfterCancelled: "it arrived after the payment was cancelled",
 	store.ReasonAfterExpired:   "it arrived after the payment expired and its late window closed",
 	store.ReasonNotTaken:       "no open payment on this address matched it",
+	store.ReasonNoMemo:         "it carried no payment's memo (reference) on an address memo payments share",
 }
 
 // ReasonWords returns why a transfer is unmatched, in words.
