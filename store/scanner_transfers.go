@@ -39,6 +39,7 @@ func (s *Store) RecentTransfers(ctx context.Context, n paywatch.Network, fromBlo
 			return nil, fmt.Errorf("recent %s transfers: %w", n, err)
 		}
 		t.LogIndex, t.BlockNumber, t.Token = uint32(logIndex), uint64(block), paywatch.Token(token)
+		t.Memos = memosOf(t.Memos)
 		var ok bool
 		if t.Amount, ok = new(big.Int).SetString(amount, 10); !ok {
 			return nil, fmt.Errorf("recent %s transfers: bad amount %q", n, amount)
@@ -121,6 +122,7 @@ func recordedTransfersTo(ctx context.Context, tx pgx.Tx, n paywatch.Network, tok
 			return out, err
 		}
 		t.LogIndex, t.BlockNumber = uint32(logIndex), uint64(block)
+		t.Memos = memosOf(t.Memos)
 		var ok bool
 		if t.Amount, ok = new(big.Int).SetString(amount, 10); !ok {
 			return out, fmt.Errorf("bad amount %q", amount)
@@ -147,9 +149,19 @@ func (s *Store) ChainTransferByKey(ctx context.Context, n paywatch.Network, k pa
 		return paywatch.Transfer{}, false, fmt.Errorf("read %s transfer %s/%d: %w", n, k.TxHash, k.LogIndex, err)
 	}
 	t.BlockNumber, t.Token = uint64(block), paywatch.Token(token)
+	t.Memos = memosOf(t.Memos)
 	var ok bool
 	if t.Amount, ok = new(big.Int).SetString(amount, 10); !ok {
 		return paywatch.Transfer{}, false, fmt.Errorf("read %s transfer %s/%d: bad amount %q", n, k.TxHash, k.LogIndex, amount)
 	}
 	return t, true, nil
+}
+
+// memosOf is a recorded transfer's memos as the chain clients give them:
+// nil for none.
+func memosOf(m []string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
