@@ -31,8 +31,8 @@ import (
 // block times (network.go), with background token transfers, and a scanner
 // per network through a counting proxy (JSON-RPC for EVM, the FullNode
 // HTTP API for TRC20), first with nothing open, then with 1,000 expired
-// payments in their late windows, then with 1,000 open
-// payments per network, some of which get paid. It prints, per network and
+// payments in their late windows, then with one open payment per network,
+// then with 1,000 more, some of which get paid. It prints, per network and
 // scenario, the requests and bytes received per block and per day (the
 // day at this block time), and the latency the scanner adds at a paid
 // transfer's confirming block: from the moment the devnet made that block
@@ -170,6 +170,18 @@ func BenchmarkRPCCost(b *testing.B) {
 			WHERE id = ANY($1::uuid[])`, expired)
 		require.NoError(b, err)
 		run("1,000 expired payments per network, in their late windows", nil)
+		// One open payment per network: block pace, the cost 1,000 open
+		// ones are compared with (on SOLANA they must cost the same: the
+		// scanner reads the wallet's accounts whatever it holds open).
+		for _, info := range nets {
+			st, _ := d.Network(info.Network)
+			if w, ok := memoWallets[info.Network]; ok {
+				db.watchMemo(b, info.Network, info.Tokens[0], w, paywatch.NewMemo(info.Network), st.Head)
+				continue
+			}
+			db.watch(b, info.Network, info.Tokens[0], randomAddress(b, info.Network), st.Head)
+		}
+		run("1 open payment per network", nil)
 		// 1,000 open payments per network; one of them gets paid every
 		// 20 blocks.
 		addrs := map[paywatch.Network][]payee{}

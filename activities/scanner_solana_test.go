@@ -20,7 +20,7 @@ import (
 )
 
 // ownSolanaWallet registers a fresh Solana wallet address as the scan
-// project's (address_owners), and returns it.
+// project's (static_addresses, address_owners), and returns it.
 func (db *scanDB) ownSolanaWallet(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
@@ -28,6 +28,8 @@ func (db *scanDB) ownSolanaWallet(t testing.TB) string {
 	require.NoError(t, db.pool.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, 'sol') RETURNING id`, db.projectID).Scan(&walletID))
 	addr := randomAddress(t, paywatch.SOLANA)
 	_, err := db.pool.Exec(ctx, `INSERT INTO address_owners (family, address, wallet_id) VALUES ('solana', $1, $2)`, addr, walletID)
+	require.NoError(t, err)
+	_, err = db.pool.Exec(ctx, `INSERT INTO static_addresses (wallet_id, network, address) VALUES ($1, 'SOLANA', $2)`, walletID, addr)
 	require.NoError(t, err)
 	return addr
 }

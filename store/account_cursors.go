@@ -19,12 +19,20 @@ type AccountCursor struct {
 	Slot           uint64
 }
 
-// WatchedOwners lists every address a project owns or owned on network
-// n's family (address_owners), in one order: the wallets whose accounts
-// a network read per account reads, so that a transfer no payment takes
-// is still reported as unmatched funds.
+// WatchedOwners lists the addresses a network read per account reads
+// (SOLANA: each owner's token accounts cost a call per poll): every
+// address of the network's family a project has registered and not
+// removed, and a removed one while a payment given it may still count a
+// transfer (created within ownerLookback: its longest window and its late
+// window). A transfer to a removed address after that is not read, so not
+// reported as unmatched funds (on block-read networks it is, at no cost).
 func (s *Store) WatchedOwners(ctx context.Context, n paywatch.Network) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT address FROM address_owners WHERE family = $1 ORDER BY address`, string(n.Family()))
+	rows, err := s.pool.Query(ctx, `
+		SELECT o.address FROM address_owners o
+		WHERE o.family = $1 AND (
+		    EXISTS (SELECT 1 FROM static_addresses a WHERE a.network = $2 AND a.address = o.address AND a.removed_at IS NULL)
+		    OR EXISTS (SELECT 1 FROM payments p WHERE p.network = $2 AND p.address = o.address AND p.created_at > $3))
+		ORDER BY o.address`, string(n.Family()), string(n), s.clock().Add(-ownerLookback))
 	if err != nil {
 		return nil, fmt.Errorf("watched owners on %s: %w", n, err)
 	}
@@ -34,6 +42,11 @@ func (s *Store) WatchedOwners(ctx context.Context, n paywatch.Network) ([]string
 	}
 	return out, nil
 }
+
+// ownerLookback is how long after its payment's creation a removed
+// address is still read: the longest payment window (24 h), the late
+// window (24 h) and the grace and checks around them.
+const ownerLookback = 50 * time.Hour
 
 // AccountCursors returns the recorded cursors of network n's accounts.
 func (s *Store) AccountCursors(ctx context.Context, n paywatch.Network) (map[string]AccountCursor, error) {

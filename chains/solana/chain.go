@@ -12,7 +12,6 @@ import (
 
 	sol "github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
-	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/paywatch/paywatch"
@@ -119,7 +118,7 @@ func (c *Chain) Finalized(ctx context.Context) (uint64, error) {
 
 // rpcCode returns the JSON-RPC error code err carries, or 0.
 func rpcCode(err error) int {
-	var re *jsonrpc.RPCError
+	var re *RPCError
 	if errors.As(err, &re) {
 		return re.Code
 	}

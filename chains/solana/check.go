@@ -143,7 +143,7 @@ func (c *Chain) Check(ctx context.Context) chainapi.EndpointCheck {
 		hist.Detail = err.Error()
 		problem("minimumLedgerSlot: %v", err)
 	} else {
-		hist.OK = true
+		hist.OK, hist.Tell = true, true
 		hist.Detail = HistoryDetail(first, head)
 	}
 	out.Features = append(out.Features, hist)

@@ -100,7 +100,7 @@ func classify(err error) chainapi.Failure {
 	if errors.As(err, &he) && he.Code == http.StatusTooManyRequests {
 		return chainapi.Limited
 	}
-	var re *jsonrpc.RPCError
+	var re *RPCError
 	if errors.As(err, &re) {
 		switch {
 		case re.Code == http.StatusTooManyRequests || re.Code == -32429:
@@ -116,13 +116,32 @@ func classify(err error) chainapi.Failure {
 	return chainapi.Failover
 }
 
+// RPCError is a node's JSON-RPC error object, as solana-go reports it
+// (*jsonrpc.RPCError, whose message is a dump of the struct) but read by
+// people: "JSON-RPC error -32007: Slot 5 was skipped, …".
+type RPCError struct {
+	Code    int
+	Message string
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+
+// readable replaces a JSON-RPC error object in err by an RPCError.
+func readable(err error) error {
+	var re *jsonrpc.RPCError
+	if err == nil || !errors.As(err, &re) {
+		return err
+	}
+	return &RPCError{Code: re.Code, Message: re.Message}
+}
+
 // do runs call with failover; a rate-limited answer is ErrRateLimited, as
 // the scanners' budgets and back-off expect of every client, and a
 // Retry-After the endpoint sent rests it that long (chainapi.Endpoints).
 func (c *Client) do(ctx context.Context, call func(*rpc.Client) error) error {
 	return c.eps.Do(ctx, classify, func(rc *rpc.Client) error {
 		c.calls.Add(1)
-		err := call(rc)
+		err := readable(call(rc))
 		status, wait := c.retry[rc].take()
 		if err == nil {
 			return nil

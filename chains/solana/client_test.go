@@ -196,6 +196,12 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 	head, err = c.Slot(ctx, rpc.CommitmentFinalized)
 	require.NoError(t, err, "past the limited and the lagging endpoint")
 	assert.Equal(t, uint64(405318600), head)
+	// The node's error, as an operator reads it (paywatch check, logs).
+	c, err = solana.Dial([]string{behind.URL}, nil, nil)
+	require.NoError(t, err)
+	_, err = c.Slot(ctx, rpc.CommitmentFinalized)
+	assert.ErrorContains(t, err, "JSON-RPC error -32005: Node is behind by 150 slots")
+	assert.NotContains(t, err.Error(), "jsonrpc.RPCError", "not a dump of the struct")
 
 	// A provider's 429 is a rate limit, as the scanners' budgets expect.
 	// Its Retry-After rests the endpoint: the next call is not sent.

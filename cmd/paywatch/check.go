@@ -90,6 +90,9 @@ func printChecks(w io.Writer, results []chains.EndpointCheck) int {
 	for _, r := range results {
 		for _, f := range r.Features {
 			if f.OK {
+				if f.Tell {
+					fmt.Fprintf(w, "note: %s %s: %s: %s\n", r.Network, r.Endpoint, f.Name, f.Detail)
+				}
 				continue
 			}
 			if !f.Required {

@@ -79,4 +79,7 @@ type FeatureCheck struct {
 	// Required marks a feature whose absence is a problem; the others
 	// only cost calls.
 	Required bool
+	// Tell marks a Detail the operator should read even when the
+	// feature is there (how far back an endpoint's history reaches).
+	Tell bool
 }
