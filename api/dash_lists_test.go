@@ -174,3 +174,27 @@ func TestDashboardOneDateFormat(t *testing.T) {
 	assert.Contains(t, filtered, `<label for="updated_after">Updated after (UTC)</label>`)
 	assert.True(t, strings.Contains(b.get("/dashboard/p/dts/payments/"+shop.payment).Body, "Handled by"), "the later transfer is marked handled")
 }
+
+// A memo payment's page shows its memo, the reference a transfer to the
+// shared Solana wallet must carry; another payment's shows none.
+func TestDashboardPaymentShowsTheMemo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{noWorkflows: true})
+	b := e.browser(t)
+	key := b.owner("memo@example.com", "memo")
+	require.Equal(t, http.StatusOK, e.op("PUT", "/v1/projects/memo/wallet", fullWallet()).Code)
+	r := e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": "u", "network": "SOLANA", "token": "USDC"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	memo := r.str("payment.memo")
+	require.NotEmpty(t, memo)
+	p := b.get("/dashboard/p/memo/payments/" + r.str("payment.id"))
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.Contains(t, section(p.Body, "payment-memo", "dd"), "<code class=\"wrap-any\">"+memo+"</code>")
+	assert.Contains(t, section(p.Body, "payment-details", "dl"), testSolanaWallet)
+
+	r = e.call(key, "POST", "/v1/payments", map[string]any{"amount": 5, "external_ref": "u", "network": "TRC20"})
+	require.Equal(t, http.StatusCreated, r.Code, r.Raw)
+	p = b.get("/dashboard/p/memo/payments/" + r.str("payment.id"))
+	require.Equal(t, http.StatusOK, p.Code, p.Body)
+	assert.NotContains(t, p.Body, `id="payment-memo"`)
+}
