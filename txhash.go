@@ -21,8 +21,8 @@ func NormalizeTxHash(n Network, s string) (string, error) {
 		return "", err
 	}
 	s = strings.TrimSpace(s)
-	if f == FamilySolana {
-		return normalizeSolanaSignature(s)
+	if parse, ok := txHashForms[f]; ok {
+		return parse(s)
 	}
 	if len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X") {
 		s = s[2:]
@@ -47,6 +47,12 @@ func NormalizeTxHash(n Network, s string) (string, error) {
 		b.WriteByte(c)
 	}
 	return b.String(), nil
+}
+
+// txHashForms are the families whose transactions are not named by 32
+// bytes of hex, each with its parser.
+var txHashForms = map[Family]func(string) (string, error){
+	FamilySolana: normalizeSolanaSignature,
 }
 
 // normalizeSolanaSignature checks a Solana transaction signature.

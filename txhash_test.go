@@ -50,3 +50,17 @@ func TestNormalizeTxHash(t *testing.T) {
 		assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
 	}
 }
+
+// A SOLANA transaction is named by its first signature: base58 of 64
+// bytes, kept as given (base58 has one spelling); hex hashes and other
+// lengths are refused.
+func TestNormalizeSolanaSignature(t *testing.T) {
+	const sig = "28f8jFzCX3D1dJ5sZSABgVmrziAQu3hPeERjRoKMJwvQGrahxDfSRARpgX4rBeGcYvGSMu77QPoEqYdyYTzx9TY7"
+	got, err := paywatch.NormalizeTxHash(paywatch.SOLANA, " "+sig+"\n")
+	require.NoError(t, err)
+	assert.Equal(t, sig, got)
+	for _, bad := range []string{"", "0x" + strings.Repeat("ab", 32), strings.Repeat("ab", 32), "GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK", sig + "0"} {
+		_, err := paywatch.NormalizeTxHash(paywatch.SOLANA, bad)
+		assert.EqualError(t, err, "invalid transaction signature: want the base58 signature of a Solana transaction", bad)
+	}
+}

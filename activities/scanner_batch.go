@@ -113,7 +113,7 @@ func (s *Scanner) accounts(ctx context.Context, st *scan, ar chains.AccountReade
 	}
 	for i, a := range accts {
 		if c, ok := cursors[a.Account]; ok {
-			accts[i].Signature, accts[i].Slot = c.Signature, c.Slot
+			accts[i].Signature, accts[i].Slot, accts[i].Through = c.Signature, c.Slot, c.Through
 		}
 	}
 	return accts, nil

@@ -14,12 +14,13 @@ const (
 	// DefaultTronBatch is the most blocks a Tron batch reads: one
 	// GetBlockByLimitNext, the API's maximum.
 	DefaultTronBatch = 100
-	// DefaultSolanaBatch is the most slots a SOLANA batch reads: an hour.
-	// A batch costs a getSignaturesForAddress per watched account whatever
-	// its length (and a getTransaction per new transfer), so a long one
-	// costs no more than a short one; an hour keeps a catch-up after an
-	// outage within a poll's RPC timeout.
-	DefaultSolanaBatch = 9000
+	// DefaultSolanaBatch is the most slots a SOLANA batch reads: ten
+	// minutes. A batch costs a getSignaturesForAddress per watched account
+	// whatever its length, and a getTransaction per new transaction (8 at
+	// once per account): ten minutes of a busy wallet's transactions fit a
+	// poll's RPC timeout, so a catch-up after an outage moves at every
+	// poll instead of timing out for good.
+	DefaultSolanaBatch = 1500
 	// MinPollInterval is the shortest poll interval.
 	MinPollInterval = 50 * time.Millisecond
 	// DefaultEVMIdlePoll is how often an EVM network on which nothing waits

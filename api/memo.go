@@ -8,13 +8,20 @@ import (
 // qrTarget is what a payment's qr_code encodes: its address, or, for a
 // memo payment (operations.md §9), the wallet link that carries its memo
 // (a Solana Pay transfer request naming the mint the scanner watches,
-// the project as label and a payment link's title as message).
+// the project as label and a payment link's title as message), for what
+// is still missing once the payment is partial.
 func (s *Server) qrTarget(p *payments.Payment) string {
 	if p.Memo == "" {
 		return p.Address
 	}
+	amount := p.Amount
+	if rest, ok := sendAmount(p, p.Status); ok && p.Status == paywatch.StatusPartial {
+		// What is still missing: a buyer scanning the code again must
+		// not send the whole amount twice.
+		amount = rest
+	}
 	r := paywatch.MemoRequest{
-		Network: p.Network, Address: p.Address, Amount: p.Amount, Contract: s.mint(p.Network, p.Token),
+		Network: p.Network, Address: p.Address, Amount: amount, Contract: s.mint(p.Network, p.Token),
 		Memo: p.Memo, Label: p.ProjectName,
 	}
 	if p.Link != nil {

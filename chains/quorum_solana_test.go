@@ -2,6 +2,7 @@ package chains_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,4 +92,26 @@ func TestSolanaQuorum(t *testing.T) {
 	require.Len(t, got.Transfers, 1)
 	assert.Equal(t, []string{ref}, got.Transfers[0].Memos, "the two honest endpoints make the quorum")
 	assert.Positive(t, liar.Rewritten())
+
+	// An endpoint that claims a later final slot than the others: final
+	// is what Quorum of them say, the slower one's.
+	ahead := proxy(t, d, n, faultproxy.Config{Rewrite: func(method string, params []json.RawMessage, result json.RawMessage) json.RawMessage {
+		if method != "getSlot" || len(params) == 0 || !strings.Contains(string(params[0]), "finalized") {
+			return nil
+		}
+		var slot uint64
+		if json.Unmarshal(result, &slot) != nil {
+			return nil
+		}
+		out, _ := json.Marshal(slot + 1000)
+		return out
+	}})
+	truth, err := dialURLs(t, d, n, 1, honest.URL).(chains.FinalityReader).Finalized(ctx)
+	require.NoError(t, err)
+	claimed, err := dialURLs(t, d, n, 1, ahead.URL).(chains.FinalityReader).Finalized(ctx)
+	require.NoError(t, err)
+	require.Equal(t, truth+1000, claimed, "alone, believed")
+	fin, err = dialURLs(t, d, n, 2, ahead.URL, honest.URL).(chains.FinalityReader).Finalized(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, truth, fin, "in a quorum of 2, the slower one's")
 }

@@ -25,14 +25,16 @@ ALTER TABLE chain_transfers ADD COLUMN memos TEXT[] NOT NULL DEFAULT '{}';
 
 -- How far each watched account of a network read per account (SOLANA: a
 -- wallet's associated token account of a mint) has been read: its newest
--- signature at or below the network's cursor, moved with the cursor in
--- the scanner's transaction.
+-- signature at or below the network's cursor, and the slot it was read
+-- through (the batch's last), moved with the cursor in the scanner's
+-- transaction.
 CREATE TABLE account_cursors (
     network     TEXT NOT NULL,
     account     TEXT NOT NULL,
     owner       TEXT NOT NULL,
     signature   TEXT NOT NULL DEFAULT '',
     slot        BIGINT NOT NULL DEFAULT 0 CHECK (slot >= 0),
+    through     BIGINT NOT NULL DEFAULT 0 CHECK (through >= 0),
     updated_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (network, account)
 );

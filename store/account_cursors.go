@@ -17,6 +17,8 @@ type AccountCursor struct {
 	Account, Owner string
 	Signature      string
 	Slot           uint64
+	// Through is the last slot the account was read through.
+	Through uint64
 }
 
 // WatchedOwners lists the addresses a network read per account reads
@@ -50,7 +52,7 @@ const ownerLookback = 50 * time.Hour
 
 // AccountCursors returns the recorded cursors of network n's accounts.
 func (s *Store) AccountCursors(ctx context.Context, n paywatch.Network) (map[string]AccountCursor, error) {
-	rows, err := s.pool.Query(ctx, `SELECT account, owner, signature, slot FROM account_cursors WHERE network = $1`, string(n))
+	rows, err := s.pool.Query(ctx, `SELECT account, owner, signature, slot, through FROM account_cursors WHERE network = $1`, string(n))
 	if err != nil {
 		return nil, fmt.Errorf("account cursors of %s: %w", n, err)
 	}
@@ -58,11 +60,11 @@ func (s *Store) AccountCursors(ctx context.Context, n paywatch.Network) (map[str
 	out := map[string]AccountCursor{}
 	for rows.Next() {
 		var c AccountCursor
-		var slot int64
-		if err := rows.Scan(&c.Account, &c.Owner, &c.Signature, &slot); err != nil {
+		var slot, through int64
+		if err := rows.Scan(&c.Account, &c.Owner, &c.Signature, &slot, &through); err != nil {
 			return nil, fmt.Errorf("account cursors of %s: %w", n, err)
 		}
-		c.Slot = uint64(slot)
+		c.Slot, c.Through = uint64(slot), uint64(through)
 		out[c.Account] = c
 	}
 	if err := rows.Err(); err != nil {
@@ -81,17 +83,18 @@ func saveAccountCursors(ctx context.Context, tx pgx.Tx, n paywatch.Network, cs [
 	owners := make([]string, len(cs))
 	sigs := make([]string, len(cs))
 	slots := make([]int64, len(cs))
+	throughs := make([]int64, len(cs))
 	for i, c := range cs {
-		accounts[i], owners[i], sigs[i], slots[i] = c.Account, c.Owner, c.Signature, int64(c.Slot)
+		accounts[i], owners[i], sigs[i], slots[i], throughs[i] = c.Account, c.Owner, c.Signature, int64(c.Slot), int64(c.Through)
 	}
 	_, err := tx.Exec(ctx, `
-		INSERT INTO account_cursors (network, account, owner, signature, slot, updated_at)
-		SELECT $1, a.account, a.owner, a.signature, a.slot, $6
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS a(account, owner, signature, slot)
+		INSERT INTO account_cursors (network, account, owner, signature, slot, through, updated_at)
+		SELECT $1, a.account, a.owner, a.signature, a.slot, a.through, $7
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS a(account, owner, signature, slot, through)
 		ON CONFLICT (network, account) DO UPDATE SET
-			owner = EXCLUDED.owner, signature = EXCLUDED.signature, slot = EXCLUDED.slot, updated_at = EXCLUDED.updated_at
-		WHERE (account_cursors.signature, account_cursors.slot) IS DISTINCT FROM (EXCLUDED.signature, EXCLUDED.slot)`,
-		string(n), accounts, owners, sigs, slots, now)
+			owner = EXCLUDED.owner, signature = EXCLUDED.signature, slot = EXCLUDED.slot, through = EXCLUDED.through,
+			updated_at = EXCLUDED.updated_at`,
+		string(n), accounts, owners, sigs, slots, throughs, now)
 	if err != nil {
 		return fmt.Errorf("save %d %s account cursors: %w", len(cs), n, err)
 	}

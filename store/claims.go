@@ -33,8 +33,12 @@ type TransferClaim struct {
 // (paywatch.PickClaimant). ok is false when none takes it.
 func ClaimOwner(watchers []WatchedPayment, t paywatch.Transfer) (paymentID string, ok bool) {
 	var cands []paywatch.ClaimCandidate
+	// A transfer carrying a payment's memo is that payment's, even if a
+	// payment of another mode still watches the address (a project that
+	// changed its address mode, its old payments in their late windows).
+	memoed := slices.ContainsFunc(watchers, func(w WatchedPayment) bool { return w.Memo != "" && w.Accepts(t) })
 	for _, w := range watchers {
-		if w.Accepts(t) {
+		if w.Accepts(t) && (!memoed || w.Memo != "") {
 			cands = append(cands, paywatch.ClaimCandidate{PaymentID: w.PaymentID, Expected: w.Amount, Micro: w.Micro})
 		}
 	}

@@ -213,7 +213,8 @@ func classifiedFromSQL(from, where, late string) string {
 	LEFT JOIN LATERAL (
 	  SELECT p.id, p.token, p.status, p.network FROM payments p
 	  WHERE cardinality(t.memos) > 0 AND p.network = t.network AND p.address = t.to_address AND p.memo = ANY(t.memos)
-	  ORDER BY p.created_at DESC, p.id DESC LIMIT 1) rmemo ON true
+	    AND p.start_block <= t.block_number
+	  ORDER BY p.start_block DESC, p.created_at DESC, p.id DESC LIMIT 1) rmemo ON true
 	LEFT JOIN LATERAL (
 	  SELECT o.id, o.token, o.status, o.network FROM unnest(` + otherNetworksSQL("t.network") + `) n(network)
 	  CROSS JOIN LATERAL (

@@ -51,7 +51,7 @@ func TestSolanaDevnetTransferReadsBack(t *testing.T) {
 	require.NoError(t, err)
 
 	// Confirmed at once, not yet finalized.
-	sigs, err := client.Signatures(ctx, ata, solana.Cursor{}, 0, rpc.CommitmentConfirmed)
+	sigs, err := client.Signatures(ctx, ata, solana.SignatureQuery{}, rpc.CommitmentConfirmed)
 	require.NoError(t, err)
 	require.Len(t, sigs, 1)
 	_, found, err := client.Credits(ctx, sent.sig, rpc.CommitmentFinalized)
@@ -66,7 +66,7 @@ func TestSolanaDevnetTransferReadsBack(t *testing.T) {
 	head, err = client.Slot(ctx, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, head, sent.slot, "finalized 32 slots behind")
-	sigs, err = client.Signatures(ctx, ata, solana.Cursor{}, 0, rpc.CommitmentFinalized)
+	sigs, err = client.Signatures(ctx, ata, solana.SignatureQuery{}, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	require.Len(t, sigs, 1)
 	assert.Equal(t, sent.sig, sigs[0].Signature.String())
@@ -83,7 +83,7 @@ func TestSolanaDevnetTransferReadsBack(t *testing.T) {
 	assert.Equal(t, big.NewInt(25_500_000), c.balanceOf(ata))
 
 	// The reference's own history lists the payment, as Solana Pay finds it.
-	sigs, err = client.Signatures(ctx, ref, solana.Cursor{}, 0, rpc.CommitmentFinalized)
+	sigs, err = client.Signatures(ctx, ref, solana.SignatureQuery{}, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	require.Len(t, sigs, 1)
 
@@ -116,7 +116,7 @@ func TestSolanaDevnetFailureReorgAndSkippedSlots(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found)
 	assert.Empty(t, credits, "a failed transaction moves nothing")
-	sigs, err := client.Signatures(ctx, ata, solana.Cursor{}, 0, rpc.CommitmentConfirmed)
+	sigs, err := client.Signatures(ctx, ata, solana.SignatureQuery{}, rpc.CommitmentConfirmed)
 	require.NoError(t, err)
 	require.Len(t, sigs, 1)
 	assert.NotNil(t, sigs[0].Err, "a failed signature is listed with its error")

@@ -166,9 +166,10 @@ func (c *solanaChain) call(req rpcRequest) (any, *rpcErr) {
 func (c *solanaChain) signatures(req rpcRequest) (any, *rpcErr) {
 	var addr string
 	var opts struct {
-		Limit  *int   `json:"limit"`
-		Before string `json:"before"`
-		Until  string `json:"until"`
+		Limit          *int   `json:"limit"`
+		Before         string `json:"before"`
+		Until          string `json:"until"`
+		MinContextSlot uint64 `json:"minContextSlot"`
 	}
 	if len(req.Params) > 0 {
 		_ = json.Unmarshal(req.Params[0], &addr)
@@ -186,6 +187,9 @@ func (c *solanaChain) signatures(req rpcRequest) (any, *rpcErr) {
 	commitment := commitmentOf(req.Params, 1)
 	if commitment == "processed" {
 		return nil, errCommitment
+	}
+	if opts.MinContextSlot > c.tipAt(commitment) {
+		return nil, &rpcErr{-32016, "Minimum context slot has not been reached"}
 	}
 	out := []map[string]any{}
 	started := opts.Before == ""

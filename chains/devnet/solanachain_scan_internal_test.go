@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	sol "github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -87,6 +88,7 @@ func TestSolanaBatchReadsWatchedAccountsFromTheirCursors(t *testing.T) {
 	moved := 0
 	for i, a := range read.Accounts {
 		assert.Equal(t, accounts[i].Account, a.Account)
+		assert.Equal(t, head, a.Through)
 		if a.Signature != "" {
 			moved++
 			assert.LessOrEqual(t, a.Slot, head)
@@ -103,7 +105,11 @@ func TestSolanaBatchReadsWatchedAccountsFromTheirCursors(t *testing.T) {
 	read2, err := ch.ReadBatch(ctx, chainapi.BatchQuery{From: head + 1, To: head2, Head: head2, Cursor: head, Accounts: read.Accounts})
 	require.NoError(t, err)
 	assert.Empty(t, read2.Transfers)
-	assert.Equal(t, read.Accounts, read2.Accounts)
+	for i, a := range read2.Accounts {
+		assert.Equal(t, head2, a.Through, "read through the batch's last slot")
+		a.Through = read.Accounts[i].Through
+		assert.Equal(t, read.Accounts[i], a, "the same cursor")
+	}
 	assert.Equal(t, uint64(len(accounts)+2), ch.Calls()-before, "a getSignaturesForAddress per account and two block hashes")
 
 	// Gone back for a reorg (from below the cursors): read again.
@@ -186,4 +192,54 @@ func TestSolanaChainFinalityForksAndSkippedSlots(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ch.BlockHash(ctx, head+10)
 	assert.ErrorIs(t, err, chainapi.ErrBlockNotFound)
+}
+
+// A cursor is followed only by the batch right after the one that read
+// it: an account left unread for a while (a wallet dropped and registered
+// again) is read from the batch's first slot, not from its old cursor, so
+// it neither needs the history back there nor reports what came while it
+// was not watched.
+func TestSolanaBatchReadsAStaleCursorFromTheBatch(t *testing.T) {
+	c, ch := startSolanaChain(t)
+	ctx := context.Background()
+	accounts, err := ch.Accounts([]string{solanaWallet})
+	require.NoError(t, err)
+	_, err = c.transfer(ctx, []TransferRequest{{To: solanaWallet, Token: paywatch.USDC, Amount: "1"}}, false)
+	require.NoError(t, err)
+	head, err := ch.Head(ctx)
+	require.NoError(t, err)
+	first, err := ch.ReadBatch(ctx, chainapi.BatchQuery{From: 1, To: head, Head: head, Accounts: accounts})
+	require.NoError(t, err)
+	require.Len(t, first.Transfers, 1)
+
+	// Not watched while one more came; watched again afterwards.
+	_, err = c.transfer(ctx, []TransferRequest{{To: solanaWallet, Token: paywatch.USDC, Amount: "2"}}, false)
+	require.NoError(t, err)
+	unwatched, err := ch.Head(ctx)
+	require.NoError(t, err)
+	sent, err := c.transfer(ctx, []TransferRequest{{To: solanaWallet, Token: paywatch.USDC, Amount: "3"}}, false)
+	require.NoError(t, err)
+	head2, err := ch.Head(ctx)
+	require.NoError(t, err)
+	read, err := ch.ReadBatch(ctx, chainapi.BatchQuery{From: unwatched + 1, To: head2, Head: head2, Accounts: first.Accounts})
+	require.NoError(t, err)
+	require.Len(t, read.Transfers, 1, "only what came in the batch's slots")
+	assert.Equal(t, sent[0].TxHash, read.Transfers[0].TxHash)
+}
+
+// A node that has not reached the batch's last slot refuses to list an
+// account's signatures for it (minContextSlot), rather than answer for
+// slots it has not seen: the batch is read again, nothing is skipped.
+func TestSolanaListingRefusesANodeBehindTheBatch(t *testing.T) {
+	c, client := startSolanaT(t)
+	ctx := context.Background()
+	usdc, _ := c.mintOf(paywatch.USDC)
+	ata, err := solana.AssociatedTokenAccount(solanaWallet, usdc.Mint, usdc.Program)
+	require.NoError(t, err)
+	head, err := client.Slot(ctx, rpc.CommitmentConfirmed)
+	require.NoError(t, err)
+	_, err = client.Signatures(ctx, ata, solana.SignatureQuery{MinContextSlot: head + 5}, rpc.CommitmentConfirmed)
+	require.ErrorContains(t, err, "JSON-RPC error -32016: Minimum context slot has not been reached")
+	_, err = client.Signatures(ctx, ata, solana.SignatureQuery{MinContextSlot: head}, rpc.CommitmentConfirmed)
+	require.NoError(t, err)
 }

@@ -138,7 +138,9 @@ func (c *Chain) block(ctx context.Context, slot uint64) (*rpc.GetBlockResult, er
 		return err
 	})
 	switch {
-	case rpcCode(err) == -32007:
+	case rpcCode(err) == -32007 || rpcCode(err) == -32009:
+		// Skipped ("or missing due to ledger jump" / "or missing in
+		// long-term storage"): no block there.
 		return nil, nil
 	case rpcCode(err) == -32004:
 		return nil, fmt.Errorf("slot %d: %w", slot, chainapi.ErrBlockNotFound)
@@ -194,7 +196,7 @@ func (c *Chain) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
 		switch {
 		case rpcCode(err) == -32004:
 			return time.Time{}, fmt.Errorf("slot %d: %w", slot, chainapi.ErrBlockNotFound)
-		case rpcCode(err) == -32007 && slot > 0 && n-slot < skippedLookback:
+		case (rpcCode(err) == -32007 || rpcCode(err) == -32009) && slot > 0 && n-slot < skippedLookback:
 			continue
 		case err != nil:
 			return time.Time{}, err
@@ -274,13 +276,32 @@ func (b *batch) transfers(ctx context.Context, s *rpc.TransactionSignature) ([]c
 	if !found {
 		return nil, fmt.Errorf("signature %s listed, then not found: %w", sig, chainapi.ErrIncompleteRead)
 	}
+	if ts, err = b.transfersOf(ctx, sig, s.Slot, credits); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.txs[sig] = ts
+	b.mu.Unlock()
+	return ts, nil
+}
+
+// txConcurrency is how many getTransaction calls one account's read has
+// in flight: a busy account catching up reads hundreds.
+const txConcurrency = 8
+
+// transfersOf turns one transaction's credits into transfers: every
+// credit to a token account of the chain's mints, in slot (the slot the
+// transaction was listed in, which the credits must name too), the
+// recipient named by the account's owner.
+func (b *batch) transfersOf(ctx context.Context, sig string, slot uint64, credits []Credit) ([]chainapi.Transfer, error) {
+	var ts []chainapi.Transfer
 	for _, cr := range credits {
 		m, ok := b.c.byMint[cr.Mint]
 		if !ok || cr.Program != m.Program {
 			continue // another token
 		}
-		if cr.Slot != s.Slot {
-			return nil, fmt.Errorf("signature %s listed in slot %d, read in %d: %w", sig, s.Slot, cr.Slot, chainapi.ErrIncompleteRead)
+		if cr.Slot != slot {
+			return nil, fmt.Errorf("signature %s listed in slot %d, read in %d: %w", sig, slot, cr.Slot, chainapi.ErrIncompleteRead)
 		}
 		h, err := b.hash(ctx, cr.Slot)
 		if err != nil {
@@ -292,43 +313,52 @@ func (b *batch) transfers(ctx context.Context, s *rpc.TransactionSignature) ([]c
 			Memos: slices.Clone(cr.References),
 		})
 	}
-	b.mu.Lock()
-	b.txs[sig] = ts
-	b.mu.Unlock()
 	return ts, nil
 }
 
-// account reads one watched account's signatures in [from, to] (from its
-// cursor when that is below from) and returns its transfers and new
-// cursor: the newest signature listed at or below to, failed ones too.
+// account reads one watched account's signatures in [from, to] and
+// returns its transfers and new cursor: the newest signature listed at or
+// below to (failed ones too), read through to. Its cursor is followed
+// only when it was read through the slot just before from (the batch
+// before this one); otherwise (no cursor yet, a scan gone back for a
+// reorg, an account not read for a while, such as a wallet registered
+// again) the account is read by slot from from. Every page comes from a
+// node that has reached to, so none answers for slots it has not seen.
 func (b *batch) account(ctx context.Context, a chainapi.AccountCursor, from, to uint64) ([]chainapi.Transfer, chainapi.AccountCursor, error) {
-	cur := Cursor{Signature: a.Signature, Slot: a.Slot}
-	if cur.Signature == "" || cur.Slot >= from {
-		// No cursor yet, or one at or past the batch's first block (the
-		// scan went back for a reorg): read the blocks from from.
-		cur = Cursor{}
+	q := SignatureQuery{Cursor: Cursor{Signature: a.Signature, Slot: a.Slot}, FromSlot: from, Through: a.Through, MinContextSlot: to}
+	if q.Cursor.Signature == "" || q.Cursor.Slot >= from || a.Through+1 != from {
+		q.Cursor, q.Through = Cursor{}, 0
 	}
-	sigs, err := b.c.Signatures(ctx, a.Account, cur, from, rpc.CommitmentConfirmed)
+	sigs, err := b.c.Signatures(ctx, a.Account, q, rpc.CommitmentConfirmed)
 	if err != nil {
 		return nil, a, fmt.Errorf("account %s: %w", a.Account, err)
 	}
 	next := a
-	if cur.Signature == "" {
-		next.Signature, next.Slot = "", 0
-	}
-	var out []chainapi.Transfer
+	next.Signature, next.Slot, next.Through = q.Cursor.Signature, q.Cursor.Slot, to
+	var todo []*rpc.TransactionSignature
 	for _, s := range sigs {
 		if s.Slot > to {
 			break // above the batch: the next one reads it
 		}
 		next.Signature, next.Slot = s.Signature.String(), s.Slot
-		if s.Err != nil {
-			continue
+		if s.Err == nil {
+			todo = append(todo, s)
 		}
-		ts, err := b.transfers(ctx, s)
-		if err != nil {
-			return nil, a, err
-		}
+	}
+	found := make([][]chainapi.Transfer, len(todo))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(txConcurrency)
+	for i, s := range todo {
+		g.Go(func() (err error) {
+			found[i], err = b.transfers(gctx, s)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, a, err
+	}
+	var out []chainapi.Transfer
+	for _, ts := range found {
 		for _, t := range ts {
 			if t.To == a.Owner {
 				out = append(out, t)
@@ -390,12 +420,11 @@ func (c *Chain) TransactionTransfers(ctx context.Context, sig string) ([]chainap
 	if err != nil || !found {
 		return nil, false, err
 	}
-	b := &batch{c: c, hashes: map[uint64]string{}, txs: map[string][]chainapi.Transfer{}}
-	s := &rpc.TransactionSignature{Signature: sol.MustSignatureFromBase58(sig)}
-	if len(credits) > 0 {
-		s.Slot = credits[0].Slot
+	if len(credits) == 0 {
+		return nil, true, nil
 	}
-	ts, err := b.transfers(ctx, s)
+	b := &batch{c: c, hashes: map[uint64]string{}, txs: map[string][]chainapi.Transfer{}}
+	ts, err := b.transfersOf(ctx, sig, credits[0].Slot, credits)
 	if err != nil {
 		return nil, false, err
 	}

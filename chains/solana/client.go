@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,11 @@ type Client struct {
 	retry map[*rpc.Client]*retryTransport
 	// calls counts the calls made, failed attempts and failovers too.
 	calls atomic.Uint64
+	// historyFirst is the oldest slot the endpoints keep, as read at
+	// historyAt (cachedHistoryStart).
+	historyMu    sync.Mutex
+	historyFirst uint64
+	historyAt    time.Time
 }
 
 // Dial returns a client of urls (http:// or https://, any path and query;
@@ -208,16 +214,20 @@ func (c *Client) Slot(ctx context.Context, commitment rpc.CommitmentType) (uint6
 	return slot, err
 }
 
-// Signatures returns the signatures of account newer than cur, oldest
-// first, failed ones left out (NewSignatures), at the given commitment
-// (confirmed, to see a transfer early; finalized, to count it).
-func (c *Client) Signatures(ctx context.Context, account string, cur Cursor, fromSlot uint64, commitment rpc.CommitmentType) ([]*rpc.TransactionSignature, error) {
+// Signatures returns an account's new signatures, oldest first, failed
+// ones listed with their Err (NewSignatures), at the given commitment
+// (confirmed, to see a transfer early; finalized, to count it), each page
+// from a node that has reached q.MinContextSlot.
+func (c *Client) Signatures(ctx context.Context, account string, q SignatureQuery, commitment rpc.CommitmentType) ([]*rpc.TransactionSignature, error) {
 	key, err := sol.PublicKeyFromBase58(account)
 	if err != nil {
 		return nil, fmt.Errorf("solana: account %q: %w", account, err)
 	}
 	page := func(ctx context.Context, before, until string, limit int) ([]*rpc.TransactionSignature, error) {
 		opts := &rpc.GetSignaturesForAddressOpts{Limit: &limit, Commitment: commitment}
+		if q.MinContextSlot > 0 {
+			opts.MinContextSlot = &q.MinContextSlot
+		}
 		if before != "" {
 			if opts.Before, err = sol.SignatureFromBase58(before); err != nil {
 				return nil, err
@@ -235,7 +245,27 @@ func (c *Client) Signatures(ctx context.Context, account string, cur Cursor, fro
 		})
 		return out, err
 	}
-	return NewSignatures(ctx, page, cur, fromSlot, MaxSignaturesPage)
+	return NewSignatures(ctx, page, q, MaxSignaturesPage, c.cachedHistoryStart)
+}
+
+// historyTTL is how long a read of the oldest slot an endpoint keeps is
+// reused: it moves slowly (a node drops old ledger in large steps), and
+// NewSignatures may need it for every account of every batch.
+const historyTTL = time.Minute
+
+// cachedHistoryStart is HistoryStart, read at most once per historyTTL.
+func (c *Client) cachedHistoryStart(ctx context.Context) (uint64, error) {
+	c.historyMu.Lock()
+	defer c.historyMu.Unlock()
+	if !c.historyAt.IsZero() && time.Since(c.historyAt) < historyTTL {
+		return c.historyFirst, nil
+	}
+	first, err := c.HistoryStart(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c.historyFirst, c.historyAt = first, time.Now()
+	return first, nil
 }
 
 // Credits returns the token credits of one transaction (ParseTransaction);

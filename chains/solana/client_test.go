@@ -139,7 +139,7 @@ func TestClientReadsRecordedMainnet(t *testing.T) {
 
 	h := node.history
 	cur := solana.Cursor{Signature: h.all[20].Signature.String(), Slot: h.all[20].Slot}
-	sigs, err := c.Signatures(ctx, "7T8ckKtdc5DH7ACS5AnCny7rVXYJPEsaAbdBri1FhPxY", cur, 0, rpc.CommitmentFinalized)
+	sigs, err := c.Signatures(ctx, "7T8ckKtdc5DH7ACS5AnCny7rVXYJPEsaAbdBri1FhPxY", solana.SignatureQuery{Cursor: cur, Through: cur.Slot}, rpc.CommitmentFinalized)
 	require.NoError(t, err)
 	require.NotEmpty(t, sigs)
 	assert.Equal(t, h.all[0].Signature, sigs[len(sigs)-1].Signature)

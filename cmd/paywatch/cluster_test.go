@@ -34,7 +34,7 @@ import (
 
 // The cluster test's load and its schedule of faults.
 const (
-	clusterPayments     = 300                    // 50 per network
+	clusterPayments     = 300                    // spread over every network in turn
 	clusterLoadProjects = 8                      // about 38 payments each: well under 60 calls a minute per key
 	clusterLoadEvery    = 500 * time.Millisecond // one new payment every half second: 150 s of load
 	clusterBlockTime    = "250ms"                // devnet block time: 64 POLYGON confirmations in 16 s

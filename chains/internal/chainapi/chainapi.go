@@ -192,6 +192,10 @@ type AccountCursor struct {
 	// block.
 	Signature string
 	Slot      uint64
+	// Through is the last block the account was read through (the last
+	// of the batch that read it): its cursor stands for everything up to
+	// there, and is followed only by the batch that starts right after.
+	Through uint64
 }
 
 // AccountReader is implemented by clients that cannot read every token
