@@ -145,7 +145,7 @@ func TestNewSignaturesOfAQuietAccountOnAShallowProvider(t *testing.T) {
 		i++
 	}
 	cur := solana.Cursor{Signature: h.all[i].Signature.String(), Slot: h.all[i].Slot}
-	through := h.all[i-1].Slot - 1 // read through the slot before the next signature
+	through := h.all[i-1].Slot - 1   // read through the slot before the next signature
 	kept := &history{all: h.all[:i]} // the provider lost the cursor and everything older
 	first := h.all[i-1].Slot
 
