@@ -39,9 +39,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkRPCCost$$' -benchmem -timeout 30m ./...
 
 ## bench-rpc: the devnet chain of every network at its mainnet block time, a scanner each behind a counting proxy:
-## requests and bytes per block and per day, with nothing open, with 1,000 expired payments in their late windows
-## and with 1,000 open payments per network,
-## and the latency at the confirming block (about 10 min; PAYWATCH_RPC_BENCH_WINDOW=1m for a quick run)
+## requests and bytes per block and per day, with nothing open, with 1,000 expired payments in their late windows,
+## with 1 and with 1,000 open payments per network (SOLANA: memo payments on one wallet),
+## and the latency at the confirming block (about 13 min; PAYWATCH_RPC_BENCH_WINDOW=1m for a quick run)
 bench-rpc: test-deps
 	$(GO) test -run '^$$' -bench '^BenchmarkRPCCost$$' -benchtime 1x -timeout 30m ./activities
 
