@@ -74,6 +74,28 @@ func TestParseRecordedMainnetTransactions(t *testing.T) {
 			want: []want{{at(2, 0), "7atgF8KQo4wJrD5ATGX7t1V2zVvykPJbFfNeVf1icFv1", token22, "4RCuNxRhspEdRLyk66WTTj68aoQGoLiDTYJWTwoUuH9q", "5Sp1e78jLb9b4B8FMFEGobzQCc9kW23tydFNaeGsNJSt", "6HbSn7QQraiNXW5p4M7Sp48qdcxvCSsqwuJvrNNTMayF", "368640000", nil}},
 		},
 		{
+			// USDG, Paxos's Token-2022 stablecoin (PYUSD's issuer, 6
+			// decimals): the closest recorded stand-in for a PYUSD credit,
+			// none of which was found. An inner TransferChecked at stack
+			// height 3, after a Token-2022 Burn of another mint.
+			file:      "getTransaction_token2022_usdg_inner_transferChecked_v0_json.json",
+			signature: "4Tnpv3ZgMcUTcYdq6tPkR1y9kHqMtXtscR5S22A5hb7diKxUH81fit2FRQZ2iaYfocMj7PJP5XysnwXmTDSt84pG",
+			slot:      402879272,
+			want: []want{{at(0, 3), "2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH", token22, "AbDvHxFXPoi7SEdaKNXAEPokNZ3wxSXhKHr8i2rb5EkC", "5P8QZdPo2pipnpPQ6njUqjLH9kRnRgweDJptdDTu9iZT", "7s1da8DduuBFqGra5bJBjpnvL5E9mGzCuMk1Qkh4or2Z", "2252307824539", nil}},
+		},
+		{
+			// A Token-2022 mint with a permanent delegate, as PYUSD's: its
+			// account made in the same transaction (no pre balance), both
+			// token programs loaded from a lookup table.
+			file:      "getTransaction_token2022_xstock_swap_new_ata_permanent_delegate_v0_json.json",
+			signature: "4XaCfTLNno3rAETUgRC5tfPwzvvkJzARQYcyjas4nEyzkM7iFgZtHC2rY85JxJsb7baJqcnLSdqHdrhjgffQXuyo",
+			slot:      378401816,
+			want: []want{
+				{at(0, 7), usdc, spl, "3h7wgb4hzxjM2F7fmLgwuzZxzuztUvUMdThnrmy9bTdF", "HHQUnUbmWLrYzkscDY1C3deEFbGtiGBGoHjpANogmvum", "7T8ckKtdc5DH7ACS5AnCny7rVXYJPEsaAbdBri1FhPxY", "20000000", nil},
+				{at(0, 8), "XsDoVfqeBukxuZHWhdvWHBhgEHjGNst4MLodqsJHzoB", token22, "HPKu5fq5nB5t54r6HeRgtLLTQ1Euh6E3PdDktT9zGdmK", "7T8ckKtdc5DH7ACS5AnCny7rVXYJPEsaAbdBri1FhPxY", "HHQUnUbmWLrYzkscDY1C3deEFbGtiGBGoHjpANogmvum", "4466643", nil},
+			},
+		},
+		{
 			file:      "getTransaction_failed_jupiter_swap_v0_json.json",
 			signature: "5DmrWBydDod85swXUp3sRVmuQW1VUwBFdVyKRybeKduaUEbwEJGFY6CwZo9xni2jsBcyrHjAA7N6W9Mz93KCneQc",
 			slot:      259696492,
