@@ -81,7 +81,7 @@ func TestParseRecordedMainnetTransactions(t *testing.T) {
 			file:      "getTransaction_token2022_usdg_inner_transferChecked_v0_json.json",
 			signature: "4Tnpv3ZgMcUTcYdq6tPkR1y9kHqMtXtscR5S22A5hb7diKxUH81fit2FRQZ2iaYfocMj7PJP5XysnwXmTDSt84pG",
 			slot:      402879272,
-			want: []want{{at(0, 3), "2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH", token22, "AbDvHxFXPoi7SEdaKNXAEPokNZ3wxSXhKHr8i2rb5EkC", "5P8QZdPo2pipnpPQ6njUqjLH9kRnRgweDJptdDTu9iZT", "7s1da8DduuBFqGra5bJBjpnvL5E9mGzCuMk1Qkh4or2Z", "2252307824539", nil}},
+			want:      []want{{at(0, 3), "2u1tszSeqZ3qBWF3uNGPFc8TzMk2tdiwknnRMWGWjGWH", token22, "AbDvHxFXPoi7SEdaKNXAEPokNZ3wxSXhKHr8i2rb5EkC", "5P8QZdPo2pipnpPQ6njUqjLH9kRnRgweDJptdDTu9iZT", "7s1da8DduuBFqGra5bJBjpnvL5E9mGzCuMk1Qkh4or2Z", "2252307824539", nil}},
 		},
 		{
 			// A Token-2022 mint with a permanent delegate, as PYUSD's: its
