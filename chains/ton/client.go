@@ -223,3 +223,32 @@ func (c *Client) MasterchainSeqno(ctx context.Context) (uint64, error) {
 	}
 	return info.Last.Seqno, nil
 }
+
+// TransfersSince returns every one of master's jetton transfers to
+// owners with a logical time at or after fromLT (and at most toLT, 0: no
+// bound), oldest first, paging through pages of limit (at most MaxPage)
+// until a page is short. A transaction listed twice (a page boundary
+// that moved while it was read) is returned once.
+func (c *Client) TransfersSince(ctx context.Context, owners []string, master string, fromLT, toLT uint64, limit int) ([]Credit, error) {
+	if limit <= 0 || limit > MaxPage {
+		limit = MaxPage
+	}
+	var out []Credit
+	seen := map[string]bool{}
+	for offset := 0; ; offset += limit {
+		page, rows, err := c.TransfersTo(ctx, TransferQuery{Owners: owners, Master: master, FromLT: fromLT, ToLT: toLT, Limit: limit, Offset: offset})
+		if err != nil {
+			return nil, err
+		}
+		for _, cr := range page {
+			key := cr.TxHash + "/" + cr.To
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, cr)
+			}
+		}
+		if rows < limit {
+			return out, nil
+		}
+	}
+}

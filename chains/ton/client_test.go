@@ -92,3 +92,26 @@ func TestClientReadsTONCenter(t *testing.T) {
 	_, err = ton.Dial([]string{"toncenter.com/api/v3"}, nil, nil)
 	assert.ErrorContains(t, err, "want http(s)://")
 }
+
+// More transfers than a page: every one is read, across pages, once.
+func TestClientPagesThroughTransfers(t *testing.T) {
+	transfers := fixture(t, "mainnet/jetton_transfers_usdt_2024-05.json")
+	var offsets []string
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		offsets = append(offsets, q.Get("offset"))
+		assert.Equal(t, "2", q.Get("limit"))
+		if q.Get("offset") == "4" {
+			_, _ = w.Write([]byte(`{"jetton_transfers":[],"address_book":{}}`))
+			return
+		}
+		_, _ = w.Write(transfers) // two rows a page; the same two each time
+	}))
+	defer node.Close()
+	c, err := ton.Dial([]string{node.URL + "/api/v3"}, nil, nil)
+	require.NoError(t, err)
+	got, err := c.TransfersSince(context.Background(), []string{"0:169C9367C01C8B4E1471962DB32E99E3E4473AAFB47E1A6A643A4177A6758F16"}, usdt, 1, 0, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0", "2", "4"}, offsets, "full pages, then a short one")
+	assert.Len(t, got, 2, "a transaction listed on two pages is one transfer")
+}
