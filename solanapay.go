@@ -44,25 +44,28 @@ type SolanaPayRequest struct {
 // percent-encoded (a space as %20, as SPEC.md's encodeURIComponent does:
 // a wallet decoding them would not turn "+" back into a space).
 func (r SolanaPayRequest) URL() string {
+	return walletLink("solana:"+r.Recipient,
+		"amount", plainDecimal(r.Amount), "spl-token", r.Mint, "reference", r.Reference, "label", r.Label, "message", r.Message)
+}
+
+// walletLink writes a wallet link: base, then the non-empty values of
+// pairs (key, value, key, value…) as a query, each value percent-encoded
+// as encodeURIComponent does (a space as %20: a wallet decoding the
+// value would not turn "+" back into a space).
+func walletLink(base string, pairs ...string) string {
 	var b strings.Builder
-	b.WriteString("solana:")
-	b.WriteString(r.Recipient)
+	b.WriteString(base)
 	sep := byte('?')
-	param := func(k, v string) {
-		if v == "" {
-			return
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			continue
 		}
 		b.WriteByte(sep)
 		sep = '&'
-		b.WriteString(k)
+		b.WriteString(pairs[i])
 		b.WriteByte('=')
-		b.WriteString(strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
+		b.WriteString(strings.ReplaceAll(url.QueryEscape(pairs[i+1]), "+", "%20"))
 	}
-	param("amount", plainDecimal(r.Amount))
-	param("spl-token", r.Mint)
-	param("reference", r.Reference)
-	param("label", r.Label)
-	param("message", r.Message)
 	return b.String()
 }
 

@@ -51,24 +51,9 @@ type TONTransferRequest struct {
 // &amount=<base units>&text=<comment>, the form TON wallets read (TON's
 // "ton://" deeplinks; operations.md §9), each value percent-encoded.
 func (r TONTransferRequest) URL() string {
-	var b strings.Builder
-	b.WriteString("ton://transfer/")
-	b.WriteString(url.PathEscape(r.Recipient))
-	sep := byte('?')
-	param := func(k, v string) {
-		if v == "" {
-			return
-		}
-		b.WriteByte(sep)
-		sep = '&'
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
-	}
-	param("jetton", r.Jetton)
+	amount := ""
 	if r.Units != nil && r.Units.Sign() > 0 {
-		param("amount", r.Units.String())
+		amount = r.Units.String()
 	}
-	param("text", r.Text)
-	return b.String()
+	return walletLink("ton://transfer/"+url.PathEscape(r.Recipient), "jetton", r.Jetton, "amount", amount, "text", r.Text)
 }
