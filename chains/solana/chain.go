@@ -44,6 +44,10 @@ type Chain struct {
 	network paywatch.Network
 	mints   []Mint
 	byMint  map[string]Mint
+	// owned caches each owner's derived token accounts: every poll asks
+	// for them, and a derivation hashes until it finds a point off the
+	// curve.
+	owned sync.Map // owner → []chainapi.AccountCursor
 }
 
 // NewChain returns network's Chain over c, reading mints.
@@ -212,13 +216,20 @@ func (c *Chain) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
 func (c *Chain) Accounts(owners []string) ([]chainapi.AccountCursor, error) {
 	out := make([]chainapi.AccountCursor, 0, len(owners)*len(c.mints))
 	for _, o := range owners {
+		if accts, ok := c.owned.Load(o); ok {
+			out = append(out, accts.([]chainapi.AccountCursor)...)
+			continue
+		}
+		accts := make([]chainapi.AccountCursor, 0, len(c.mints))
 		for _, m := range c.mints {
 			ata, err := AssociatedTokenAccount(o, m.Mint, m.Program)
 			if err != nil {
 				return nil, fmt.Errorf("solana: owner %q: %w", o, err)
 			}
-			out = append(out, chainapi.AccountCursor{Account: ata, Owner: o})
+			accts = append(accts, chainapi.AccountCursor{Account: ata, Owner: o})
 		}
+		c.owned.Store(o, accts)
+		out = append(out, accts...)
 	}
 	return out, nil
 }

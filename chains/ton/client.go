@@ -1,6 +1,7 @@
 package ton
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,12 +131,15 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 		if err != nil {
 			return err
 		}
+		// TON Center's refusals are small {"ok":false,…} objects, sent
+		// with 200 too: only those are read twice.
 		var refusal struct {
-			Code   int    `json:"code"`
-			Error  string `json:"error"`
-			Result any    `json:"result"`
+			Code  int    `json:"code"`
+			Error string `json:"error"`
 		}
-		_ = json.Unmarshal(body, &refusal)
+		if res.StatusCode != http.StatusOK || bytes.HasPrefix(bytes.TrimSpace(body), []byte(`{"ok"`)) {
+			_ = json.Unmarshal(body, &refusal)
+		}
 		switch {
 		case res.StatusCode == http.StatusTooManyRequests || refusal.Code == http.StatusTooManyRequests:
 			err := fmt.Errorf("%w: %s", chainapi.ErrRateLimited, strings.TrimSpace(string(body[:min(len(body), 200)])))
@@ -194,15 +198,14 @@ func (c *Client) TransfersTo(ctx context.Context, q TransferQuery) ([]Credit, in
 	if q.ToLT > 0 {
 		v.Set("end_lt", strconv.FormatUint(q.ToLT, 10))
 	}
-	var raw json.RawMessage
-	if err := c.get(ctx, "/jetton/transfers", v, &raw); err != nil {
+	var page jettonTransfers
+	if err := c.get(ctx, "/jetton/transfers", v, &page); err != nil {
 		return nil, 0, err
 	}
-	var page jettonTransfers
-	if err := json.Unmarshal(raw, &page); err != nil {
+	if page.JettonTransfers == nil {
 		return nil, 0, ErrBadAnswer
 	}
-	credits, err := Credits(raw, q.Master)
+	credits, err := creditsOf(page, q.Master)
 	return credits, len(page.JettonTransfers), err
 }
 

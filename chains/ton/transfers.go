@@ -72,13 +72,18 @@ var ErrBadAnswer = errors.New("ton: not an /api/v3/jetton/transfers answer")
 // /api/v3/jetton/transfers answer, in its order: rows of another master
 // (a look-alike jetton) and aborted ones are left out.
 func Credits(answer []byte, master string) ([]Credit, error) {
-	want, err := paywatch.NormalizeTONWallet(master)
-	if err != nil {
-		return nil, fmt.Errorf("ton: master %q: %w", master, err)
-	}
 	var a jettonTransfers
 	if err := json.Unmarshal(answer, &a); err != nil || a.JettonTransfers == nil {
 		return nil, ErrBadAnswer
+	}
+	return creditsOf(a, master)
+}
+
+// creditsOf is Credits of a decoded answer.
+func creditsOf(a jettonTransfers, master string) ([]Credit, error) {
+	want, err := paywatch.NormalizeTONWallet(master)
+	if err != nil {
+		return nil, fmt.Errorf("ton: master %q: %w", master, err)
 	}
 	var out []Credit
 	for _, t := range a.JettonTransfers {
