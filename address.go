@@ -29,6 +29,9 @@ const maxAddressInput = 128
 //     base58check string.
 //   - solana: a wallet's base58 public key (32 bytes on the ed25519 curve;
 //     NormalizeSolanaWallet), its canonical form the base58 string.
+//   - ton: a wallet's raw ("0:<hex>") or user-friendly address
+//     (NormalizeTONWallet), its canonical form the non-bounceable
+//     mainnet user-friendly string ("UQ…").
 //
 // Surrounding white space is ignored, as pasted addresses often carry it.
 func NormalizeAddress(f Family, s string) (string, error) {
@@ -48,6 +51,8 @@ func NormalizeAddress(f Family, s string) (string, error) {
 		return troncommon.EncodeCheck(b), nil
 	case FamilySolana:
 		return NormalizeSolanaWallet(s)
+	case FamilyTON:
+		return NormalizeTONWallet(s)
 	default:
 		return "", invalidf("unknown address family %s", quoteInput(string(f)))
 	}

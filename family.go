@@ -10,10 +10,12 @@ const (
 	FamilyEVM    Family = "evm"
 	FamilyTron   Family = "tron"
 	FamilySolana Family = "solana"
+	FamilyTON    Family = "ton"
 )
 
 // derivedFamilies are the families whose addresses derive from a
-// watch-only xPub (secp256k1 keys). The others (ed25519 wallets: solana)
+// watch-only xPub (secp256k1 keys). The others (ed25519 wallets: solana,
+// ton)
 // have no watch-only derivation: they take registered addresses only,
 // and per_payment and per_user payments on them share the wallet's first
 // address, told apart by a memo (operations.md §9).

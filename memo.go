@@ -1,5 +1,7 @@
 package paywatch
 
+import "math/big"
+
 // Memo payments (operations.md §9): per_payment and per_user payments on a
 // network whose wallets have no watch-only derivation share the wallet's
 // first registered address and are told apart by a memo. What a memo is,
@@ -22,10 +24,24 @@ var memoFamilies = map[Family]memoFamily{
 				Label: r.Label, Message: r.Message}.URL()
 		},
 	},
+	FamilyTON: {
+		new: NewTONComment,
+		link: func(r MemoRequest) string {
+			// A TON link names base units; an amount finer than the
+			// jetton's decimals never reaches here (creation refuses it),
+			// and would leave the amount to the buyer.
+			var units *big.Int
+			if a, err := r.Amount.Rescale(Decimals(r.Network, r.Token)); err == nil {
+				units = a.Units()
+			}
+			return TONTransferRequest{Recipient: r.Address, Jetton: r.Contract, Units: units, Text: r.Memo}.URL()
+		},
+	},
 }
 
 // NewMemo returns a fresh memo for a memo payment on network n (a Solana
-// Pay reference on SOLANA), "" for a network without memo payments.
+// Pay reference on SOLANA, a comment of 8 characters on TON), "" for a
+// network without memo payments.
 func NewMemo(n Network) string {
 	if f, ok := memoFamilies[n.Family()]; ok {
 		return f.new()
@@ -36,8 +52,10 @@ func NewMemo(n Network) string {
 // MemoRequest is what a memo payment's wallet link says.
 type MemoRequest struct {
 	Network Network
+	Token   Token
 	// Address is the merchant's wallet; Amount the amount in whole tokens;
-	// Contract the token's contract (SOLANA: its mint).
+	// Contract the token's contract (SOLANA: its mint; TON: its jetton
+	// master).
 	Address  string
 	Amount   Amount
 	Contract string
@@ -47,7 +65,7 @@ type MemoRequest struct {
 }
 
 // URI returns the wallet link that carries the memo (SOLANA: a Solana Pay
-// transfer request), which a memo payment's qr_code encodes: the address
+// transfer request; TON: a ton://transfer link), which a memo payment's qr_code encodes: the address
 // alone would lose the memo. Without a memo, or on a network without
 // memo payments, it is the address.
 func (r MemoRequest) URI() string {

@@ -1,6 +1,8 @@
 package paywatch
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"strings"
 
 	"github.com/mr-tron/base58"
@@ -13,7 +15,8 @@ import (
 // 0x and 64 lowercase hex digits on EVM networks, and 64 lowercase hex digits
 // without 0x on TRC20, as Tron tools print them. On SOLANA a transaction
 // is named by its first signature: base58 of 64 bytes, kept as given
-// (base58 is case-sensitive, so it has one spelling).
+// (base58 is case-sensitive, so it has one spelling). On TON a hash is
+// 64 lowercase hex digits too, and base64 is accepted (normalizeTONHash).
 func NormalizeTxHash(n Network, s string) (string, error) {
 	f := n.Family()
 	if f == "" {
@@ -53,6 +56,31 @@ func NormalizeTxHash(n Network, s string) (string, error) {
 // bytes of hex, each with its parser.
 var txHashForms = map[Family]func(string) (string, error){
 	FamilySolana: normalizeSolanaSignature,
+	FamilyTON:    normalizeTONHash,
+}
+
+// normalizeTONHash checks a TON transaction hash: 32 bytes as 64 hex
+// digits (explorers) or as base64, standard or URL-safe, padded or not
+// (TON Center's answers, wallets); the canonical form is 64 lowercase
+// hex digits, which tonviewer.com links take.
+func normalizeTONHash(s string) (string, error) {
+	const msg = "invalid transaction hash: want a TON transaction's hash, 64 hex digits or base64"
+	if len(s) == 64 {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			return "", invalidf(msg)
+		}
+		return hex.EncodeToString(b), nil
+	}
+	s = strings.TrimRight(s, "=")
+	if len(s) != 43 {
+		return "", invalidf(msg)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.NewReplacer("+", "-", "/", "_").Replace(s))
+	if err != nil || len(b) != 32 {
+		return "", invalidf(msg)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // normalizeSolanaSignature checks a Solana transaction signature.

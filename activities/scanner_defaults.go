@@ -21,6 +21,11 @@ const (
 	// poll's RPC timeout, so a catch-up after an outage moves at every
 	// poll instead of timing out for good.
 	DefaultSolanaBatch = 1500
+	// DefaultTONBatch is the most masterchain blocks a TON batch reads:
+	// one /api/v3/blocks page (400 s at mainnet's pace), listed to vouch
+	// for the batch, plus a transactions page per watched owner whatever
+	// its length.
+	DefaultTONBatch = 1000
 	// MinPollInterval is the shortest poll interval.
 	MinPollInterval = 50 * time.Millisecond
 	// DefaultEVMIdlePoll is how often an EVM network on which nothing waits
@@ -56,6 +61,7 @@ const (
 // defaultBatch is each family's DefaultXBatch.
 var defaultBatch = map[paywatch.Family]uint64{
 	paywatch.FamilyEVM: DefaultEVMBatch, paywatch.FamilyTron: DefaultTronBatch, paywatch.FamilySolana: DefaultSolanaBatch,
+	paywatch.FamilyTON: DefaultTONBatch,
 }
 
 // Backoff after failed polls: RPC and database errors start at a second,

@@ -21,7 +21,7 @@ func (s *Server) qrTarget(p *payments.Payment) string {
 		amount = rest
 	}
 	r := paywatch.MemoRequest{
-		Network: p.Network, Address: p.Address, Amount: amount, Contract: s.mint(p.Network, p.Token),
+		Network: p.Network, Token: p.Token, Address: p.Address, Amount: amount, Contract: s.mint(p.Network, p.Token),
 		Memo: p.Memo, Label: p.ProjectName,
 	}
 	if p.Link != nil {

@@ -10,7 +10,8 @@
 // and the caller matches recipients itself. chains/solana (solana-go over
 // JSON-RPC) reads SOLANA per watched token account instead
 // (AccountReader): a block range of all Solana token transfers is far too
-// much to read.
+// much to read. chains/ton (TON Center's API v3) reads TON per watched
+// owner too: the owner's jetton wallet.
 //
 // The types below are defined in an internal package so that the
 // implementations can return them without importing this package (which
@@ -28,6 +29,7 @@ import (
 	"github.com/paywatch/paywatch/chains/evm"
 	"github.com/paywatch/paywatch/chains/internal/chainapi"
 	"github.com/paywatch/paywatch/chains/solana"
+	"github.com/paywatch/paywatch/chains/ton"
 	"github.com/paywatch/paywatch/chains/tron"
 )
 
@@ -171,6 +173,8 @@ func Dial(ctx context.Context, cfg Config) (Client, error) {
 		return tron.Dial(ctx, cfg)
 	case paywatch.FamilySolana:
 		return solana.DialConfig(cfg)
+	case paywatch.FamilyTON:
+		return ton.DialConfig(cfg)
 	default:
 		return nil, fmt.Errorf("chains: network %s has unsupported family %q", cfg.Network, info.Family)
 	}

@@ -15,9 +15,11 @@ import (
 // address of the network and its memo: a fresh one for a per_payment
 // payment; for a per_user one the customer's memo for the network and
 // token, made on first use and kept like a per_user address
-// (user_memos). A memo is a Solana Pay reference: 32 random bytes, so two
-// payments never share one (the unique index on user_memos would refuse
-// it, and a payment's own is never stored twice).
+// (user_memos). A memo is drawn again until no payment on the address
+// and no customer on the network has it: a Solana Pay reference (32
+// random bytes) always passes, a TON comment (8 characters) almost
+// always. Memo assignments to one address take turns (a transaction
+// lock), so two concurrent payments never draw the same one.
 func (s *Store) memoAddress(ctx context.Context, tx pgx.Tx, w *Wallet, p *paymentRow, n paywatch.Network, t paywatch.Token) (int64, string, string, error) {
 	var id int64
 	var address string
@@ -31,8 +33,25 @@ func (s *Store) memoAddress(ctx context.Context, tx pgx.Tx, w *Wallet, p *paymen
 	if err != nil {
 		return 0, "", "", fmt.Errorf("memo payment address: %w", err)
 	}
+	if p.mode == paywatch.ModePerUser {
+		// The customer's memo, if made already: no draw, no lock.
+		var memo string
+		err = tx.QueryRow(ctx, `
+			SELECT memo FROM user_memos WHERE wallet_id = $1 AND external_ref = $2 AND network = $3 AND token = $4`,
+			w.ID, p.externalRef, n, t).Scan(&memo)
+		if err == nil {
+			return id, address, memo, nil
+		}
+		if !noRows(err) {
+			return 0, "", "", fmt.Errorf("per_user memo: %w", err)
+		}
+	}
+	fresh, err := s.freshMemo(ctx, tx, n, address)
+	if err != nil {
+		return 0, "", "", err
+	}
 	if p.mode != paywatch.ModePerUser {
-		return id, address, paywatch.NewMemo(n), nil
+		return id, address, fresh, nil
 	}
 	// Insert, or read the one a concurrent first payment of the customer
 	// made: the insert waits for that one's commit, and the read, a new
@@ -41,7 +60,7 @@ func (s *Store) memoAddress(ctx context.Context, tx pgx.Tx, w *Wallet, p *paymen
 	err = tx.QueryRow(ctx, `
 		INSERT INTO user_memos (wallet_id, external_ref, network, token, memo) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (wallet_id, external_ref, network, token) DO NOTHING RETURNING memo`,
-		w.ID, p.externalRef, n, t, paywatch.NewMemo(n)).Scan(&memo)
+		w.ID, p.externalRef, n, t, fresh).Scan(&memo)
 	if noRows(err) {
 		err = tx.QueryRow(ctx, `
 			SELECT memo FROM user_memos WHERE wallet_id = $1 AND external_ref = $2 AND network = $3 AND token = $4`,
@@ -51,6 +70,41 @@ func (s *Store) memoAddress(ctx context.Context, tx pgx.Tx, w *Wallet, p *paymen
 		return 0, "", "", fmt.Errorf("per_user memo: %w", err)
 	}
 	return id, address, memo, nil
+}
+
+// memoDraws bounds the draws of freshMemo: with a thousand memos in use
+// on an address, eight TON characters repeat one about once in a billion
+// draws.
+const memoDraws = 16
+
+// freshMemo draws a memo for a payment on (n, address) that no payment
+// on the address has had and no customer on n holds. It takes the
+// address's memo lock first, held to the end of tx, so a concurrent
+// draw waits for this one's payment to be committed (or not) and sees
+// it.
+func (s *Store) freshMemo(ctx context.Context, tx pgx.Tx, n paywatch.Network, address string) (string, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('memo ' || $1 || ' ' || $2, 0))`, string(n), address); err != nil {
+		return "", fmt.Errorf("memo lock: %w", err)
+	}
+	draw := s.newMemo
+	if draw == nil {
+		draw = paywatch.NewMemo
+	}
+	for range memoDraws {
+		memo := draw(n)
+		var taken bool
+		err := tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM payments WHERE network = $1 AND address = $2 AND memo = $3)
+			    OR EXISTS (SELECT 1 FROM user_memos WHERE network = $1 AND memo = $3)`,
+			string(n), address, memo).Scan(&taken)
+		if err != nil {
+			return "", fmt.Errorf("memo in use: %w", err)
+		}
+		if !taken {
+			return memo, nil
+		}
+	}
+	return "", fmt.Errorf("store: no free memo on %s %s in %d draws", n, address, memoDraws)
 }
 
 // noXPubFamily refuses an xPub for a family whose wallets have none.

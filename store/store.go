@@ -19,6 +19,9 @@ type Store struct {
 	// heads reads a network's chain head for address assignments; nil
 	// means the scanners' cursors only.
 	heads HeadReader
+	// newMemo draws a memo payment's memo; nil means paywatch.NewMemo
+	// (tests draw from fewer).
+	newMemo func(paywatch.Network) string
 }
 
 // HeadReader reads a network's current chain head; *chains.Heads

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -105,6 +104,21 @@ func classify(err error) chainapi.Failure {
 // get asks path with q of the first endpoint that answers, and decodes
 // the answer into out.
 func (c *Client) get(ctx context.Context, path string, q url.Values, out any) error {
+	return c.call(ctx, http.MethodGet, path, q, nil, out)
+}
+
+// post sends body (JSON) to path of the first endpoint that answers, and
+// decodes the answer into out.
+func (c *Client) post(ctx context.Context, path string, body any, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, path, nil, b, out)
+}
+
+// call makes one request of the first endpoint that answers.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, reqBody []byte, out any) error {
 	return c.eps.Do(ctx, classify, func(ep *endpoint) error {
 		c.calls.Add(1)
 		u := *ep.base
@@ -114,7 +128,11 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 			query[k] = vs
 		}
 		u.RawQuery = query.Encode()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		var rd io.Reader
+		if reqBody != nil {
+			rd = bytes.NewReader(reqBody)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 		if err != nil {
 			return err
 		}
@@ -122,6 +140,9 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 			req.Header[k] = vs
 		}
 		req.Header.Set("Accept", "application/json")
+		if reqBody != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		res, err := ep.hc.Do(req)
 		if err != nil {
 			return err
@@ -161,97 +182,4 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 		}
 		return nil
 	})
-}
-
-// TransferQuery asks for jetton transfers to owners.
-type TransferQuery struct {
-	// Owners are the recipients' owner addresses (at most MaxPage).
-	Owners []string
-	// Master is the jetton master (USDT's).
-	Master string
-	// FromLT and ToLT bound the transactions' logical times, inclusive
-	// (0: no bound).
-	FromLT, ToLT uint64
-	// Limit and Offset page the answer, oldest first.
-	Limit, Offset int
-}
-
-// TransfersTo returns master's jetton transfers to q.Owners in the
-// logical times asked, oldest first (/api/v3/jetton/transfers, direction
-// in), as Credits reads them, and the number of rows the page held (a
-// full page means more may follow).
-func (c *Client) TransfersTo(ctx context.Context, q TransferQuery) ([]Credit, int, error) {
-	if len(q.Owners) == 0 || len(q.Owners) > MaxPage {
-		return nil, 0, fmt.Errorf("ton: %d owners: want 1 to %d", len(q.Owners), MaxPage)
-	}
-	limit := q.Limit
-	if limit <= 0 || limit > MaxPage {
-		limit = MaxPage
-	}
-	v := url.Values{
-		"owner_address": q.Owners, "jetton_master": {q.Master}, "direction": {"in"},
-		"sort": {"asc"}, "limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(q.Offset)},
-	}
-	if q.FromLT > 0 {
-		v.Set("start_lt", strconv.FormatUint(q.FromLT, 10))
-	}
-	if q.ToLT > 0 {
-		v.Set("end_lt", strconv.FormatUint(q.ToLT, 10))
-	}
-	var page jettonTransfers
-	if err := c.get(ctx, "/jetton/transfers", v, &page); err != nil {
-		return nil, 0, err
-	}
-	if page.JettonTransfers == nil {
-		return nil, 0, ErrBadAnswer
-	}
-	credits, err := creditsOf(page, q.Master)
-	return credits, len(page.JettonTransfers), err
-}
-
-// MasterchainSeqno returns the newest masterchain block the indexer has
-// (/api/v3/masterchainInfo's last): every transaction it lists is in a
-// masterchain block at or below it, so final.
-func (c *Client) MasterchainSeqno(ctx context.Context) (uint64, error) {
-	var info struct {
-		Last *struct {
-			Seqno uint64 `json:"seqno"`
-		} `json:"last"`
-	}
-	if err := c.get(ctx, "/masterchainInfo", nil, &info); err != nil {
-		return 0, err
-	}
-	if info.Last == nil {
-		return 0, errors.New("ton: masterchainInfo without last")
-	}
-	return info.Last.Seqno, nil
-}
-
-// TransfersSince returns every one of master's jetton transfers to
-// owners with a logical time at or after fromLT (and at most toLT, 0: no
-// bound), oldest first, paging through pages of limit (at most MaxPage)
-// until a page is short. A transaction listed twice (a page boundary
-// that moved while it was read) is returned once.
-func (c *Client) TransfersSince(ctx context.Context, owners []string, master string, fromLT, toLT uint64, limit int) ([]Credit, error) {
-	if limit <= 0 || limit > MaxPage {
-		limit = MaxPage
-	}
-	var out []Credit
-	seen := map[string]bool{}
-	for offset := 0; ; offset += limit {
-		page, rows, err := c.TransfersTo(ctx, TransferQuery{Owners: owners, Master: master, FromLT: fromLT, ToLT: toLT, Limit: limit, Offset: offset})
-		if err != nil {
-			return nil, err
-		}
-		for _, cr := range page {
-			key := cr.TxHash + "/" + cr.To
-			if !seen[key] {
-				seen[key] = true
-				out = append(out, cr)
-			}
-		}
-		if rows < limit {
-			return out, nil
-		}
-	}
 }
