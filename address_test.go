@@ -168,8 +168,10 @@ func TestTronWrongPrefixBase58(t *testing.T) {
 func TestNormalizeAddressUnknownFamily(t *testing.T) {
 	_, err := paywatch.NormalizeAddress("btc", "1BoatSLRHtKNngkdXEeobR76b53LETtpyT")
 	require.EqualError(t, err, `unknown address family "btc"`)
-	_, err = paywatch.NormalizeNetworkAddress("TON", "0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
-	require.EqualError(t, err, "network TON is planned but not yet available")
+	_, err = paywatch.NormalizeNetworkAddress(paywatch.TON, "0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
+	require.EqualError(t, err, "invalid TON address: a user-friendly address has 48 characters")
+	_, err = paywatch.NormalizeNetworkAddress("SUI", "0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
+	require.EqualError(t, err, `unknown network "SUI"`)
 	_, err = paywatch.NormalizeNetworkAddress(paywatch.SOLANA, "0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
 	require.EqualError(t, err, "invalid Solana address: not base58")
 	got, err := paywatch.NormalizeNetworkAddress(paywatch.SOLANA, " GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK\n")

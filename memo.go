@@ -13,6 +13,9 @@ type memoFamily struct {
 	new func() string
 	// link returns the wallet link that carries r's memo.
 	link func(r MemoRequest) string
+	// short marks memos short enough to repeat (a TON comment a person
+	// types): a fresh one is checked against those in use.
+	short bool
 }
 
 // memoFamilies are the families whose HD-mode payments are memo payments.
@@ -25,7 +28,7 @@ var memoFamilies = map[Family]memoFamily{
 		},
 	},
 	FamilyTON: {
-		new: NewTONComment,
+		new: NewTONComment, short: true,
 		link: func(r MemoRequest) string {
 			// A TON link names base units; an amount finer than the
 			// jetton's decimals never reaches here (creation refuses it),
@@ -48,6 +51,11 @@ func NewMemo(n Network) string {
 	}
 	return ""
 }
+
+// MemoMayRepeat reports whether a fresh memo on network n may be one
+// already in use (TON's 8 characters), so that it must be checked; a
+// Solana Pay reference is 32 random bytes and never repeats.
+func MemoMayRepeat(n Network) bool { return memoFamilies[n.Family()].short }
 
 // MemoRequest is what a memo payment's wallet link says.
 type MemoRequest struct {

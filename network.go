@@ -18,6 +18,7 @@ const (
 	ARBITRUM Network = "ARBITRUM"
 	BASE     Network = "BASE"
 	SOLANA   Network = "SOLANA"
+	TON      Network = "TON"
 )
 
 // Token names a stablecoin as it appears in the API.
@@ -32,8 +33,9 @@ const (
 )
 
 // PlannedNetworks lists networks the API already names but does not serve
-// yet, so a client sending one learns it is coming rather than unknown.
-var PlannedNetworks = []Network{"TON"}
+// yet, so a client sending one learns it is coming rather than unknown
+// (none since TON joined; kept for the next one).
+var PlannedNetworks = []Network{}
 
 // PlannedTokens lists tokens the API already names but does not serve yet
 // (none since DAI and PYUSD joined; kept for the next one).
@@ -182,6 +184,21 @@ var networkTable = []networkRow{
 			{USDC, 6, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", SolanaTokenProgram},
 			{PYUSD, 6, "2b1kV6DkPAnxd5ixfnxCpjxmKwqjjaYmCZfHsFu24GXo", SolanaToken2022Program},
 		},
+	},
+	{
+		// A masterchain block every 400 ms since Catchain 2.0 (April
+		// 2026); polled every 2 s like SOLANA, as a poll costs a call per
+		// watched owner, and a transfer is final once a masterchain
+		// block commits it.
+		info: NetworkInfo{
+			Network: TON, Name: "TON", NativeToken: "TON", Confirmations: 1,
+			Family: FamilyTON, Explorer: "https://tonviewer.com", ChainID: 0, BlockTime: 400 * time.Millisecond,
+			PollInterval: 2 * time.Second,
+		},
+		tokens: []tokenRow{
+			{USDT, 6, "EQCxE6mUtQJKFnGfaROTKOt1lZbDiiX1kCixRv7Nw2Id_sDs", ""},
+		},
+		txPath: "/transaction/",
 	},
 }
 

@@ -41,13 +41,29 @@ func TestNormalizeTxHash(t *testing.T) {
 		{paywatch.TRC20, lower[:63] + "g", "invalid transaction hash: not hexadecimal"},
 		{paywatch.TRC20, lower[:62] + " 0", "invalid transaction hash: not hexadecimal"},
 		{paywatch.ERC20, "0x" + lower[:31] + "é" + lower[33:], "invalid transaction hash: not hexadecimal"},
-		{"TON", lower, "network TON is planned but not yet available"},
+		{"SUI", lower, `unknown network "SUI"`},
 		{"", lower, `unknown network ""`},
 	}
 	for _, tt := range bad {
 		_, err := paywatch.NormalizeTxHash(tt.network, tt.in)
 		require.EqualError(t, err, tt.err, tt.in)
 		assert.Equal(t, paywatch.EINVALID, paywatch.ErrorCode(err))
+	}
+}
+
+// A TON transaction hash is 32 bytes: 64 hex digits in any case (as
+// explorers print it) or base64, standard or URL-safe (as TON Center and
+// wallets print it), all kept as 64 lowercase hex digits.
+func TestNormalizeTONHash(t *testing.T) {
+	const hexHash = "3bbda967def473763d20b70f3cd43ea6bca8e251737375e686e55d366a05ea65"
+	for _, in := range []string{hexHash, strings.ToUpper(hexHash), " O72pZ970c3Y9ILcPPNQ+pryo4lFzc3XmhuVdNmoF6mU=\n", "O72pZ970c3Y9ILcPPNQ-pryo4lFzc3XmhuVdNmoF6mU"} {
+		got, err := paywatch.NormalizeTxHash(paywatch.TON, in)
+		require.NoError(t, err, in)
+		assert.Equal(t, hexHash, got, in)
+	}
+	for _, bad := range []string{"", "0x" + hexHash, hexHash[:63] + "g", "O72pZ970c3Y9ILcPPNQ+pryo4lFzc3XmhuVdNmoF6m"} {
+		_, err := paywatch.NormalizeTxHash(paywatch.TON, bad)
+		assert.EqualError(t, err, "invalid transaction hash: want a TON transaction's hash, 64 hex digits or base64", bad)
 	}
 }
 

@@ -30,7 +30,7 @@ import (
 // BenchmarkRPCCost runs the devnet chains of every network at their real
 // block times (network.go), with background token transfers, and a scanner
 // per network through a counting proxy (JSON-RPC for EVM, the FullNode
-// HTTP API for TRC20), first with nothing open, then with 1,000 expired
+// HTTP API for TRC20, TON Center's API v3 for TON), first with nothing open, then with 1,000 expired
 // payments in their late windows, then with one open payment per network,
 // then with 1,000 more, some of which get paid. It prints, per network and
 // scenario, the requests and bytes received per block and per day (the
@@ -45,7 +45,8 @@ import (
 // scanner reads its token accounts, nothing else), the payments are memo
 // payments on that one wallet, each paid with its reference, and the
 // latency is measured from the moment the transfer's slot was finalized
-// (a transfer counts then), not from a block at a depth.
+// (a transfer counts then), not from a block at a depth. TON is read
+// the same way, per owner, its memo payments paid with their comments.
 func BenchmarkRPCCost(b *testing.B) {
 	window := 3 * time.Minute
 	if v := os.Getenv("PAYWATCH_RPC_BENCH_WINDOW"); v != "" {
@@ -67,13 +68,21 @@ func BenchmarkRPCCost(b *testing.B) {
 	var cfgs []chains.Config
 	for _, info := range nets {
 		st, _ := d.Network(info.Network)
-		up := st.RPCURL
-		if info.Family == paywatch.FamilyTron {
+		up, base := st.RPCURL, ""
+		switch info.Family {
+		case paywatch.FamilyTron:
 			up = st.HTTPURL
+		case paywatch.FamilyTON:
+			// A REST API under a base path the client adds its paths
+			// to: the proxy passes paths through.
+			u, err := url.Parse(up)
+			require.NoError(b, err)
+			base, u.Path = u.Path, ""
+			up = u.String()
 		}
 		p := newCountingProxy(b, up)
 		proxies[info.Network] = p
-		cfgs = append(cfgs, chains.Config{Network: info.Network, URLs: []string{p.URL}, Contracts: st.Tokens})
+		cfgs = append(cfgs, chains.Config{Network: info.Network, URLs: []string{p.URL + base}, Contracts: st.Tokens})
 	}
 	set, err := chains.DialSet(ctx, cfgs...)
 	require.NoError(b, err)
@@ -89,12 +98,13 @@ func BenchmarkRPCCost(b *testing.B) {
 		go maker.run(ctx, info)
 	}
 
-	// SOLANA: the merchant's wallet, and when each slot was finalized.
+	// SOLANA and TON: the merchant's wallet; SOLANA: when each slot was
+	// finalized.
 	memoWallets := map[paywatch.Network]string{}
 	final := newBlockTimes()
 	for _, info := range nets {
 		if paywatch.NewMemo(info.Network) != "" {
-			memoWallets[info.Network] = db.ownSolanaWallet(b)
+			memoWallets[info.Network] = db.ownWallet(b, info.Network)
 		}
 		st, _ := d.Network(info.Network)
 		direct, err := chains.Dial(ctx, chains.Config{Network: info.Network, URLs: []string{st.RPCURL}, Contracts: st.Tokens})

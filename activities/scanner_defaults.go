@@ -22,10 +22,11 @@ const (
 	// poll instead of timing out for good.
 	DefaultSolanaBatch = 1500
 	// DefaultTONBatch is the most masterchain blocks a TON batch reads:
-	// one /api/v3/blocks page (400 s at mainnet's pace), listed to vouch
-	// for the batch, plus a transactions page per watched owner whatever
-	// its length.
-	DefaultTONBatch = 1000
+	// six minutes at mainnet's pace, listed in one /api/v3/blocks page
+	// of 1,000 with room for the blocks that share a second with the
+	// last (the indexer lists blocks by time), plus a transactions page
+	// per watched owner whatever its length.
+	DefaultTONBatch = 900
 	// MinPollInterval is the shortest poll interval.
 	MinPollInterval = 50 * time.Millisecond
 	// DefaultEVMIdlePoll is how often an EVM network on which nothing waits

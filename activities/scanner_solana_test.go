@@ -23,13 +23,20 @@ import (
 // project's (static_addresses, address_owners), and returns it.
 func (db *scanDB) ownSolanaWallet(t testing.TB) string {
 	t.Helper()
+	return db.ownWallet(t, paywatch.SOLANA)
+}
+
+// ownWallet registers a fresh wallet address of network n (of a memo
+// family: SOLANA, TON) as the scan project's, as a merchant does.
+func (db *scanDB) ownWallet(t testing.TB, n paywatch.Network) string {
+	t.Helper()
 	ctx := context.Background()
 	var walletID int64
-	require.NoError(t, db.pool.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, 'sol') RETURNING id`, db.projectID).Scan(&walletID))
-	addr := randomAddress(t, paywatch.SOLANA)
-	_, err := db.pool.Exec(ctx, `INSERT INTO address_owners (family, address, wallet_id) VALUES ('solana', $1, $2)`, addr, walletID)
+	require.NoError(t, db.pool.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, $2) RETURNING id`, db.projectID, "memo "+string(n)).Scan(&walletID))
+	addr := randomAddress(t, n)
+	_, err := db.pool.Exec(ctx, `INSERT INTO address_owners (family, address, wallet_id) VALUES ($1, $2, $3)`, string(n.Family()), addr, walletID)
 	require.NoError(t, err)
-	_, err = db.pool.Exec(ctx, `INSERT INTO static_addresses (wallet_id, network, address) VALUES ($1, 'SOLANA', $2)`, walletID, addr)
+	_, err = db.pool.Exec(ctx, `INSERT INTO static_addresses (wallet_id, network, address) VALUES ($1, $2, $3)`, walletID, string(n), addr)
 	require.NoError(t, err)
 	return addr
 }

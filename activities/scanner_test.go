@@ -149,6 +149,13 @@ func randomAddress(t testing.TB, n paywatch.Network) string {
 		return paywatch.TronAddressFromEVMBytes(b)
 	case paywatch.FamilySolana:
 		return sol.NewWallet().PublicKey().String()
+	case paywatch.FamilyTON:
+		k := make([]byte, 32)
+		_, err := rand.Read(k)
+		require.NoError(t, err)
+		a, err := paywatch.NormalizeTONWallet("0:" + hex.EncodeToString(k))
+		require.NoError(t, err)
+		return a
 	}
 	a, err := paywatch.NormalizeAddress(paywatch.FamilyEVM, "0x"+hex.EncodeToString(b))
 	require.NoError(t, err)

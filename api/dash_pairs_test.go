@@ -44,7 +44,7 @@ func TestDashboardLinkFormOffersTheTable(t *testing.T) {
 	p := b.get("/dashboard/p/lpr/links")
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
 	assert.Equal(t, []string{"*", "USDT", "USDC", "DAI", "PYUSD"}, options(p.Body, "token"))
-	assert.Equal(t, []string{"*", "TRC20", "BEP20", "ERC20", "POLYGON", "ARBITRUM", "BASE", "SOLANA"}, options(p.Body, "network"))
+	assert.Equal(t, []string{"*", "TRC20", "BEP20", "ERC20", "POLYGON", "ARBITRUM", "BASE", "SOLANA", "TON"}, options(p.Body, "network"))
 	assert.Contains(t, p.Body, `<option value="PYUSD">PYUSD (PayPal USD)</option>`)
 	assert.Contains(t, p.Body, `<option value="BASE">Base</option>`)
 
@@ -150,7 +150,7 @@ func TestDashboardPaymentNetworkAndTokenFilters(t *testing.T) {
 
 	p := b.get("/dashboard/p/npf/payments")
 	require.Equal(t, http.StatusOK, p.Code, p.Body)
-	assert.Equal(t, []string{"*", "TRC20", "BEP20", "ERC20", "POLYGON", "ARBITRUM", "BASE", "SOLANA"}, options(p.Body, "network"))
+	assert.Equal(t, []string{"*", "TRC20", "BEP20", "ERC20", "POLYGON", "ARBITRUM", "BASE", "SOLANA", "TON"}, options(p.Body, "network"))
 	assert.Equal(t, []string{"*", "USDT", "USDC", "DAI", "PYUSD"}, options(p.Body, "token"))
 	assert.Contains(t, p.Body, `<option value="BASE">Base</option>`)
 	assert.Contains(t, p.Body, `<span id="filters-active">none</span>`)
@@ -187,7 +187,7 @@ func TestDashboardPaymentNetworkAndTokenFilters(t *testing.T) {
 	for query, msg := range map[string]string{
 		"network=NOPE":                `unknown network "NOPE"`,
 		"network=base":                `unknown network "base": network names are uppercase, e.g. BASE`,
-		"network=TON":                 "network TON is planned but not yet available",
+		"network=TON&token=USDC":      "USDC is not supported on TON",
 		"token=EURC":                  `unknown token "EURC"`,
 		"network=BASE&token=PYUSD":    "PYUSD is not supported on BASE",
 		"network=TRC20&token=DAI":     "DAI is not supported on TRC20",

@@ -199,7 +199,7 @@ func TestGuideNamesTheTablesNetworksAndTokens(t *testing.T) {
 	e := newEnv(t, envOptions{noWorkflows: true})
 	page := e.do(request{method: "GET", path: "/docs/getting-started"})
 	require.Equal(t, http.StatusOK, page.Code)
-	assert.Contains(t, page.Raw, "<p>paywatch watches TRC20, BEP20, ERC20, POLYGON, ARBITRUM, BASE and SOLANA for USDT, USDC, DAI and PYUSD\ntransfers")
+	assert.Contains(t, page.Raw, "<p>paywatch watches TRC20, BEP20, ERC20, POLYGON, ARBITRUM, BASE, SOLANA and TON for USDT, USDC, DAI and PYUSD\ntransfers")
 	assert.Contains(t, page.Raw, "<tr><td><code>BASE</code></td><td>Base</td><td>USDC, DAI</td><td>10</td></tr>")
 	assert.Contains(t, page.Raw, "<tr><td><code>TRC20</code></td><td>Tron (TRC20)</td><td>USDT</td><td>19</td></tr>")
 	for _, info := range paywatch.Networks() {

@@ -326,12 +326,17 @@ func hdWallet() map[string]any {
 // curve): SOLANA takes registered addresses only.
 const testSolanaWallet = "GabwTHe1P9wLKCqqBNBnAPgD71K8j8Dp4Uk4L6EyFUnK"
 
-// fullWallet is hdWallet with a registered SOLANA address: a per_payment
-// or per_user project with it is offered every network of the table
-// (memo payments on SOLANA).
+// testTONWallet is a TON wallet's address in its canonical form (the
+// non-bounceable mainnet "UQ…" form of 0:7a3c5e9b…2a4c): TON takes
+// registered addresses only.
+const testTONWallet = "UQB6PF6bHS9KbI4LLU9qjA4rTW-KDC5LbY8KLE5rjQ8qTBBa"
+
+// fullWallet is hdWallet with a registered SOLANA and TON address: a
+// per_payment or per_user project with it is offered every network of the
+// table (memo payments on SOLANA and TON).
 func fullWallet() map[string]any {
 	w := hdWallet()
-	w["addresses"] = map[string]any{"SOLANA": []string{testSolanaWallet}}
+	w["addresses"] = map[string]any{"SOLANA": []string{testSolanaWallet}, "TON": []string{testTONWallet}}
 	return w
 }
 

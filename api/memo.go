@@ -7,7 +7,8 @@ import (
 
 // qrTarget is what a payment's qr_code encodes: its address, or, for a
 // memo payment (operations.md §9), the wallet link that carries its memo
-// (a Solana Pay transfer request naming the mint the scanner watches,
+// (a Solana Pay transfer request naming the mint the scanner watches, or
+// a ton://transfer link naming the jetton master,
 // the project as label and a payment link's title as message), for what
 // is still missing once the payment is partial.
 func (s *Server) qrTarget(p *payments.Payment) string {
@@ -20,6 +21,11 @@ func (s *Server) qrTarget(p *payments.Payment) string {
 		// not send the whole amount twice.
 		amount = rest
 	}
+	return s.memoLink(p, amount)
+}
+
+// memoLink is the wallet link of memo payment p for amount.
+func (s *Server) memoLink(p *payments.Payment, amount paywatch.Amount) string {
 	r := paywatch.MemoRequest{
 		Network: p.Network, Token: p.Token, Address: p.Address, Amount: amount, Contract: s.mint(p.Network, p.Token),
 		Memo: p.Memo, Label: p.ProjectName,

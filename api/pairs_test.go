@@ -27,6 +27,7 @@ var newPairsTokens = []struct {
 	{"ARBITRUM", []any{"USDT", "USDC", "DAI", "PYUSD"}},
 	{"BASE", []any{"USDC", "DAI"}},
 	{"SOLANA", []any{"USDT", "USDC", "PYUSD"}},
+	{"TON", []any{"USDT"}},
 }
 
 func TestCreateRefusesPairsTheTableLacks(t *testing.T) {
@@ -60,7 +61,7 @@ func TestCreateRefusesPairsTheTableLacks(t *testing.T) {
 			requireError(t, create(row.network, string(token)), http.StatusBadRequest, string(token)+" is not supported on "+row.network)
 		}
 	}
-	assert.Equal(t, 7*4-20, refused, "20 pairs are served")
+	assert.Equal(t, 8*4-21, refused, "21 pairs are served")
 }
 
 func TestCreateOnTheNewPairs(t *testing.T) {

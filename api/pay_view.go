@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"time"
 
@@ -232,9 +233,86 @@ type paymentPageData struct {
 	WalletQR     template.URL
 	ShowWalletQR bool
 	// Memo is a memo payment's memo (operations.md §9: on SOLANA its
-	// Solana Pay reference), which the page shows with its own copy
-	// button; "" for any other payment.
+	// Solana Pay reference, on TON the transfer's comment), which the page
+	// shows with its own copy button; "" for any other payment.
 	Memo string
+	// MemoKind is what the memo is to the buyer, MemoTexts the words the
+	// page says it with: the payment's, or, while the buyer chooses, the
+	// first offered kind's.
+	MemoKind  memoKind
+	MemoTexts memoTexts
+	// MemoChoices are, while the buyer chooses, the memo kinds of the
+	// memo networks offered, with the words of each: the page's script
+	// puts the chosen network's into the memo row.
+	MemoChoices []memoChoice
+}
+
+// memoKind is what a memo is to the buyer, which decides how the page
+// speaks of it: a reference that a wallet adds from the payment request
+// (SOLANA's Solana Pay reference), or a comment that the buyer may have
+// to type and must never leave out (TON's).
+type memoKind string
+
+// The memo kinds.
+const (
+	memoReference memoKind = "reference"
+	memoComment   memoKind = "comment"
+)
+
+// memoKinds are the memo kinds of the families with memo payments.
+var memoKinds = map[paywatch.Family]memoKind{
+	paywatch.FamilySolana: memoReference,
+	paywatch.FamilyTON:    memoComment,
+}
+
+// memoKindOf returns the memo kind of network n's memo payments, "" for
+// a network without any.
+func memoKindOf(n paywatch.Network) memoKind { return memoKinds[n.Family()] }
+
+// memoTexts are the catalogue messages the page says a kind of memo
+// with: the memo row's label and warning, the QR code's alt text and
+// hint, and the wallet help.
+type memoTexts struct {
+	Label, Warning, QRAlt, QRHint, WalletHelp string
+}
+
+// memoTextsOf are the messages of each memo kind.
+var memoTextsOf = map[memoKind]memoTexts{
+	memoReference: {Label: "pay.memo", Warning: "pay.memo_warning", QRAlt: "pay.qr_memo_alt",
+		QRHint: "pay.qr_memo_hint", WalletHelp: "pay.memo_wallet_help"},
+	memoComment: {Label: "pay.comment", Warning: "pay.comment_warning", QRAlt: "pay.qr_comment_alt",
+		QRHint: "pay.qr_comment_hint", WalletHelp: "pay.comment_wallet_help"},
+}
+
+// memoChoice is one memo kind of the networks offered to a buyer still
+// choosing: Networks names them, space-separated, for the page's script.
+type memoChoice struct {
+	memoTexts
+	Kind     memoKind
+	Networks string
+}
+
+// memoChoices lists the memo kinds of the networks a buyer may choose, in
+// the table's order, with the networks of each; none when the project's
+// mode has no memo payments.
+func memoChoices(mode paywatch.AddressMode, avail []paywatch.NetworkInfo) []memoChoice {
+	if !mode.UsesXPub() {
+		return nil
+	}
+	var out []memoChoice
+	for _, info := range avail {
+		kind := memoKindOf(info.Network)
+		if kind == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(c memoChoice) bool { return c.Kind == kind })
+		if i < 0 {
+			out = append(out, memoChoice{memoTexts: memoTextsOf[kind], Kind: kind, Networks: string(info.Network)})
+			continue
+		}
+		out[i].Networks += " " + string(info.Network)
+	}
+	return out
 }
 
 // networkChoice is one network of the choice form with its token buttons.
@@ -309,6 +387,7 @@ func (s *Server) renderPayment(c echo.Context, status int, p *payments.Payment, 
 	}
 	if v.Memo != nil {
 		d.Memo = *v.Memo
+		d.MemoKind = memoKindOf(p.Network)
 	}
 	if v.QRCode != nil {
 		d.QR = template.URL(*v.QRCode) // our own data:image/png URI
@@ -336,7 +415,12 @@ func (s *Server) renderPayment(c echo.Context, status int, p *payments.Payment, 
 			}
 			d.Networks = append(d.Networks, nc)
 		}
+		d.MemoChoices = memoChoices(p.Mode, v.available)
+		if d.MemoKind == "" && len(d.MemoChoices) > 0 {
+			d.MemoKind = d.MemoChoices[0].Kind
+		}
 	}
+	d.MemoTexts = memoTextsOf[d.MemoKind]
 	switch d.State {
 	case "choose":
 		d.ShowChoose, d.ShowCountdown = true, true

@@ -102,9 +102,7 @@ func (s *Server) memoWalletURI(p *payments.Payment, status paywatch.Status, now 
 	if !ok || amount.Sign() <= 0 {
 		return ""
 	}
-	q := *p
-	q.Amount = amount
-	return s.qrTarget(&q)
+	return s.memoLink(p, amount)
 }
 
 // hasUnconfirmed reports whether a transfer of txs is still confirming.

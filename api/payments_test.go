@@ -39,7 +39,6 @@ func TestCreateValidation(t *testing.T) {
 		"external_ref a number":  map[string]any{"amount": 10, "external_ref": 42},
 		"network unknown":        map[string]any{"amount": 10, "external_ref": "u", "network": "BITCOIN"},
 		"network lower case":     map[string]any{"amount": 10, "external_ref": "u", "network": "trc20"},
-		"network planned":        map[string]any{"amount": 10, "external_ref": "u", "network": "TON"},
 		"token unknown":          map[string]any{"amount": 10, "external_ref": "u", "token": "BUSD"},
 		"order id too long":      map[string]any{"amount": 10, "external_ref": "u", "external_order_id": long},
 		"expires_in too short":   map[string]any{"amount": 10, "external_ref": "u", "expires_in": 299},

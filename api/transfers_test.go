@@ -25,7 +25,7 @@ func TestTransfersEndpointsCountAndRefuse(t *testing.T) {
 	r := e.call(key, "GET", "/v1/transfers", nil)
 	require.Equal(t, http.StatusOK, r.Code, r.Raw)
 	assert.Equal(t, []any{}, r.get("transfers"))
-	for _, q := range []string{"unmatched=maybe", "handled=2", "network=TON", "token=BUSD", "address=nope"} {
+	for _, q := range []string{"unmatched=maybe", "handled=2", "network=SUI", "token=BUSD", "address=nope"} {
 		requireError(t, e.call(key, "GET", "/v1/transfers?"+q, nil), http.StatusBadRequest, "Invalid transfer filter")
 	}
 	requireError(t, e.call(key, "GET", "/v1/transfers?created_before=yesterday", nil), http.StatusBadRequest, "Invalid created_before")

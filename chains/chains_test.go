@@ -103,6 +103,13 @@ func newAddress(t testing.TB, n paywatch.Network) string {
 		return paywatch.TronAddressFromEVMBytes(b)
 	case paywatch.FamilySolana:
 		return sol.NewWallet().PublicKey().String()
+	case paywatch.FamilyTON:
+		k := make([]byte, 32)
+		_, err := rand.Read(k)
+		require.NoError(t, err)
+		a, err := paywatch.NormalizeTONWallet("0:" + hex.EncodeToString(k))
+		require.NoError(t, err)
+		return a
 	}
 	a, err := paywatch.NormalizeAddress(paywatch.FamilyEVM, "0x"+hex.EncodeToString(b))
 	require.NoError(t, err)
@@ -119,6 +126,9 @@ func units(t *testing.T, n paywatch.Network, tok paywatch.Token, amount string) 
 
 // faucet returns the faucet's address on n.
 func faucet(n paywatch.Network) string {
+	if n.Family() == paywatch.FamilyTON {
+		return devnet.TONFaucet()
+	}
 	if n == paywatch.TRC20 {
 		return devnet.Accounts()[0].Tron
 	}
@@ -128,7 +138,7 @@ func faucet(n paywatch.Network) string {
 // missingHash returns a transaction hash no chain has.
 func missingHash(n paywatch.Network) string {
 	h := strings.Repeat("ab", 32)
-	if n == paywatch.TRC20 {
+	if n == paywatch.TRC20 || n.Family() == paywatch.FamilyTON {
 		return h
 	}
 	return "0x" + h
@@ -500,7 +510,7 @@ func TestFailedTransfersDoNotCount(t *testing.T) {
 func TestDialRejectsBadConfig(t *testing.T) {
 	ctx := context.Background()
 	for name, cfg := range map[string]chains.Config{
-		"unknown network": {Network: "TON", URLs: []string{"http://127.0.0.1:1"}},
+		"unknown network": {Network: "SUI", URLs: []string{"http://127.0.0.1:1"}},
 		"solana http url": {Network: paywatch.SOLANA, URLs: []string{"127.0.0.1:8899"}},
 		"no url":          {Network: paywatch.ERC20},
 		"bad evm url":     {Network: paywatch.ERC20, URLs: []string{"127.0.0.1:8545"}},

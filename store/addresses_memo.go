@@ -15,11 +15,11 @@ import (
 // address of the network and its memo: a fresh one for a per_payment
 // payment; for a per_user one the customer's memo for the network and
 // token, made on first use and kept like a per_user address
-// (user_memos). A memo is drawn again until no payment on the address
-// and no customer on the network has it: a Solana Pay reference (32
-// random bytes) always passes, a TON comment (8 characters) almost
-// always. Memo assignments to one address take turns (a transaction
-// lock), so two concurrent payments never draw the same one.
+// (user_memos). A memo that may repeat (a TON comment, 8 characters) is
+// drawn again until no payment on the address and no customer on the
+// network has it, and the draws on one address take turns (a
+// transaction lock), so two concurrent payments never draw the same
+// one; a Solana Pay reference (32 random bytes) never repeats.
 func (s *Store) memoAddress(ctx context.Context, tx pgx.Tx, w *Wallet, p *paymentRow, n paywatch.Network, t paywatch.Token) (int64, string, string, error) {
 	var id int64
 	var address string
@@ -46,30 +46,38 @@ func (s *Store) memoAddress(ctx context.Context, tx pgx.Tx, w *Wallet, p *paymen
 			return 0, "", "", fmt.Errorf("per_user memo: %w", err)
 		}
 	}
-	fresh, err := s.freshMemo(ctx, tx, n, address)
-	if err != nil {
-		return 0, "", "", err
-	}
-	if p.mode != paywatch.ModePerUser {
-		return id, address, fresh, nil
-	}
-	// Insert, or read the one a concurrent first payment of the customer
-	// made: the insert waits for that one's commit, and the read, a new
-	// statement, sees it.
-	var memo string
-	err = tx.QueryRow(ctx, `
-		INSERT INTO user_memos (wallet_id, external_ref, network, token, memo) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (wallet_id, external_ref, network, token) DO NOTHING RETURNING memo`,
-		w.ID, p.externalRef, n, t, fresh).Scan(&memo)
-	if noRows(err) {
+	for range memoDraws {
+		fresh, err := s.freshMemo(ctx, tx, n, address)
+		if err != nil {
+			return 0, "", "", err
+		}
+		if p.mode != paywatch.ModePerUser {
+			return id, address, fresh, nil
+		}
+		// Insert, or read the one a concurrent first payment of the
+		// customer made: the insert waits for that one's commit, and the
+		// read, a new statement, sees it. Neither: a customer on another
+		// address took the memo meanwhile (user_memos holds each once on
+		// the network), so draw again.
+		var memo string
 		err = tx.QueryRow(ctx, `
-			SELECT memo FROM user_memos WHERE wallet_id = $1 AND external_ref = $2 AND network = $3 AND token = $4`,
-			w.ID, p.externalRef, n, t).Scan(&memo)
+			INSERT INTO user_memos (wallet_id, external_ref, network, token, memo) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT DO NOTHING RETURNING memo`,
+			w.ID, p.externalRef, n, t, fresh).Scan(&memo)
+		if noRows(err) {
+			err = tx.QueryRow(ctx, `
+				SELECT memo FROM user_memos WHERE wallet_id = $1 AND external_ref = $2 AND network = $3 AND token = $4`,
+				w.ID, p.externalRef, n, t).Scan(&memo)
+			if noRows(err) {
+				continue
+			}
+		}
+		if err != nil {
+			return 0, "", "", fmt.Errorf("per_user memo: %w", err)
+		}
+		return id, address, memo, nil
 	}
-	if err != nil {
-		return 0, "", "", fmt.Errorf("per_user memo: %w", err)
-	}
-	return id, address, memo, nil
+	return 0, "", "", fmt.Errorf("store: no free memo on %s %s in %d draws", n, address, memoDraws)
 }
 
 // memoDraws bounds the draws of freshMemo: with a thousand memos in use
@@ -83,6 +91,9 @@ const memoDraws = 16
 // draw waits for this one's payment to be committed (or not) and sees
 // it.
 func (s *Store) freshMemo(ctx context.Context, tx pgx.Tx, n paywatch.Network, address string) (string, error) {
+	if !paywatch.MemoMayRepeat(n) && s.newMemo == nil {
+		return paywatch.NewMemo(n), nil // never repeats: no turns to take
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('memo ' || $1 || ' ' || $2, 0))`, string(n), address); err != nil {
 		return "", fmt.Errorf("memo lock: %w", err)
 	}

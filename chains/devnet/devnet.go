@@ -106,9 +106,15 @@ type TransferRequest struct {
 	// one of Accounts.
 	From string
 	// Memo is optional (operations.md §9): on SOLANA the Solana Pay
-	// reference added as a read-only account of the transfer; the other
-	// chains refuse one.
+	// reference added as a read-only account of the transfer, on TON the
+	// transfer's text comment; the other chains refuse one.
 	Memo string
+	// Kind is optional, TON only (the other chains refuse one):
+	// "forged_notification" has a contract that is not the recipient's
+	// jetton wallet notify the owner of a transfer that never happened;
+	// "lookalike_jetton" sends a look-alike jetton (its own master, its
+	// metadata USDT's) instead of USDT.
+	Kind string
 }
 
 // TransferResult describes a mined devnet transfer.
@@ -164,6 +170,9 @@ var starters = map[paywatch.Family]func(context.Context, paywatch.NetworkInfo, C
 	},
 	paywatch.FamilySolana: func(_ context.Context, info paywatch.NetworkInfo, _ Config) (chain, error) {
 		return startSolana(info.Network, DefaultSolanaMints(), solanaSkipEvery)
+	},
+	paywatch.FamilyTON: func(_ context.Context, info paywatch.NetworkInfo, _ Config) (chain, error) {
+		return startTON(info.Network)
 	},
 }
 
@@ -366,6 +375,12 @@ func (d *Devnet) transfer(ctx context.Context, reqs []TransferRequest, failed bo
 	c, err := d.chain(n)
 	if err != nil {
 		return nil, err
+	}
+	_, ton := c.(*tonChain)
+	for _, r := range reqs {
+		if r.Kind != "" && !ton {
+			return nil, paywatch.Errorf(paywatch.EINVALID, "kind: %s transfers have no kinds", n)
+		}
 	}
 	res, err := c.transfer(ctx, reqs, failed)
 	if err == nil && len(res) > 0 {

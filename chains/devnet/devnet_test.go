@@ -53,8 +53,8 @@ func TestStartsEveryNetwork(t *testing.T) {
 	d := start(t, devnet.Config{})
 	st := d.Networks()
 	t.Logf("%d chains started in %v", len(st), time.Since(began))
-	require.Len(t, st, 7)
-	wantIDs := map[paywatch.Network]int64{paywatch.TRC20: 0, paywatch.BEP20: 56, paywatch.ERC20: 1, paywatch.POLYGON: 137, paywatch.ARBITRUM: 42161, paywatch.BASE: 8453, paywatch.SOLANA: 0}
+	require.Len(t, st, 8)
+	wantIDs := map[paywatch.Network]int64{paywatch.TRC20: 0, paywatch.BEP20: 56, paywatch.ERC20: 1, paywatch.POLYGON: 137, paywatch.ARBITRUM: 42161, paywatch.BASE: 8453, paywatch.SOLANA: 0, paywatch.TON: devnet.TONGlobalID}
 	solanaMints := map[paywatch.Token]string{}
 	for _, m := range devnet.DefaultSolanaMints() {
 		solanaMints[m.Token] = m.Mint
@@ -81,6 +81,12 @@ func TestStartsEveryNetwork(t *testing.T) {
 			assert.NotEqual(t, paywatch.DefaultContract(s.Network, paywatch.USDC), s.Tokens[paywatch.USDC])
 			assert.True(t, strings.HasPrefix(s.RPCURL, "http://127.0.0.1:"), s.RPCURL)
 			assert.Equal(t, uint64(0), s.Head, "genesis")
+		case paywatch.FamilyTON:
+			assert.Equal(t, map[paywatch.Token]string{paywatch.USDT: devnet.TONUSDTMaster()}, s.Tokens, "the devnet's own master")
+			assert.NotEqual(t, paywatch.DefaultContract(s.Network, paywatch.USDT), s.Tokens[paywatch.USDT])
+			assert.True(t, strings.HasPrefix(s.RPCURL, "http://127.0.0.1:"), s.RPCURL)
+			assert.True(t, strings.HasSuffix(s.RPCURL, "/api/v3"), "TON Center's base: %s", s.RPCURL)
+			assert.Equal(t, uint64(0), s.Head, "genesis")
 		default:
 			want := map[paywatch.Token]string{}
 			for _, tok := range info.Tokens {
@@ -101,7 +107,7 @@ func TestStartSubsetAndUnknown(t *testing.T) {
 	_, err := d.Mine(context.Background(), paywatch.ERC20, 1)
 	assert.Equal(t, paywatch.ENOTFOUND, paywatch.ErrorCode(err))
 
-	_, err = devnet.Start(context.Background(), devnet.Config{Networks: []paywatch.Network{"TON"}})
+	_, err = devnet.Start(context.Background(), devnet.Config{Networks: []paywatch.Network{"SUI"}})
 	assert.Error(t, err)
 }
 
@@ -291,7 +297,7 @@ func TestHandler(t *testing.T) {
 		{"count zero", "/devnet/blocks", `{"network":"POLYGON","count":0}`, 400, "count"},
 		{"count huge", "/devnet/blocks", `{"network":"POLYGON","count":1000000}`, 400, "count"},
 		{"count not a number", "/devnet/blocks", `{"network":"POLYGON","count":"5"}`, 400, "count"},
-		{"blocks unknown network", "/devnet/blocks", `{"network":"TON","count":1}`, 404, "planned"},
+		{"blocks unknown network", "/devnet/blocks", `{"network":"SUI","count":1}`, 404, "unknown network"},
 		{"depth missing", "/devnet/reorg", `{"network":"POLYGON"}`, 400, "depth"},
 		{"depth zero", "/devnet/reorg", `{"network":"POLYGON","depth":0}`, 400, "depth"},
 		{"depth into setup", "/devnet/reorg", `{"network":"POLYGON","depth":9}`, 400, "setup"},

@@ -35,6 +35,9 @@ type transferJSON struct {
 	// Memo (operations.md §9) is SOLANA's Solana Pay reference; the EVM
 	// and TRC20 chains refuse one.
 	Memo string `json:"memo"`
+	// Kind (TransferRequest.Kind) is TON's forged_notification or
+	// lookalike_jetton; the other chains refuse one.
+	Kind string `json:"kind"`
 }
 
 // transferResultJSON is the answer of POST /devnet/transfers.
@@ -52,7 +55,7 @@ type transferResultJSON struct {
 // authentication; mount it on the API listener only while devnet chains run:
 //
 //	GET  /devnet            200 {networks: [{network, chain_id, head, rpc_url, tokens: {TOKEN: contract, ...}}]}
-//	POST /devnet/transfers  {network, token, to, amount, from?, memo?} → 201 {tx_hash, block_number, network, token, from, to, amount}
+//	POST /devnet/transfers  {network, token, to, amount, from?, memo?, kind?} → 201 {tx_hash, block_number, network, token, from, to, amount}
 //	POST /devnet/blocks     {network, count} → 200 {network, head}
 //	POST /devnet/reorg      {network, depth, reinclude?} → 200 {network, head, dropped: [tx_hash, ...]}
 //
@@ -118,6 +121,7 @@ func (d *Devnet) handleTransfer(w http.ResponseWriter, r *http.Request) {
 		Amount:  amount,
 		From:    in.From,
 		Memo:    in.Memo,
+		Kind:    in.Kind,
 	})
 	if err != nil {
 		writeError(w, err)

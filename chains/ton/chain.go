@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,103 +169,6 @@ func (c *Chain) wallet(ctx context.Context, owner string) (*address.Address, err
 	return w, nil
 }
 
-// cursorOf reads an account cursor's signature, "<lt>:<hash>", TON's
-// transaction id.
-func cursorOf(a chainapi.AccountCursor) (lt uint64, ok bool) {
-	s, _, found := strings.Cut(a.Signature, ":")
-	if !found {
-		return 0, false
-	}
-	lt, err := strconv.ParseUint(s, 10, 64)
-	return lt, err == nil
-}
-
-// firstPage and laterPage are how many transactions a read asks at a
-// time: most reads find none or a few; a burst pages on.
-const (
-	firstPage = 64
-	laterPage = MaxPage
-)
-
-// ownerRead is what one owner's read in [from, to] found.
-type ownerRead struct {
-	credits []Credit
-	cursor  chainapi.AccountCursor
-}
-
-// readOwner reads the transactions of a's jetton wallet committed in
-// masterchain blocks [from, to], newest first, page by page. Its cursor
-// is followed when it was read through from-1 (the batch before this
-// one): the read stops at the cursor's logical time, and a transaction
-// after it committed below from (an indexer that stored a later block
-// first) still counts. Otherwise the read stops at the first
-// transaction committed below from. The new cursor is the newest
-// transaction committed at or below to.
-func (c *Chain) readOwner(ctx context.Context, a chainapi.AccountCursor, from, to uint64) (ownerRead, error) {
-	w, err := c.wallet(ctx, a.Owner)
-	if err != nil {
-		return ownerRead{}, err
-	}
-	out := ownerRead{cursor: chainapi.AccountCursor{Account: a.Account, Owner: a.Owner, Through: to}}
-	afterLT, follow := cursorOf(a)
-	follow = follow && a.Through+1 == from
-	if follow {
-		out.cursor.Signature, out.cursor.Slot = a.Signature, a.Slot
-	}
-	q := TransactionQuery{Account: w.StringRaw(), Limit: firstPage}
-	if follow {
-		q.FromLT = afterLT + 1
-	}
-	newest := true
-	for {
-		page, err := c.Transactions(ctx, q)
-		if err != nil {
-			return ownerRead{}, fmt.Errorf("ton: transactions of %s (%s): %w", a.Owner, w.StringRaw(), err)
-		}
-		for _, t := range page {
-			if keyOf(t.Account) != rawKey(w) {
-				return ownerRead{}, fmt.Errorf("ton: transactions of %s: the answer lists account %s", w.StringRaw(), t.Account)
-			}
-			if t.McBlockSeqno == nil {
-				return ownerRead{}, fmt.Errorf("ton: transaction %s of %s without its masterchain block: %w", t.Hash, a.Owner, chainapi.ErrIncompleteRead)
-			}
-			mc, lt := *t.McBlockSeqno, uint64(t.LT)
-			switch {
-			case mc > to:
-				continue // the next batch's
-			case !follow && mc < from:
-				if newest {
-					out.cursor.Signature, out.cursor.Slot = txID(t), mc
-				}
-				return out, nil
-			case follow && lt <= afterLT:
-				return out, nil
-			}
-			if newest {
-				out.cursor.Signature, out.cursor.Slot, newest = txID(t), mc, false
-			}
-			cr, err := creditOf(t)
-			if errors.Is(err, errNotCredit) {
-				continue
-			}
-			if err != nil {
-				return ownerRead{}, err
-			}
-			out.credits = append(out.credits, cr)
-		}
-		if len(page) < q.Limit {
-			return out, nil
-		}
-		q.ToLT, q.Limit = uint64(page[len(page)-1].LT)-1, laterPage
-	}
-}
-
-// txID is a transaction's id as a cursor keeps it: "<lt>:<hash>".
-func txID(t Transaction) string {
-	h, _ := hashHex(t.Hash)
-	return strconv.FormatUint(uint64(t.LT), 10) + ":" + h
-}
-
 // ownerConcurrency is how many owners one batch reads at once.
 const ownerConcurrency = 4
 
@@ -324,7 +226,10 @@ const listMargin = 64
 // hashes lists masterchain blocks from through to, all of which the
 // indexer must hold, and returns their hashes by seqno: block from
 // (known from the batch before, or read), then the blocks from its
-// logical time on, a page of MaxPage at most.
+// logical time on, by pages of MaxPage. A block missing below to (the
+// indexer stores several at once and may store a later one first) is
+// waited for as one not made yet: ErrBlockNotFound, read again at the
+// next poll.
 func (c *Chain) hashes(ctx context.Context, from, to uint64) (map[uint64]string, error) {
 	lo, err := c.block(ctx, from)
 	if errors.Is(err, chainapi.ErrBlockNotFound) {
@@ -336,31 +241,43 @@ func (c *Chain) hashes(ctx context.Context, from, to uint64) (map[uint64]string,
 		return nil, err
 	}
 	out := map[uint64]string{}
-	blocks := []Block{lo}
-	if to > from {
-		more, err := c.BlocksFrom(ctx, uint64(lo.StartLT)+1, int(min(to-from+listMargin, MaxPage)))
+	if out[from], err = hashHex(lo.RootHash); err != nil {
+		return nil, err
+	}
+	// Each page starts after the last block of the run listed so far
+	// without a gap: blocks of one second come in any order, and one cut
+	// off by a page's end is asked again.
+	got := map[uint64]Block{from: lo}
+	for after := lo; after.Seqno < to; {
+		want := int(min(to-after.Seqno+listMargin, MaxPage))
+		page, err := c.BlocksFrom(ctx, uint64(after.StartLT)+1, want)
 		if err != nil {
 			return nil, err
 		}
-		blocks = append(blocks, more...)
+		for _, b := range page {
+			if b.Seqno <= from || b.Seqno > to {
+				continue
+			}
+			if out[b.Seqno], err = hashHex(b.RootHash); err != nil {
+				return nil, err
+			}
+			got[b.Seqno] = b
+		}
+		next := after
+		for b, ok := got[next.Seqno+1]; ok; b, ok = got[next.Seqno+1] {
+			next = b
+		}
+		if len(page) < want || next.Seqno == after.Seqno {
+			break // the indexer has no more, or not the next block yet
+		}
+		after = next
 	}
-	for _, b := range blocks {
-		if b.Seqno < from || b.Seqno > to {
-			continue
-		}
-		if out[b.Seqno], err = hashHex(b.RootHash); err != nil {
-			return nil, err
-		}
-		if b.Seqno == to {
-			c.last.Store(b)
-		}
-	}
-	if _, ok := out[to]; !ok {
-		return nil, fmt.Errorf("masterchain block %d: %w", to, chainapi.ErrBlockNotFound)
+	if b, ok := got[to]; ok {
+		c.last.Store(b)
 	}
 	for n := from; n <= to; n++ {
 		if _, ok := out[n]; !ok {
-			return nil, fmt.Errorf("masterchain block %d not indexed yet, %d is: %w", n, to, chainapi.ErrIncompleteRead)
+			return nil, fmt.Errorf("masterchain block %d not indexed yet (the batch ends at %d): %w", n, to, chainapi.ErrBlockNotFound)
 		}
 	}
 	return out, nil
@@ -416,9 +333,14 @@ func (c *Chain) TransactionTransfers(ctx context.Context, hash string) ([]chaina
 	if err != nil {
 		return nil, false, err
 	}
-	owner, ok, err := c.ownerOf(ctx, cr.Wallet)
-	if err != nil || !ok {
-		return nil, ok, err
+	owner, known, ok, err := c.ownerOf(ctx, cr.Wallet)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !known:
+		return nil, false, nil // a wallet the indexer has not classified yet: not yet
+	case !ok:
+		return nil, true, nil // another jetton's wallet, or another contract
 	}
 	tr, err := c.transfer(ctx, cr, owner, map[uint64]string{})
 	if err != nil {
@@ -429,24 +351,29 @@ func (c *Chain) TransactionTransfers(ctx context.Context, hash string) ([]chaina
 
 // ownerOf returns the owner of a jetton wallet of the master: known from
 // the owners read, or asked of the indexer and checked against the
-// master's own answer. ok is false for any other account.
-func (c *Chain) ownerOf(ctx context.Context, wallet string) (string, bool, error) {
-	if o, ok := c.owners.Load(wallet); ok {
-		return o.(string), true, nil
+// master's own answer. known is false while the indexer knows no
+// jetton wallet at the address (it classifies a new one a little after
+// its first transaction); ok is false for another jetton's wallet or
+// another contract.
+func (c *Chain) ownerOf(ctx context.Context, wallet string) (owner string, known, ok bool, err error) {
+	if o, found := c.owners.Load(wallet); found {
+		return o.(string), true, true, nil
 	}
 	info, found, err := c.Wallet(ctx, wallet)
-	if err != nil || !found || keyOf(info.Jetton) != rawKey(c.master) {
-		return "", false, err
+	if err != nil || !found {
+		return "", false, false, err
 	}
-	owner, err := paywatch.NormalizeTONWallet(info.Owner)
-	if err != nil {
-		return "", false, nil // an owner outside the basechain: no paywatch wallet
+	if keyOf(info.Jetton) != rawKey(c.master) {
+		return "", true, false, nil
+	}
+	if owner, err = paywatch.NormalizeTONWallet(info.Owner); err != nil {
+		return "", true, false, nil // an owner outside the basechain: no paywatch wallet
 	}
 	w, err := c.wallet(ctx, owner)
 	if err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
-	return owner, rawKey(w) == wallet, nil
+	return owner, true, rawKey(w) == wallet, nil
 }
 
 // AddressTransfers implements chainapi.Client: the credits to owner in

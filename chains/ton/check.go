@@ -81,7 +81,11 @@ func (c *Chain) Check(ctx context.Context) chainapi.EndpointCheck {
 		}
 	}
 	out.Tokens = append(out.Tokens, tc)
-	out.Features = append(out.Features, c.keyCheck())
+	key := c.keyCheck()
+	if !key.OK {
+		problem("%s", key.Detail)
+	}
+	out.Features = append(out.Features, key)
 	return out
 }
 
@@ -96,7 +100,7 @@ func (c *Chain) keyCheck() chainapi.FeatureCheck {
 	case keyed:
 		f.Detail = "a key is sent (X-API-Key); TON Center allows 10 requests a second on a free key"
 	case ep.base.Host == "toncenter.com":
-		f.OK = false
+		f.OK, f.Required = false, true
 		f.Detail = "no key: TON Center allows 1 request a second without one, too few to scan; get a free key from @tonapibot and set it as X-API-Key"
 	default:
 		f.Detail = "no key sent (a self-hosted indexer needs none)"

@@ -155,8 +155,10 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, re
 		// TON Center's refusals are small {"ok":false,…} objects, sent
 		// with 200 too: only those are read twice.
 		var refusal struct {
-			Code  int    `json:"code"`
-			Error string `json:"error"`
+			OK     *bool  `json:"ok"`
+			Code   int    `json:"code"`
+			Error  string `json:"error"`
+			Result any    `json:"result"`
 		}
 		if res.StatusCode != http.StatusOK || bytes.HasPrefix(bytes.TrimSpace(body), []byte(`{"ok"`)) {
 			_ = json.Unmarshal(body, &refusal)
@@ -169,6 +171,10 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, re
 			}
 			return err
 		case res.StatusCode >= 500:
+			return &apiError{res.StatusCode, strings.TrimSpace(string(body[:min(len(body), 200)])), chainapi.Failover}
+		case res.StatusCode == http.StatusOK && refusal.OK != nil && !*refusal.OK:
+			// A refusal sent with 200 is no answer: never read it as an
+			// empty one.
 			return &apiError{res.StatusCode, strings.TrimSpace(string(body[:min(len(body), 200)])), chainapi.Failover}
 		case res.StatusCode != http.StatusOK:
 			msg := refusal.Error

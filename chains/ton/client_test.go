@@ -103,6 +103,17 @@ func TestClientReadsTONCenter(t *testing.T) {
 		assert.InDelta(t, 7, wait.Seconds(), 1)
 		limited.Close()
 	}
+	// Any other refusal sent with 200 is an error, never an empty answer.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"ok":false,"error":"LITE_SERVER_UNKNOWN: cannot load block","code":500}`))
+	}))
+	defer refusing.Close()
+	c, err = ton.Dial([]string{refusing.URL + "/api/v3"}, nil, nil)
+	require.NoError(t, err)
+	_, found, err = c.Transaction(ctx, strings.Repeat("ab", 32))
+	assert.ErrorContains(t, err, "cannot load block")
+	assert.False(t, found)
+
 	_, err = ton.Dial([]string{"toncenter.com/api/v3"}, nil, nil)
 	assert.ErrorContains(t, err, "want http(s)://")
 }

@@ -32,10 +32,9 @@ const (
 type Credit struct {
 	// Wallet is the jetton wallet credited (raw key, rawKey).
 	Wallet string
-	// TxHash is the wallet's transaction (64 lowercase hex), LT its
-	// logical time, McSeqno the masterchain block that committed it.
+	// TxHash is the wallet's transaction (64 lowercase hex), McSeqno
+	// the masterchain block that committed it.
 	TxHash  string
-	LT      uint64
 	McSeqno uint64
 	// From is the sending owner (the internal_transfer's from), in
 	// paywatch's canonical form; "" when the message names none.
@@ -66,7 +65,7 @@ func creditOf(t Transaction) (Credit, error) {
 	if t.McBlockSeqno == nil {
 		return Credit{}, fmt.Errorf("ton: transaction %s without its masterchain block", hash)
 	}
-	cr := Credit{Wallet: keyOf(t.Account), TxHash: hash, LT: uint64(t.LT), McSeqno: *t.McBlockSeqno}
+	cr := Credit{Wallet: keyOf(t.Account), TxHash: hash, McSeqno: *t.McBlockSeqno}
 	if err := cr.readBody(*t.InMsg.Content.Body); err != nil {
 		return Credit{}, err
 	}
@@ -99,8 +98,8 @@ func (cr *Credit) readBody(b64 string) error {
 	if _, err := s.LoadUInt(64); err != nil {
 		return errNotCredit
 	}
-	if cr.Amount, err = s.LoadBigCoins(); err != nil {
-		return errNotCredit
+	if cr.Amount, err = s.LoadBigCoins(); err != nil || cr.Amount.Sign() == 0 {
+		return errNotCredit // nothing moved: no credit, however it is labelled
 	}
 	from, err := s.LoadAddr()
 	if err != nil {
@@ -148,21 +147,4 @@ func comment(s *cell.Slice) (text string, ok bool) {
 		return "", false
 	}
 	return text, true
-}
-
-// Comment reads a payload BOC (base64, standard or URL-safe) as a text
-// comment (comment).
-func Comment(boc string) (text string, ok bool, err error) {
-	raw, err := base64.StdEncoding.DecodeString(boc)
-	if err != nil {
-		if raw, err = base64.URLEncoding.DecodeString(boc); err != nil {
-			return "", false, fmt.Errorf("ton: payload is not base64: %w", err)
-		}
-	}
-	c, err := cell.FromBOC(raw)
-	if err != nil {
-		return "", false, fmt.Errorf("ton: payload BOC: %w", err)
-	}
-	text, ok = comment(c.BeginParse())
-	return text, ok, nil
 }

@@ -118,6 +118,15 @@ func TestCreditOfAnInternalTransfer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1000000", cr.Amount.String())
 	assert.Empty(t, cr.Comment, "no forward payload: no comment")
+
+	zero := base
+	body = internalTransfer(0, sender, "K7QX4MNB", false)
+	zero.InMsg = &Message{Source: plain.InMsg.Source}
+	zero.InMsg.Content = &struct {
+		Body *string `json:"body"`
+	}{Body: &body}
+	_, err = creditOf(zero)
+	assert.ErrorIs(t, err, errNotCredit, "0 USDT with a payment's comment moves nothing")
 }
 
 // notifyLike is the recorded testnet transaction, as a base whose
@@ -207,4 +216,21 @@ func TestCreditOfRecordedMainnetBodies(t *testing.T) {
 			assert.Equal(t, from, cr.From, file)
 		}
 	}
+}
+
+// Comment reads a payload BOC (base64, standard or URL-safe) as a text
+// comment, as the credit's reading does.
+func Comment(boc string) (text string, ok bool, err error) {
+	raw, err := base64.StdEncoding.DecodeString(boc)
+	if err != nil {
+		if raw, err = base64.URLEncoding.DecodeString(boc); err != nil {
+			return "", false, err
+		}
+	}
+	c, err := cell.FromBOC(raw)
+	if err != nil {
+		return "", false, err
+	}
+	text, ok = comment(c.BeginParse())
+	return text, ok, nil
 }

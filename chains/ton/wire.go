@@ -38,6 +38,10 @@ type Transaction struct {
 	Hash    string   `json:"hash"`
 	LT      flexUint `json:"lt"`
 	Now     int64    `json:"now"`
+	// PrevLT is the logical time of the account's transaction before
+	// this one (0 for its first): an account's transactions form a
+	// chain, so a read can show it has them all.
+	PrevLT flexUint `json:"prev_trans_lt"`
 	// McBlockSeqno is the masterchain block that committed the
 	// transaction.
 	McBlockSeqno *uint64 `json:"mc_block_seqno"`

@@ -67,7 +67,7 @@ func TestCheckAllGood(t *testing.T) {
 	}
 	code, out := check(t, env)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "All 8 endpoint(s) are fit to watch.")
+	assert.Contains(t, out, "All 9 endpoint(s) are fit to watch.")
 	assert.Regexp(t, `note: SOLANA http://127\.0\.0\.1:\d+: getSignaturesForAddress history: reaches back to genesis`, out,
 		"how far back a Solana endpoint's history reaches")
 	assert.Contains(t, out, "the paywatch devnet")

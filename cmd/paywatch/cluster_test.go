@@ -200,11 +200,11 @@ func TestCluster(t *testing.T) {
 		receiver.mu.Lock()
 		receiver.secrets[slug] = out["webhook_secret"].(string)
 		receiver.mu.Unlock()
-		// SOLANA payments are memo payments on the project's registered
-		// wallet: every one carries its Solana Pay reference.
+		// SOLANA and TON payments are memo payments on the project's
+		// registered wallet: every one carries its memo.
 		do("PUT", "/v1/projects/"+slug+"/wallet", master, map[string]any{"name": "main", "xpubs": map[string]any{
 			"evm": accountXPubAt(t, 60, uint32(i+1)), "tron": accountXPubAt(t, 195, uint32(i+1)),
-		}, "addresses": map[string]any{"SOLANA": []string{sol.NewWallet().PublicKey().String()}}}, http.StatusOK)
+		}, "addresses": map[string]any{"SOLANA": []string{sol.NewWallet().PublicKey().String()}, "TON": []string{newTONWallet(t)}}}, http.StatusOK)
 		projects = append(projects, &clusterProject{slug: slug, key: key})
 	}
 

@@ -97,7 +97,7 @@ func devnetRequest(args []string) (method, path string, body map[string]any, err
 		to := fs.String("to", "", "recipient address")
 		amount := fs.String("amount", "", "amount in whole tokens, e.g. 10.5")
 		from := fs.String("from", "", "sender: a devnet account (default: the faucet)")
-		memo := fs.String("memo", "", "a memo payment's memo: on SOLANA the Solana Pay reference, added to the transfer")
+		memo := fs.String("memo", "", "a memo payment's memo, added to the transfer: on SOLANA the Solana Pay reference, on TON the comment")
 		if err := parse("network", "to", "amount"); err != nil {
 			return "", "", nil, err
 		}

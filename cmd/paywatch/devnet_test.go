@@ -193,9 +193,9 @@ func TestStartChainsRunsDevnetForNetworksWithoutRPC(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, rt.Close()) })
 
-	all := []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE, paywatch.SOLANA}
+	all := []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.ERC20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE, paywatch.SOLANA, paywatch.TON}
 	assert.Equal(t, all, rt.Networks, "offered: an RPC URL or a devnet chain")
-	assert.Equal(t, []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE, paywatch.SOLANA}, rt.DevnetNetworks)
+	assert.Equal(t, []paywatch.Network{paywatch.TRC20, paywatch.BEP20, paywatch.POLYGON, paywatch.ARBITRUM, paywatch.BASE, paywatch.SOLANA, paywatch.TON}, rt.DevnetNetworks)
 	for _, n := range all {
 		_, err := rt.Set.Client(n)
 		require.NoError(t, err, n)

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"crypto/pbkdf2"
+	"crypto/rand"
 	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -146,12 +148,14 @@ func TestPaymentPaidOnEveryDevnetNetwork(t *testing.T) {
 	sink.mu.Lock()
 	sink.secret = body["webhook_secret"].(string)
 	sink.mu.Unlock()
-	// SOLANA takes a registered address: its per_payment payments share
-	// it, told apart by their memos.
+	// SOLANA and TON take a registered address: their per_payment
+	// payments share it, told apart by their memos.
 	solanaWallet := sol.NewWallet().PublicKey().String()
+	tonWallet := newTONWallet(t)
+	wallets := map[string]string{string(paywatch.SOLANA): solanaWallet, string(paywatch.TON): tonWallet}
 	code, body = c.do("PUT", "/v1/projects/shop/wallet", master, map[string]any{
 		"name": "main", "xpubs": map[string]any{"evm": accountXPub(t, 60), "tron": accountXPub(t, 195)},
-		"addresses": map[string]any{"SOLANA": []string{solanaWallet}},
+		"addresses": map[string]any{"SOLANA": []string{solanaWallet}, "TON": []string{tonWallet}},
 	})
 	require.Equal(t, http.StatusOK, code, body)
 
@@ -193,13 +197,13 @@ func TestPaymentPaidOnEveryDevnetNetwork(t *testing.T) {
 
 		args := []string{"send", "--network", j.network, "--token", j.token, "--to", p["address"].(string), "--amount", j.amount}
 		if memo, ok := p["memo"].(string); ok {
-			assert.Equal(t, solanaWallet, p["address"], "a memo payment takes the wallet's address")
+			assert.Equal(t, wallets[j.network], p["address"], "a memo payment takes the wallet's address")
 			j.memo = memo
 			args = append(args, "--memo", memo)
 		} else {
 			assert.Nil(t, p["memo"], j.network)
 		}
-		assert.Equal(t, paywatch.Network(j.network).Family() == paywatch.FamilySolana, j.memo != "", "memo payments are SOLANA's")
+		assert.Equal(t, !paywatch.Network(j.network).Family().Derived(), j.memo != "", "memo payments are SOLANA's and TON's")
 		cli := devnetCLI(base)
 		code, sent, errOut := cli(args...)
 		require.Equal(t, 0, code, errOut)
@@ -243,4 +247,15 @@ func TestPaymentPaidOnEveryDevnetNetwork(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "ok", h.Status)
 	assert.Len(t, h.Chains, len(paywatch.Networks()))
+}
+
+// newTONWallet returns a fresh TON wallet address in paywatch's form.
+func newTONWallet(t testing.TB) string {
+	t.Helper()
+	k := make([]byte, 32)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	a, err := paywatch.NormalizeTONWallet("0:" + hex.EncodeToString(k))
+	require.NoError(t, err)
+	return a
 }

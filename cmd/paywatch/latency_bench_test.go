@@ -145,7 +145,7 @@ func latencyRun(b *testing.B, c latencyCase) {
 	sink.mu.Unlock()
 	if code, body := api.do("PUT", "/v1/projects/latency/wallet", master, map[string]any{
 		"xpubs":     map[string]any{"evm": accountXPub(b, 60), "tron": accountXPub(b, 195)},
-		"addresses": map[string]any{"SOLANA": []string{sol.NewWallet().PublicKey().String()}},
+		"addresses": map[string]any{"SOLANA": []string{sol.NewWallet().PublicKey().String()}, "TON": []string{newTONWallet(b)}},
 	}); code != http.StatusOK {
 		b.Fatalf("set wallet: %d %v", code, body)
 	}

@@ -97,7 +97,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		for _, s := range fams[name].GetMetric() {
 			networks = append(networks, labels(s)["network"])
 		}
-		assert.ElementsMatch(t, []string{"TRC20", "BEP20", "ERC20", "POLYGON", "ARBITRUM", "BASE", "SOLANA"}, networks, name)
+		assert.ElementsMatch(t, []string{"TRC20", "BEP20", "ERC20", "POLYGON", "ARBITRUM", "BASE", "SOLANA", "TON"}, networks, name)
 	}
 	for _, n := range []string{"TRC20", "ERC20"} {
 		calls, _ := sample(fams, "paywatch_rpc_requests_total", map[string]string{"network": n, "outcome": "ok"})

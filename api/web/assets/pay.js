@@ -28,7 +28,8 @@
     unconfirmed: root.getAttribute('data-state') === 'confirming',
     // The server offered a wallet request.
     wallet: !!wallet && !wallet.hidden,
-    // A memo payment's memo (a Solana Pay reference), '' for any other.
+    // A memo payment's memo (on SOLANA a Solana Pay reference, on TON the
+    // transfer's comment), '' for any other.
     memo: (document.getElementById('memo') || {}).textContent || ''
   };
   var timer = null;
@@ -119,6 +120,7 @@
   function setMemo(memo) {
     data.memo = memo || '';
     setText('memo', data.memo);
+    if (data.memo) memoWords(data.network);
     var els = root.querySelectorAll('[data-memo]');
     for (var i = 0; i < els.length; i++) {
       els[i].hidden = (els[i].getAttribute('data-memo') === 'only') !== !!data.memo;
@@ -128,6 +130,32 @@
     if (data.memo && alt) {
       var qrs = [document.getElementById('qr'), document.getElementById('wallet-qr')];
       for (var j = 0; j < qrs.length; j++) if (qrs[j]) qrs[j].setAttribute('alt', alt);
+    }
+  }
+
+  // The kind of memo whose words the memo row has (the server wrote them).
+  var memoKind = root.getAttribute('data-memo-kind') || '';
+
+  // memoWords puts the words of network's kind of memo (a reference a
+  // wallet adds, a comment the buyer may have to type) into the memo row
+  // and its hints, from the copies the page holds of each kind offered
+  // while the buyer chooses; a page without them already has its words.
+  function memoWords(network) {
+    var words = null;
+    var copies = root.querySelectorAll('.memo-texts[data-memo-networks]');
+    for (var i = 0; i < copies.length; i++) {
+      if ((' ' + copies[i].getAttribute('data-memo-networks') + ' ').indexOf(' ' + network + ' ') >= 0) words = copies[i];
+    }
+    if (!words || words.getAttribute('data-memo-kind') === memoKind) return;
+    memoKind = words.getAttribute('data-memo-kind');
+    var box = document.getElementById('memo-box');
+    if (box) box.setAttribute('data-qr-alt', words.getAttribute('data-qr-alt'));
+    var parts = words.querySelectorAll('[data-memo-text]');
+    for (var j = 0; j < parts.length; j++) {
+      var el = root.querySelector(parts[j].getAttribute('data-memo-text'));
+      if (!el) continue;
+      while (el.firstChild) el.removeChild(el.firstChild);
+      for (var c = parts[j].firstChild; c; c = c.nextSibling) el.appendChild(c.cloneNode(true));
     }
   }
 

@@ -24,6 +24,47 @@ import (
 // without a reference pays nothing, and is listed as unmatched funds with
 // reason no_memo.
 func TestSolanaEveryModeEndToEnd(t *testing.T) {
+	everyMemoModeEndToEnd(t, memoNetwork{
+		network: "SOLANA", token: "USDC", confirmations: 32,
+		wallet: func(*testing.T) string { return sol.NewWallet().PublicKey().String() },
+		memoForm: func(t *testing.T, memo string) {
+			raw, err := base58.Decode(memo)
+			require.NoError(t, err, "the memo is a Solana Pay reference")
+			assert.Len(t, raw, 32)
+		},
+	})
+}
+
+// TestTONEveryModeEndToEnd is issue 41's "done when": the same on TON,
+// each memo payment paid with its comment (inline or in a reference
+// cell, as the devnet alternates), confirmed once a masterchain block
+// commits it (1 confirmation); pool + txid confirmed by the hash of the
+// transaction that credited the merchant's jetton wallet. A forged
+// transfer_notification and a look-alike jetton carrying an open
+// payment's comment never count; a transfer without the comment is
+// unmatched, no_memo.
+func TestTONEveryModeEndToEnd(t *testing.T) {
+	everyMemoModeEndToEnd(t, memoNetwork{
+		network: "TON", token: "USDT", confirmations: 1, forgeries: []string{"forged_notification", "lookalike_jetton"},
+		wallet: func(t *testing.T) string { return newTONWallet(t) },
+		memoForm: func(t *testing.T, memo string) {
+			assert.Regexp(t, `^[2-9A-HJKMNP-Z]{8}$`, memo, "8 characters a person can type")
+		},
+	})
+}
+
+// memoNetwork is a network of memo payments, as everyMemoModeEndToEnd
+// tries it.
+type memoNetwork struct {
+	network, token string
+	confirmations  int
+	// forgeries are the devnet's transfer kinds that must never count.
+	forgeries []string
+	wallet    func(*testing.T) string
+	memoForm  func(*testing.T, string)
+}
+
+func everyMemoModeEndToEnd(t *testing.T, mn memoNetwork) {
 	cfg := devConfig(t, t.TempDir())
 	cfg.DevnetBlockInterval = 100 * time.Millisecond
 	m, out := startMain(t, cfg, nil)
@@ -61,25 +102,29 @@ func TestSolanaEveryModeEndToEnd(t *testing.T) {
 		}
 		code, body = c.do("PATCH", "/v1/projects/"+p.slug, master, patch)
 		require.Equal(t, http.StatusOK, code, body)
-		p.wallet = sol.NewWallet().PublicKey().String()
-		code, body = c.do("PUT", "/v1/projects/"+p.slug+"/wallet", master, map[string]any{"addresses": map[string]any{"SOLANA": []string{p.wallet}}})
+		p.wallet = mn.wallet(t)
+		code, body = c.do("PUT", "/v1/projects/"+p.slug+"/wallet", master, map[string]any{"addresses": map[string]any{mn.network: []string{p.wallet}}})
 		require.Equal(t, http.StatusOK, code, body)
 	}
 
-	send := func(to, amount, memo string) map[string]any {
+	sendKind := func(to, amount, memo, kind string) map[string]any {
 		t.Helper()
-		req := map[string]any{"network": "SOLANA", "token": "USDC", "to": to, "amount": amount}
+		req := map[string]any{"network": mn.network, "token": mn.token, "to": to, "amount": amount}
 		if memo != "" {
 			req["memo"] = memo
+		}
+		if kind != "" {
+			req["kind"] = kind
 		}
 		code, sent := c.do("POST", "/devnet/transfers", nil, req)
 		require.Equal(t, http.StatusCreated, code, sent)
 		return sent
 	}
+	send := func(to, amount, memo string) map[string]any { return sendKind(to, amount, memo, "") }
 	create := func(p *project, ref string) map[string]any {
 		t.Helper()
 		code, body := c.do("POST", "/v1/payments", p.key, map[string]any{
-			"amount": json.Number("12.5"), "external_ref": ref, "network": "SOLANA", "token": "USDC",
+			"amount": json.Number("12.5"), "external_ref": ref, "network": mn.network, "token": mn.token,
 		})
 		require.Equal(t, http.StatusCreated, code, body)
 		return body["payment"].(map[string]any)
@@ -93,7 +138,7 @@ func TestSolanaEveryModeEndToEnd(t *testing.T) {
 		_, body := c.do("GET", "/v1/payments/"+id, p.key, nil)
 		tx := body["payment"].(map[string]any)["transactions"].([]any)[0].(map[string]any)
 		assert.Equal(t, true, tx["confirmed"], p.slug)
-		assert.Equal(t, float64(32), tx["confirmations"], "%s: 32, the transaction finalized", p.slug)
+		assert.Equal(t, float64(mn.confirmations), tx["confirmations"], "%s: the transaction final", p.slug)
 		require.Eventually(t, func() bool { return p.sink.find(id, "payment.completed") != nil },
 			30*time.Second, 100*time.Millisecond, "%s: no signed payment.completed", p.slug)
 		ev := p.sink.find(id, "payment.completed")
@@ -110,9 +155,7 @@ func TestSolanaEveryModeEndToEnd(t *testing.T) {
 		id, memo := pay["id"].(string), ""
 		if p.mode == "per_payment" || p.mode == "per_user" {
 			memo, _ = pay["memo"].(string)
-			raw, err := base58.Decode(memo)
-			require.NoError(t, err, "%s: the memo is a Solana Pay reference", p.slug)
-			assert.Len(t, raw, 32, p.slug)
+			mn.memoForm(t, memo)
 			assert.Equal(t, p.wallet, pay["address"], "%s: the wallet's registered address", p.slug)
 		} else {
 			assert.Nil(t, pay["memo"], p.slug)
@@ -134,10 +177,14 @@ func TestSolanaEveryModeEndToEnd(t *testing.T) {
 		}
 	}
 
-	// A memo payment waits while a transfer without its reference comes
-	// to the shared address, and that transfer is unmatched: no_memo.
+	// A memo payment waits while a transfer without its memo comes to
+	// the shared address, and that transfer is unmatched: no_memo; so do
+	// the forgeries that carry its memo.
 	perpay := projects[0]
 	open := create(perpay, "cust-9")
+	for _, kind := range mn.forgeries {
+		sendKind(perpay.wallet, "12.5", open["memo"].(string), kind)
+	}
 	stray := send(perpay.wallet, "12.5", "")
 	var unmatched map[string]any
 	require.Eventually(t, func() bool {
