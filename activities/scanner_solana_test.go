@@ -32,7 +32,9 @@ func (db *scanDB) ownWallet(t testing.TB, n paywatch.Network) string {
 	t.Helper()
 	ctx := context.Background()
 	var walletID int64
-	require.NoError(t, db.pool.QueryRow(ctx, `INSERT INTO wallets (project_id, name) VALUES ($1, $2) RETURNING id`, db.projectID, "memo "+string(n)).Scan(&walletID))
+	require.NoError(t, db.pool.QueryRow(ctx, `
+		INSERT INTO wallets (project_id, name) VALUES ($1, 'main')
+		ON CONFLICT (project_id) DO UPDATE SET name = wallets.name RETURNING id`, db.projectID).Scan(&walletID))
 	addr := randomAddress(t, n)
 	_, err := db.pool.Exec(ctx, `INSERT INTO address_owners (family, address, wallet_id) VALUES ($1, $2, $3)`, string(n.Family()), addr, walletID)
 	require.NoError(t, err)
