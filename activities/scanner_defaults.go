@@ -22,10 +22,8 @@ const (
 	// poll instead of timing out for good.
 	DefaultSolanaBatch = 1500
 	// DefaultTONBatch is the most masterchain blocks a TON batch reads:
-	// six minutes at mainnet's pace, listed in one /api/v3/blocks page
-	// of 1,000 with room for the blocks that share a second with the
-	// last (the indexer lists blocks by time), plus a transactions page
-	// per watched owner whatever its length.
+	// six minutes at mainnet's pace. A batch costs its last block and a
+	// transactions page per watched owner whatever its length.
 	DefaultTONBatch = 900
 	// MinPollInterval is the shortest poll interval.
 	MinPollInterval = 50 * time.Millisecond

@@ -13,8 +13,12 @@ import (
 // Reading one watched owner: its USDT jetton wallet's transactions,
 // newest first, down to its cursor, checked link by link.
 
+// emptyCursor is the cursor of an account read with no transactions:
+// logical time 0, before any.
+const emptyCursor = "0:"
+
 // cursorOf reads an account cursor's signature, "<lt>:<hash>", TON's
-// transaction id.
+// transaction id (emptyCursor: none yet).
 func cursorOf(a chainapi.AccountCursor) (lt uint64, ok bool) {
 	s, _, found := strings.Cut(a.Signature, ":")
 	if !found {
@@ -96,7 +100,7 @@ func (c *Chain) readOwner(ctx context.Context, a chainapi.AccountCursor, from, t
 				out.cursor.Signature, out.cursor.Slot, newest = txID(t), mc, false
 			}
 			if !follow && mc < from {
-				return out, nil
+				return done(out), nil
 			}
 			cr, err := creditOf(t)
 			if errors.Is(err, errNotCredit) {
@@ -114,19 +118,27 @@ func (c *Chain) readOwner(ctx context.Context, a chainapi.AccountCursor, from, t
 		// The oldest row read names the one before it: the cursor, or
 		// none (the account's first); anything else was not listed.
 		switch {
-		case !seen:
-			return out, nil // nothing new, or nothing at all
-		case follow && want == afterLT, want == 0:
-			return out, nil
-		case !follow:
+		case !seen, want == 0, follow && want == afterLT:
+			return done(out), nil
+		case !follow || afterLT == 0:
 			// A transaction older than the indexer's history is not
 			// there to list: nothing of the batch's can be older.
 			if _, first, err := c.Masterchain(ctx); err == nil && want < uint64(first.StartLT) {
-				return out, nil
+				return done(out), nil
 			}
 		}
 		return ownerRead{}, fmt.Errorf("ton: transactions of %s end at lt %d, which names lt %d: %w", a.Owner, oldest, want, chainapi.ErrIncompleteRead)
 	}
+}
+
+// done gives a read's cursor emptyCursor when the owner has no
+// transaction at or below the batch: the next batch then reads every
+// transaction it gets, in whatever block the indexer stores it.
+func done(r ownerRead) ownerRead {
+	if r.cursor.Signature == "" {
+		r.cursor.Signature = emptyCursor
+	}
+	return r
 }
 
 // txID is a transaction's id as a cursor keeps it: "<lt>:<hash>".
@@ -134,4 +146,3 @@ func txID(t Transaction) string {
 	h, _ := hashHex(t.Hash)
 	return strconv.FormatUint(uint64(t.LT), 10) + ":" + h
 }
-

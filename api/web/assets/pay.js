@@ -136,6 +136,15 @@
   // The kind of memo whose words the memo row has (the server wrote them).
   var memoKind = root.getAttribute('data-memo-kind') || '';
 
+  // memoNetwork reports whether network takes memo payments on this page.
+  function memoNetwork(network) {
+    var copies = root.querySelectorAll('.memo-texts[data-memo-networks]');
+    for (var i = 0; i < copies.length; i++) {
+      if ((' ' + copies[i].getAttribute('data-memo-networks') + ' ').indexOf(' ' + network + ' ') >= 0) return true;
+    }
+    return false;
+  }
+
   // memoWords puts the words of network's kind of memo (a reference a
   // wallet adds, a comment the buyer may have to type) into the memo row
   // and its hints, from the copies the page holds of each kind offered
@@ -260,6 +269,13 @@
             return refresh();
           }
           res.body.network_name = btn.getAttribute('data-name');
+          if (memoNetwork(parts[0])) {
+            // A memo payment's memo comes with its status, not with this
+            // answer: nothing to pay is shown until the memo is, or a
+            // buyer could send without it.
+            delete res.body.address;
+            delete res.body.qr_code;
+          }
           apply(res.body);
           return refresh();
         })
