@@ -50,6 +50,16 @@ func (c *Client) Block(ctx context.Context, seqno uint64) (Block, bool, error) {
 	return Block{}, false, err
 }
 
+// BlocksFrom returns up to limit masterchain blocks whose logical times
+// start at or after startLT, by time (/api/v3/blocks has no seqno range:
+// a block's start_lt grows with its seqno).
+func (c *Client) BlocksFrom(ctx context.Context, startLT uint64, limit int) ([]Block, error) {
+	return c.blocks(ctx, url.Values{
+		"workchain": {"-1"}, "shard": {masterShard}, "start_lt": {strconv.FormatUint(startLT, 10)},
+		"sort": {"asc"}, "limit": {strconv.Itoa(limit)}, "offset": {"0"},
+	})
+}
+
 func (c *Client) blocks(ctx context.Context, q url.Values) ([]Block, error) {
 	var page struct {
 		Blocks []Block `json:"blocks"`

@@ -172,24 +172,29 @@ func (c *Chain) wallet(ctx context.Context, owner string) (*address.Address, err
 // ownerConcurrency is how many owners one batch reads at once.
 const ownerConcurrency = 4
 
-// ReadBatch implements chainapi.BatchReader: the hash of masterchain
-// block q.To, each owner's credits in [q.From, q.To], then the hash of
-// block q.Cursor (the last batch's To, kept from its read). Completeness
-// is each owner's: its transactions are read after its cursor whatever
-// block they landed in, and checked link by link (readOwner), so a block
-// the indexer stores late, or an endpoint of several behind another,
-// never hides a credit; no list of the batch's blocks is needed.
+// ReadBatch implements chainapi.BatchReader. It first lists the
+// masterchain blocks q.Cursor (or q.From) through q.To: the indexer
+// commits each with every transaction it holds, so with all listed no
+// credit of the batch is hidden from the owners' reads (one missing, as
+// when the indexer stored a later block first, is waited for: the
+// scanner never passes a block the indexer has not stored, and a payment's
+// final check, which reads on from the scanner's height, can rely on
+// that). Then it reads each owner from its cursor, checked link by link
+// (readOwner), which also catches an endpoint of several behind the one
+// that listed the blocks.
 func (c *Chain) ReadBatch(ctx context.Context, q chainapi.BatchQuery) (chainapi.BatchRead, error) {
-	hashes := map[uint64]string{}
-	var out chainapi.BatchRead
-	last, err := c.block(ctx, q.To)
+	lo := q.From
+	if q.Cursor > 0 {
+		lo = q.Cursor
+	}
+	hashes, err := c.hashes(ctx, lo, q.To)
 	if err != nil {
 		return chainapi.BatchRead{}, err
 	}
-	if out.Hash, err = hashHex(last.RootHash); err != nil {
-		return chainapi.BatchRead{}, err
+	out := chainapi.BatchRead{Hash: hashes[q.To]}
+	if q.Cursor > 0 {
+		out.CursorHash = hashes[q.Cursor]
 	}
-	hashes[q.To] = out.Hash
 	reads := make([]ownerRead, len(q.Accounts))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ownerConcurrency)
@@ -214,21 +219,70 @@ func (c *Chain) ReadBatch(ctx context.Context, q chainapi.BatchQuery) (chainapi.
 		}
 	}
 	sortTransfers(out.Transfers)
-	if q.Cursor > 0 {
-		b, err := c.block(ctx, q.Cursor)
-		if errors.Is(err, chainapi.ErrBlockNotFound) {
-			if _, first, ferr := c.Masterchain(ctx); ferr == nil && q.Cursor < first.Seqno {
-				return chainapi.BatchRead{}, fmt.Errorf("ton: the indexer's first masterchain block is %d, after the cursor's %d: %s", first.Seqno, q.Cursor, paywatch.MsgHistoryShallow)
-			}
-		}
-		if err != nil {
-			return chainapi.BatchRead{}, err
-		}
-		if out.CursorHash, err = hashHex(b.RootHash); err != nil {
-			return chainapi.BatchRead{}, err
+	return out, nil
+}
+
+// listMargin is how many blocks past a batch its listing asks for: the
+// indexer orders blocks by time, and several share a second.
+const listMargin = 8
+
+// hashes lists masterchain blocks from through to, all of which the
+// indexer must hold, and returns their hashes by seqno: block from
+// (known from the batch before, or read), then the blocks from its
+// logical time on, by pages of MaxPage. A block missing below to (the
+// indexer stores several at once and may store a later one first) is
+// waited for as one not made yet: ErrBlockNotFound, read again at the
+// next poll.
+func (c *Chain) hashes(ctx context.Context, from, to uint64) (map[uint64]string, error) {
+	lo, err := c.block(ctx, from)
+	if errors.Is(err, chainapi.ErrBlockNotFound) {
+		if _, first, ferr := c.Masterchain(ctx); ferr == nil && from < first.Seqno {
+			return nil, fmt.Errorf("ton: the indexer's first masterchain block is %d, after %d: %s", first.Seqno, from, paywatch.MsgHistoryShallow)
 		}
 	}
-	c.last.Store(last)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]string{}
+	if out[from], err = hashHex(lo.RootHash); err != nil {
+		return nil, err
+	}
+	// Each page starts after the last block of the run listed so far
+	// without a gap: blocks of one second come in any order, and one cut
+	// off by a page's end is asked again.
+	got := map[uint64]Block{from: lo}
+	for after := lo; after.Seqno < to; {
+		want := int(min(to-after.Seqno+listMargin, MaxPage))
+		page, err := c.BlocksFrom(ctx, uint64(after.StartLT)+1, want)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range page {
+			if b.Seqno <= from || b.Seqno > to {
+				continue
+			}
+			if out[b.Seqno], err = hashHex(b.RootHash); err != nil {
+				return nil, err
+			}
+			got[b.Seqno] = b
+		}
+		next := after
+		for b, ok := got[next.Seqno+1]; ok; b, ok = got[next.Seqno+1] {
+			next = b
+		}
+		if len(page) < want || next.Seqno == after.Seqno {
+			break // the indexer has no more, or not the next block yet
+		}
+		after = next
+	}
+	if b, ok := got[to]; ok {
+		c.last.Store(b)
+	}
+	for n := from; n <= to; n++ {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("masterchain block %d not indexed yet (the batch ends at %d): %w", n, to, chainapi.ErrBlockNotFound)
+		}
+	}
 	return out, nil
 }
 
@@ -338,11 +392,16 @@ func (c *Chain) AddressTransfers(ctx context.Context, owner string, from uint64)
 // AddressTransfersIn implements chainapi.AddressRangeReader: the credits
 // to owner committed in masterchain blocks [from, to].
 func (c *Chain) AddressTransfersIn(ctx context.Context, owner string, from, to uint64) ([]chainapi.Transfer, error) {
+	// Every block of the range stored, as a batch's: a credit in one
+	// stored late is not passed over.
+	hashes, err := c.hashes(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
 	r, err := c.readOwner(ctx, chainapi.AccountCursor{Account: owner, Owner: owner}, from, to)
 	if err != nil {
 		return nil, err
 	}
-	hashes := map[uint64]string{}
 	var out []chainapi.Transfer
 	for _, cr := range r.credits {
 		t, err := c.transfer(ctx, cr, owner, hashes)

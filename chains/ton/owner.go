@@ -14,7 +14,8 @@ import (
 // newest first, down to its cursor, checked link by link.
 
 // emptyCursor is the cursor of an account read with no transactions:
-// logical time 0, before any.
+// logical time 0, before any; its slot is the first block of the batch
+// that read it so.
 const emptyCursor = "0:"
 
 // cursorOf reads an account cursor's signature, "<lt>:<hash>", TON's
@@ -99,8 +100,10 @@ func (c *Chain) readOwner(ctx context.Context, a chainapi.AccountCursor, from, t
 			if newest {
 				out.cursor.Signature, out.cursor.Slot, newest = txID(t), mc, false
 			}
-			if !follow && mc < from {
-				return done(out), nil
+			if !follow && mc < from || follow && afterLT == 0 && mc < a.Slot {
+				// Below the batch, or below the one that found the
+				// account empty: read before.
+				return done(out, from), nil
 			}
 			cr, err := creditOf(t)
 			if errors.Is(err, errNotCredit) {
@@ -119,12 +122,12 @@ func (c *Chain) readOwner(ctx context.Context, a chainapi.AccountCursor, from, t
 		// none (the account's first); anything else was not listed.
 		switch {
 		case !seen, want == 0, follow && want == afterLT:
-			return done(out), nil
+			return done(out, from), nil
 		case !follow || afterLT == 0:
 			// A transaction older than the indexer's history is not
 			// there to list: nothing of the batch's can be older.
 			if _, first, err := c.Masterchain(ctx); err == nil && want < uint64(first.StartLT) {
-				return done(out), nil
+				return done(out, from), nil
 			}
 		}
 		return ownerRead{}, fmt.Errorf("ton: transactions of %s end at lt %d, which names lt %d: %w", a.Owner, oldest, want, chainapi.ErrIncompleteRead)
@@ -132,11 +135,14 @@ func (c *Chain) readOwner(ctx context.Context, a chainapi.AccountCursor, from, t
 }
 
 // done gives a read's cursor emptyCursor when the owner has no
-// transaction at or below the batch: the next batch then reads every
-// transaction it gets, in whatever block the indexer stores it.
-func done(r ownerRead) ownerRead {
+// transaction at or below the batch, with the batch's first block as its
+// slot: the next batch then reads every transaction the owner gets from
+// that block on, in whatever block the indexer stores it, and nothing
+// older (an endpoint that wrongly listed none must not make the owner's
+// history be read as new).
+func done(r ownerRead, from uint64) ownerRead {
 	if r.cursor.Signature == "" {
-		r.cursor.Signature = emptyCursor
+		r.cursor.Signature, r.cursor.Slot = emptyCursor, from
 	}
 	return r
 }
