@@ -60,19 +60,10 @@ var decimalsSelector = crypto.Keccak256([]byte("decimals()"))[:4]
 // one endpoint to check it alone).
 func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 	out := chainapi.EndpointCheck{Network: c.network, Endpoint: c.eps.Name(0), Transport: "json-rpc"}
-	problem := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
-	start := time.Now()
-	ident, err := c.Identity(ctx)
-	out.Latency = time.Since(start)
-	if err != nil {
-		out.Err = err.Error()
-		problem("unreachable: %v", err)
+	problem := out.Problem
+	info, _ := paywatch.LookupNetwork(c.network)
+	if !out.Identify(ctx, c.Identity, fmt.Sprintf("chain id %d", info.ChainID)) {
 		return out
-	}
-	out.Identity = ident
-	if !ident.OK {
-		info, _ := paywatch.LookupNetwork(c.network)
-		problem("serves %s, not chain id %d", ident.Name, info.ChainID)
 	}
 
 	var head struct {
@@ -80,7 +71,7 @@ func (c *Client) Check(ctx context.Context) chainapi.EndpointCheck {
 		Number    hexutil.Uint64 `json:"number"`
 		Timestamp hexutil.Uint64 `json:"timestamp"`
 	}
-	err = c.do(ctx, func(ec *ethclient.Client) error {
+	err := c.do(ctx, func(ec *ethclient.Client) error {
 		return ec.Client().CallContext(ctx, &head, "eth_getBlockByNumber", "latest", false)
 	})
 	if err != nil {

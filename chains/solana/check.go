@@ -93,18 +93,9 @@ func (c *Chain) Identity(ctx context.Context) (chainapi.Identity, error) {
 // /health says so too.
 func (c *Chain) Check(ctx context.Context) chainapi.EndpointCheck {
 	out := chainapi.EndpointCheck{Network: c.network, Endpoint: c.eps.Name(0), Transport: "json-rpc"}
-	problem := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
-	start := time.Now()
-	ident, err := c.Identity(ctx)
-	out.Latency = time.Since(start)
-	if err != nil {
-		out.Err = err.Error()
-		problem("unreachable: %v", err)
+	problem := out.Problem
+	if !out.Identify(ctx, c.Identity, "Solana mainnet-beta (genesis "+MainnetGenesis+")") {
 		return out
-	}
-	out.Identity = ident
-	if !ident.OK {
-		problem("serves %s, not Solana mainnet-beta (genesis %s)", ident.Name, MainnetGenesis)
 	}
 	health := chainapi.FeatureCheck{Name: "getHealth", Required: true}
 	if err := c.Health(ctx); err != nil {

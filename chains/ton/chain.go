@@ -44,6 +44,8 @@ type Chain struct {
 	// last is the last block of the last batch read: the next batch's
 	// cursor block, whose logical time its listing starts from.
 	last atomic.Value // Block
+	// head is the newest masterchain block read (Finalized).
+	head atomic.Uint64
 }
 
 // NewChain returns network's Chain over c, reading token (USDT) of the
@@ -93,12 +95,21 @@ func (c *Chain) Master() *address.Address { return c.master }
 // indexer holds.
 func (c *Chain) Head(ctx context.Context) (uint64, error) {
 	last, _, err := c.Masterchain(ctx)
+	if err == nil {
+		c.head.Store(last.Seqno)
+	}
 	return last.Seqno, err
 }
 
 // Finalized implements chainapi.FinalityReader: a masterchain block is
-// final once made, so the head.
-func (c *Chain) Finalized(ctx context.Context) (uint64, error) { return c.Head(ctx) }
+// final once made, so the head, the last one read (no request: a
+// confirmation pass follows a poll that read it).
+func (c *Chain) Finalized(ctx context.Context) (uint64, error) {
+	if h := c.head.Load(); h > 0 {
+		return h, nil
+	}
+	return c.Head(ctx)
+}
 
 // block returns masterchain block n, ErrBlockNotFound when the indexer
 // has not stored it.

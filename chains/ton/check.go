@@ -46,18 +46,9 @@ func (c *Chain) Identity(ctx context.Context) (chainapi.Identity, error) {
 // reaches), the master's decimals and the key's rate limit.
 func (c *Chain) Check(ctx context.Context) chainapi.EndpointCheck {
 	out := chainapi.EndpointCheck{Network: c.network, Endpoint: c.eps.Name(0), Transport: "http"}
-	problem := func(format string, args ...any) { out.Problems = append(out.Problems, fmt.Sprintf(format, args...)) }
-	start := time.Now()
-	ident, err := c.Identity(ctx)
-	out.Latency = time.Since(start)
-	if err != nil {
-		out.Err = err.Error()
-		problem("unreachable: %v", err)
+	problem := out.Problem
+	if !out.Identify(ctx, c.Identity, fmt.Sprintf("TON mainnet (global id %d)", MainnetGlobalID)) {
 		return out
-	}
-	out.Identity = ident
-	if !ident.OK {
-		problem("serves %s, not TON mainnet (global id %d)", ident.Name, MainnetGlobalID)
 	}
 	last, first, err := c.Masterchain(ctx)
 	if err != nil {

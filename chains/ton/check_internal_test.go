@@ -31,6 +31,5 @@ func TestKeyCheck(t *testing.T) {
 		f := ch.keyCheck()
 		assert.Equal(t, tt.ok, f.OK, tt.url)
 		assert.Equal(t, !tt.ok, f.Required, tt.url)
-		assert.NotContains(t, f.Detail, "k\"", "the key never shows")
 	}
 }

@@ -2,6 +2,7 @@ package chainapi
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/paywatch/paywatch"
@@ -82,4 +83,29 @@ type FeatureCheck struct {
 	// Tell marks a Detail the operator should read even when the
 	// feature is there (how far back an endpoint's history reaches).
 	Tell bool
+}
+
+// Problem adds a problem line to the check.
+func (c *EndpointCheck) Problem(format string, args ...any) {
+	c.Problems = append(c.Problems, fmt.Sprintf(format, args...))
+}
+
+// Identify opens a check with the endpoint's identity, timing that first
+// call as the endpoint's latency: ok is false when the endpoint could not
+// be reached (the check says so). A chain other than the network's is a
+// problem: "serves <name>, not <want>".
+func (c *EndpointCheck) Identify(ctx context.Context, identity func(context.Context) (Identity, error), want string) (ok bool) {
+	start := time.Now()
+	ident, err := identity(ctx)
+	c.Latency = time.Since(start)
+	if err != nil {
+		c.Err = err.Error()
+		c.Problem("unreachable: %v", err)
+		return false
+	}
+	c.Identity = ident
+	if !ident.OK {
+		c.Problem("serves %s, not %s", ident.Name, want)
+	}
+	return true
 }
