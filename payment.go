@@ -33,6 +33,11 @@ type PaymentInput struct {
 
 	ExternalRef     string
 	ExternalOrderID *string
+	// SearchRefs are what the workflow's ExternalRef and ExternalOrderId
+	// search attributes show: keyed hashes of the two, or the values
+	// themselves where the operator opted in. Nil on payments started
+	// before (issue 42), whose attributes show the values.
+	SearchRefs *SearchRefs
 
 	CreatedAt         time.Time
 	ExpiresAt         time.Time
@@ -40,6 +45,13 @@ type PaymentInput struct {
 
 	// Carried across continue-as-new; empty on the first run.
 	Carry *PaymentState
+}
+
+// SearchRefs are the values a payment's workflow shows in its ExternalRef
+// and ExternalOrderId search attributes, which Temporal indexes in clear.
+type SearchRefs struct {
+	ExternalRef     string
+	ExternalOrderID string
 }
 
 // Assignment is the deposit address given to a payment, with the amount the

@@ -158,7 +158,7 @@ func newEnvTB(t testing.TB, opts ...envOptions) *env {
 		workflows.Register(w, activities.New(activities.Deps{Store: st, Chains: e.chain, AllowPrivate: true}))
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
-		wf = payments.NewTemporalWorkflows(temporal.client, e.queue)
+		wf = payments.NewTemporalWorkflows(temporal.client, e.queue, nil)
 	}
 	e.server = e.newServer(wf, o)
 	return e

@@ -54,6 +54,13 @@ type Deps struct {
 	// MasterKey authenticates the operator endpoints (x-master-key); empty
 	// refuses them all.
 	MasterKey string
+	// PayloadCodec, when set, is served at CodecPath for operators: the
+	// codec the Temporal Web UI decodes payment histories with (codec.go).
+	PayloadCodec http.Handler
+	// CodecOrigins are the browser origins whose Temporal Web UI may call
+	// the codec endpoint (CORS), such as the embedded UI's or
+	// https://cloud.temporal.io.
+	CodecOrigins []string
 	// BaseURL is PAYWATCH_BASE_URL: the API listener answers only its host
 	// (empty disables the rule; a port of 0 accepts any port).
 	BaseURL string
@@ -186,7 +193,12 @@ func (s *Server) newEcho(publicURL string, headers echo.MiddlewareFunc) *echo.Ec
 	e.Pre(headers)
 	e.Pre(hostRule(publicURL))
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("64K"))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit: "64K",
+		// The codec endpoint takes a page of a history's payloads at a
+		// time and sets its own limit (maxCodecBody).
+		Skipper: func(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, CodecPath+"/") },
+	}))
 	e.Use(storablePath)
 	e.Use(requestLang)
 	return e
@@ -268,6 +280,7 @@ func (s *Server) routes() {
 	s.api.GET(GuidePath, s.guide, s.limitPerIP("guide"))
 	s.api.GET(OpenAPIPath, s.openAPI, s.limitPerIP("openapi"))
 	s.apiRefRoutes()
+	s.codecRoutes()
 	if s.deps.DevMail {
 		s.api.GET(DevMailPath, s.devMail)
 	}

@@ -46,18 +46,38 @@ type Workflows interface {
 type TemporalWorkflows struct {
 	client    client.Client
 	taskQueue string
+	// searchRefKey keys the hashes the search attributes show of the
+	// merchant's references; nil shows them in clear.
+	searchRefKey []byte
 }
 
 // NewTemporalWorkflows returns Workflows that start payment
-// workflows on taskQueue through c.
-func NewTemporalWorkflows(c client.Client, taskQueue string) *TemporalWorkflows {
-	return &TemporalWorkflows{client: c, taskQueue: taskQueue}
+// workflows on taskQueue through c. A payment's ExternalRef and
+// ExternalOrderId search attributes show keyed hashes of the merchant's
+// references under searchRefKey (workflows.SearchRef), or, with a nil
+// key, the references themselves (an operator's opt-in).
+func NewTemporalWorkflows(c client.Client, taskQueue string, searchRefKey []byte) *TemporalWorkflows {
+	return &TemporalWorkflows{client: c, taskQueue: taskQueue, searchRefKey: searchRefKey}
+}
+
+// searchRefs are the values in's search attributes show.
+func (t *TemporalWorkflows) searchRefs(in paywatch.PaymentInput) *paywatch.SearchRefs {
+	refs := &paywatch.SearchRefs{ExternalRef: in.ExternalRef}
+	if in.ExternalOrderID != nil {
+		refs.ExternalOrderID = *in.ExternalOrderID
+	}
+	if t.searchRefKey != nil {
+		refs.ExternalRef = workflows.SearchRef(t.searchRefKey, refs.ExternalRef)
+		refs.ExternalOrderID = workflows.SearchRef(t.searchRefKey, refs.ExternalOrderID)
+	}
+	return refs
 }
 
 // Start starts the workflow with ID PaymentWorkflowID(id). An existing
 // workflow of that ID is reused while it runs, and a closed one is never
 // started again, so the API and the reconciler may both call Start.
 func (t *TemporalWorkflows) Start(ctx context.Context, in paywatch.PaymentInput) error {
+	in.SearchRefs = t.searchRefs(in)
 	attrs, memo := workflows.StartAttributes(in)
 	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.PaymentWorkflowID(in.PaymentID),

@@ -3,6 +3,7 @@ package workflows
 import (
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
@@ -48,7 +49,18 @@ import (
 //     WebhookWorkflow child, and never block the state machine; the
 //     workflow neither ends nor continues-as-new while one is outstanding.
 func PaymentWorkflow(ctx workflow.Context, in paywatch.PaymentInput) error {
+	return runPayment(ctx, in, converter.GetDefaultDataConverter())
+}
+
+// paymentWorkflowWith is PaymentWorkflow on a worker whose payloads pass
+// through dc (WithDataConverter): the run reads its memo with it.
+func paymentWorkflowWith(dc converter.DataConverter) func(workflow.Context, paywatch.PaymentInput) error {
+	return func(ctx workflow.Context, in paywatch.PaymentInput) error { return runPayment(ctx, in, dc) }
+}
+
+func runPayment(ctx workflow.Context, in paywatch.PaymentInput, dc converter.DataConverter) error {
 	p := newPayment(ctx, in)
+	p.payloads = dc
 	if err := p.setup(ctx); err != nil {
 		return err
 	}
@@ -114,6 +126,8 @@ const (
 type payment struct {
 	in paywatch.PaymentInput
 	st paywatch.PaymentState
+	// payloads is the worker's data converter, which reads the memo.
+	payloads converter.DataConverter
 
 	// committed is the status of the last commit: a different status now
 	// means a status change (search attributes, webhook).
@@ -166,7 +180,7 @@ type payment struct {
 // newPayment builds the state of a first run from the input, or takes the
 // state carried across continue-as-new.
 func newPayment(ctx workflow.Context, in paywatch.PaymentInput) *payment {
-	p := &payment{in: in, logger: workflow.GetLogger(ctx)}
+	p := &payment{in: in, logger: workflow.GetLogger(ctx), payloads: converter.GetDefaultDataConverter()}
 	if in.Carry != nil {
 		p.st = *in.Carry
 	} else {

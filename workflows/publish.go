@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -25,6 +24,9 @@ func publishedOf(in paywatch.PaymentInput, st paywatch.PaymentState) published {
 	}
 	if in.ExternalOrderID != nil {
 		v.externalOrderID = *in.ExternalOrderID
+	}
+	if in.SearchRefs != nil {
+		v.externalRef, v.externalOrderID = in.SearchRefs.ExternalRef, in.SearchRefs.ExternalOrderID
 	}
 	return v
 }
@@ -88,11 +90,10 @@ func (p *payment) publishedAtStart(ctx workflow.Context) bool {
 		}
 	}
 	fields := workflow.GetInfo(ctx).Memo.GetFields()
-	dc := converter.GetDefaultDataConverter()
 	for name, want := range v.memo() {
 		var got string
 		pl, ok := fields[name]
-		if !ok || dc.FromPayload(pl, &got) != nil || got != want {
+		if !ok || p.payloads.FromPayload(pl, &got) != nil || got != want {
 			return false
 		}
 	}

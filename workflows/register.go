@@ -18,14 +18,23 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc/codes"
 )
 
 // Register registers the payment and webhook workflows and their
 // activities on a worker under their explicit names, so that renaming a Go
 // function never breaks a running workflow. a is usually an
 // *activities.Activities.
-func Register(r worker.Registry, a Activities) {
-	r.RegisterWorkflowWithOptions(PaymentWorkflow, workflow.RegisterOptions{Name: PaymentWorkflowName})
+func Register(r worker.Registry, a Activities, opts ...RegisterOption) {
+	var o registerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.dataConverter != nil {
+		r.RegisterWorkflowWithOptions(paymentWorkflowWith(o.dataConverter), workflow.RegisterOptions{Name: PaymentWorkflowName})
+	} else {
+		r.RegisterWorkflowWithOptions(PaymentWorkflow, workflow.RegisterOptions{Name: PaymentWorkflowName})
+	}
 	r.RegisterWorkflowWithOptions(WebhookWorkflow, workflow.RegisterOptions{Name: WebhookWorkflowName})
 	r.RegisterWorkflowWithOptions(MailWorkflow, workflow.RegisterOptions{Name: MailWorkflowName})
 	r.RegisterWorkflowWithOptions(ChatWorkflow, workflow.RegisterOptions{Name: ChatWorkflowName})
@@ -88,30 +97,141 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 // Call it before starting a worker or answering requests: a Temporal
 // service that still has the namespace without them fails every payment
 // workflow task with BadSearchAttributes until its cache catches up.
+//
+// A managed namespace (Temporal Cloud) refuses AddSearchAttributes; one
+// of them registered with another type cannot be changed in place. Then it
+// returns one error naming each attribute to add, rename or remove, with
+// the tcld and temporal commands that do it.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
 	ops := c.OperatorService()
 	have, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
-		return fmt.Errorf("list search attributes: %w", err)
+		return listRefused(namespace, err)
 	}
+	p := searchAttributeProblem{namespace: namespace, wrong: map[string]enumspb.IndexedValueType{}}
 	missing := map[string]enumspb.IndexedValueType{}
 	for name, typ := range SearchAttributes {
-		if _, ok := have.GetCustomAttributes()[name]; !ok {
+		switch got, ok := have.GetCustomAttributes()[name]; {
+		case !ok:
 			missing[name] = typ
+		case got != typ:
+			p.wrong[name] = got
 		}
 	}
-	if len(missing) == 0 {
-		return waitSearchAttributes(ctx, c, namespace, time.Time{})
+	var added time.Time
+	if len(missing) > 0 {
+		_, err = ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+			Namespace:        namespace,
+			SearchAttributes: missing,
+		})
+		var exists *serviceerror.AlreadyExists
+		if err != nil && !errors.As(err, &exists) {
+			p.missing, p.refused = slices.Sorted(maps.Keys(missing)), err
+		}
+		added = time.Now()
 	}
-	_, err = ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace:        namespace,
-		SearchAttributes: missing,
-	})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("add search attributes: %w", err)
+	if len(p.missing) > 0 || len(p.wrong) > 0 {
+		return p
 	}
-	return waitSearchAttributes(ctx, c, namespace, time.Now())
+	return waitSearchAttributes(ctx, c, namespace, added)
+}
+
+// searchAttributeProblem is why a namespace cannot have paywatch's search
+// attributes without an operator: those missing that the server refused
+// to add, those registered with another type, or a refused listing.
+type searchAttributeProblem struct {
+	namespace string
+	// missing are the names of SearchAttributes the namespace lacks, sorted.
+	missing []string
+	// refused is the server's answer to adding them.
+	refused error
+	// wrong maps a name of SearchAttributes to the other type it has.
+	wrong map[string]enumspb.IndexedValueType
+	// listRefused is the server's answer to listing them; then missing
+	// holds every name, since none could be checked.
+	listRefused error
+}
+
+// Error is the one start-up message: every attribute, what is wrong with
+// it, and the commands to run on Temporal Cloud (tcld; a managed namespace
+// can add and rename search attributes, not remove them) and on a
+// self-hosted server (the temporal CLI).
+func (p searchAttributeProblem) Error() string {
+	var b strings.Builder
+	wrong := slices.Sorted(maps.Keys(p.wrong))
+	add := slices.Sorted(slices.Values(append(slices.Clone(p.missing), wrong...)))
+	if p.listRefused != nil {
+		fmt.Fprintf(&b, "Temporal refused to list the search attributes of namespace %s (%s), so paywatch cannot check them: "+
+			"check that the API key or certificate may use the namespace. paywatch needs:\n", p.namespace, grpcStatus(p.listRefused))
+	} else {
+		fmt.Fprintf(&b, "namespace %s does not have the search attributes paywatch needs:\n", p.namespace)
+	}
+	for _, name := range add {
+		switch got, ok := p.wrong[name]; {
+		case ok:
+			fmt.Fprintf(&b, "  %s is %s, and must be %s: a search attribute's type cannot change, so rename it (Temporal Cloud) or remove it\n", name, got, SearchAttributes[name])
+		case p.listRefused != nil:
+			fmt.Fprintf(&b, "  %s (%s)\n", name, SearchAttributes[name])
+		default:
+			fmt.Fprintf(&b, "  %s (%s) is missing\n", name, SearchAttributes[name])
+		}
+	}
+	switch {
+	case p.refused != nil:
+		fmt.Fprintf(&b, "Temporal refused to add them (%s). Run these, then start paywatch again. On Temporal Cloud:\n", grpcStatus(p.refused))
+	case p.listRefused != nil:
+		b.WriteString("Where they are missing, run these (naming only those), then start paywatch again. On Temporal Cloud:\n")
+	default:
+		b.WriteString("Run these, then start paywatch again. On Temporal Cloud:\n")
+	}
+	for _, name := range wrong {
+		fmt.Fprintf(&b, "  tcld namespace search-attributes rename --namespace %s --existing-name %s --new-name %s%s\n", p.namespace, name, name, p.wrong[name])
+	}
+	fmt.Fprintf(&b, "  tcld namespace search-attributes add --namespace %s", p.namespace)
+	for _, name := range add {
+		fmt.Fprintf(&b, " --search-attribute \"%s=%s\"", name, SearchAttributes[name])
+	}
+	b.WriteString("\nOn a self-hosted server:\n")
+	if len(wrong) > 0 {
+		fmt.Fprintf(&b, "  temporal operator search-attribute remove --namespace %s", p.namespace)
+		for _, name := range wrong {
+			fmt.Fprintf(&b, " --name %s", name)
+		}
+		b.WriteString(" --yes\n")
+	}
+	fmt.Fprintf(&b, "  temporal operator search-attribute create --namespace %s", p.namespace)
+	for _, name := range add {
+		fmt.Fprintf(&b, " --name %s --type %s", name, SearchAttributes[name])
+	}
+	return b.String()
+}
+
+// Unwrap is the server's refusal.
+func (p searchAttributeProblem) Unwrap() error {
+	if p.listRefused != nil {
+		return p.listRefused
+	}
+	return p.refused
+}
+
+// listRefused explains a failed ListSearchAttributes: a refusal names
+// every search attribute, since paywatch cannot tell which are missing.
+func listRefused(namespace string, err error) error {
+	var notFound *serviceerror.NamespaceNotFound
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.PermissionDenied, codes.Unauthenticated, codes.Unimplemented:
+		return searchAttributeProblem{namespace: namespace, missing: slices.Sorted(maps.Keys(SearchAttributes)), listRefused: err}
+	}
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("namespace %s does not exist on this Temporal server (TEMPORAL_NAMESPACE): %w", namespace, err)
+	}
+	return fmt.Errorf("list the search attributes of namespace %s: %w", namespace, err)
+}
+
+// grpcStatus is an error of the Temporal API as "Code: message".
+func grpcStatus(err error) string {
+	st := serviceerror.ToStatus(err)
+	return fmt.Sprintf("%s: %s", st.Code(), st.Message())
 }
 
 // searchAttributesTimeout bounds how long EnsureSearchAttributes waits for

@@ -53,6 +53,11 @@ Commands:
   links create SLUG --slug LINK --title TITLE [--amount X] [--token TOKEN] [--network NETWORK]
       a payment link of project SLUG at {pay_url}/l/LINK; without --amount
       the buyer enters the amount, without --network the buyer picks it
+  temporal-search [--external-ref REF] [--external-order-id ID]
+      prints the Temporal visibility query that finds the payments of a
+      customer or an order (the ExternalRef and ExternalOrderId search
+      attributes hold keyed hashes of them, computed from the master key);
+      paste it into the Web UI's search or "temporal workflow list -q"
 `
 
 // decimalArg is an amount given on the command line.
@@ -83,7 +88,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		return 0
 	}
 	base := serviceBaseURL(getenv)
-	key := getenv("PAYWATCH_MASTER_KEY")
+	key := strings.TrimSpace(getenv("PAYWATCH_MASTER_KEY"))
 	if key == "" {
 		dir := getenv("PAYWATCH_DATA_DIR")
 		if dir == "" {
@@ -96,6 +101,15 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 	if key == "" {
 		fmt.Fprintln(stderr, "paywatch admin: set PAYWATCH_MASTER_KEY")
 		return 2
+	}
+	if args[0] == "temporal-search" {
+		q, err := temporalSearchQuery(args[1:], key)
+		if err != nil {
+			fmt.Fprintf(stderr, "paywatch admin: %v\n\n%s", err, adminUsage)
+			return 2
+		}
+		fmt.Fprintln(stdout, q)
+		return 0
 	}
 	c := &adminClient{baseURL: base, masterKey: key, http: &http.Client{Timeout: adminTimeout}, stdout: stdout}
 	method, path, body, err := adminRequest(args)

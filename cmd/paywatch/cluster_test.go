@@ -92,12 +92,16 @@ func TestCluster(t *testing.T) {
 	// Temporal and the devnet chains.
 	temporalRole, apiRole, workerRole := clusterRoleOf("temporal"), clusterRoleOf("api"), clusterRoleOf("worker")
 	temporalAddr, uiAddr, temporalMetrics := freeAddr(t), freeAddr(t), freeAddr(t)
+	// Over mutual TLS, with an API key (issue 42).
+	sec := newClusterTLS(t)
 	temporal := h.start("temporal", &temporalRole, func(string) map[string]string {
-		return map[string]string{
+		env := map[string]string{
 			"PAYWATCH_TEMPORAL_DATABASE_URL": temporalDB, "PAYWATCH_TEMPORAL_LISTEN_ADDR": temporalAddr,
 			"PAYWATCH_TEMPORAL_UI_ADDR": uiAddr, "TEMPORAL_NAMESPACE": "default",
 			"PAYWATCH_METRICS_ADDR": temporalMetrics, "PAYWATCH_LOG_LEVEL": "warn",
 		}
+		maps.Copy(env, sec.serverEnv())
+		return env
 	}, temporalRole.Command...)
 	devnetAddr := freeAddr(t)
 	devnetURL := "http://" + devnetAddr
@@ -142,6 +146,7 @@ func TestCluster(t *testing.T) {
 				"PAYWATCH_METRICS_ADDR": metricsAddrs[base],
 			}
 			maps.Copy(env, chainsEnv)
+			maps.Copy(env, sec.clientEnv())
 			maps.Copy(env, extra)
 			return env
 		}
@@ -162,6 +167,12 @@ func TestCluster(t *testing.T) {
 		p.waitOutput("paywatch started", 2*time.Minute)
 	}
 	clusterUp := time.Now()
+	// A worker without a client certificate, or without the key, is
+	// refused: the first at the TLS handshake (its first call fails), the
+	// second by the server's authorizer at its first namespace call.
+	refusedEnv := replicaEnv("refused", nil)("refused")
+	sec.assertRefusedWithout(ctx, t, h.bin, refusedEnv, "paywatch worker: connect to Temporal at 127.0.0.1", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH")
+	sec.assertRefusedWithout(ctx, t, h.bin, refusedEnv, "Temporal refused to list the search attributes of namespace default (PermissionDenied: Request unauthorized.)", "TEMPORAL_API_KEY")
 
 	// The merchants: projects with a wallet and a webhook receiver each,
 	// one project for the burst and one for probes.
@@ -293,7 +304,7 @@ func TestCluster(t *testing.T) {
 	temporal.restart()
 	temporal.waitOutput("is running", 2*time.Minute)
 	k.back = time.Now()
-	k.recovered = waitScannerQueries(ctx, t, temporalAddr)
+	k.recovered = waitScannerQueries(ctx, t, sec.clientOptions(t, temporalAddr))
 	k.detail = "until every scanner workflow answers a query again"
 	kills = append(kills, k)
 
@@ -389,14 +400,15 @@ func TestCluster(t *testing.T) {
 	}
 
 	// The server is the pinned Temporal, with its Web UI and metrics.
-	tc, err := client.Dial(client.Options{HostPort: temporalAddr})
+	tc, err := client.Dial(sec.clientOptions(t, temporalAddr))
 	require.NoError(t, err)
 	info, err := tc.WorkflowService().GetSystemInfo(ctx, &workflowservice.GetSystemInfoRequest{})
 	tc.Close()
 	require.NoError(t, err)
 	assert.Equal(t, clusterTemporalVersion, "v"+info.GetServerVersion(), "the server is go.temporal.io/server %s", clusterTemporalVersion)
-	for _, u := range []string{"http://" + uiAddr + "/", "http://" + temporalMetrics + "/metrics"} {
-		resp, err := http.Get(u)
+	uiClient := sec.httpClient(t)
+	for _, u := range []string{"https://" + uiAddr + "/", "http://" + temporalMetrics + "/metrics"} {
+		resp, err := uiClient.Get(u)
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusOK, resp.StatusCode, u)
@@ -516,11 +528,11 @@ func waitAPIServing(ctx context.Context, t *testing.T, a *clusterAPI, i int, key
 // waitScannerQueries returns when every network's scanner workflow answers
 // a query, through a fresh client each time: Temporal serves again and a
 // worker polls it.
-func waitScannerQueries(ctx context.Context, t *testing.T, addr string) time.Time {
+func waitScannerQueries(ctx context.Context, t *testing.T, opts client.Options) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		if scannerQueriesAnswer(ctx, addr) {
+		if scannerQueriesAnswer(ctx, opts) {
 			return time.Now()
 		}
 		sleepCtx(ctx, 200*time.Millisecond)
@@ -529,10 +541,10 @@ func waitScannerQueries(ctx context.Context, t *testing.T, addr string) time.Tim
 	return time.Time{}
 }
 
-func scannerQueriesAnswer(ctx context.Context, addr string) bool {
+func scannerQueriesAnswer(ctx context.Context, opts client.Options) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr})
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return false
 	}

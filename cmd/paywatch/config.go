@@ -31,14 +31,27 @@ const (
 // Config is every setting of a paywatch process, read from the environment.
 //
 //	DATABASE_URL                      pgx connection string (dev: local PostgreSQL, database paywatch, created if missing)
-//	TEMPORAL_ADDRESS                  host:port of a Temporal frontend (dev: empty, an embedded server starts)
-//	TEMPORAL_NAMESPACE                Temporal namespace (default "default")
+//	TEMPORAL_ADDRESS                  host:port of a Temporal frontend, here or in the profile (dev: empty, an embedded server starts; otherwise required)
+//	TEMPORAL_NAMESPACE                Temporal namespace (default: the profile's, else "default")
+//	TEMPORAL_API_KEY                  API key sent to Temporal, e.g. Temporal Cloud's; turns TLS on unless TEMPORAL_TLS=false; never logged
+//	TEMPORAL_TLS                      true or false: TLS to the Temporal frontend (default false; true with an API key or any TLS setting)
+//	TEMPORAL_TLS_CLIENT_CERT_PATH     mTLS client certificate (PEM), with TEMPORAL_TLS_CLIENT_KEY_PATH
+//	TEMPORAL_TLS_CLIENT_KEY_PATH      mTLS client private key (PEM); never logged
+//	TEMPORAL_TLS_SERVER_CA_CERT_PATH  CA certificate (PEM) the frontend's certificate is checked against (default: the system's roots)
+//	TEMPORAL_TLS_SERVER_NAME          name the frontend's certificate is checked for (default: TEMPORAL_ADDRESS's host)
+//	TEMPORAL_PROFILE                  profile of the Temporal CLI's config file to read (default "default"); the variables above override its values
+//	TEMPORAL_CONFIG_FILE              the Temporal CLI's config file (default <user config dir>/temporalio/temporal.toml; dev reads one only when this or TEMPORAL_PROFILE is set)
+//	TEMPORAL_TLS_*_DATA, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION, TEMPORAL_CLIENT_AUTHORITY, TEMPORAL_GRPC_META_<HEADER>  as the Temporal CLI reads them
 //	PAYWATCH_DATA_DIR                 embedded Temporal's SQLite file, the dev master key (default ".data")
 //	PAYWATCH_API_ADDR                 listener for {base_url} (default 127.0.0.1:8080)
 //	PAYWATCH_PAY_ADDR                 listener for {pay_url} (default 127.0.0.1:8081)
 //	PAYWATCH_BASE_URL                 public address of the API (default http://<API_ADDR>)
 //	PAYWATCH_PAY_URL                  public address of the hosted pages (default http://<PAY_ADDR>)
 //	PAYWATCH_MASTER_KEY               operator key mk_... (dev: generated once into the data dir)
+//	PAYWATCH_PAYLOAD_KEY              AES-256 key (base64 or hex) payloads are sealed with before they reach Temporal (default: derived from the master key)
+//	PAYWATCH_PAYLOAD_OLD_KEYS         earlier payload keys, comma-separated, still read (key rotation)
+//	PAYWATCH_TEMPORAL_CLEAR_REFS      true: the ExternalRef and ExternalOrderId search attributes show the references in clear (default false: keyed hashes)
+//	PAYWATCH_TEMPORAL_UI_ORIGINS      browser origins of Temporal Web UIs allowed to call the codec endpoint, e.g. https://cloud.temporal.io
 //	PAYWATCH_WEBHOOK_ALLOW_PRIVATE    allow webhook URLs on private/loopback addresses (dev: true, otherwise false)
 //	PAYWATCH_WEBHOOK_ALLOW_HTTP       allow plain http:// webhook URLs (dev: true, otherwise false: HTTPS in production)
 //	PAYWATCH_SMTP_URL                 smtp://user:pass@host:port or smtps://...; outgoing e-mail (dev without it: the /dev/mail outbox)
@@ -71,11 +84,20 @@ const (
 type Config struct {
 	Mode Mode
 
-	DatabaseURL       string
+	DatabaseURL string
+	// TemporalAddress and TemporalNamespace are TEMPORAL_ADDRESS and
+	// TEMPORAL_NAMESPACE, or the profile's (Temporal); the rest of the
+	// connection is in Temporal.
 	TemporalAddress   string
 	TemporalNamespace string
-	TaskQueue         string
-	DataDir           string
+	// Temporal is how the process reaches an external Temporal server: API
+	// key, TLS, the Temporal CLI profile read. It prints without secrets.
+	Temporal TemporalConnection
+	// Payload is how payloads are sealed for Temporal (config_payload.go);
+	// its keys derive from the master key unless set.
+	Payload   payloadEnv
+	TaskQueue string
+	DataDir   string
 
 	APIAddr string
 	PayAddr string
@@ -234,8 +256,11 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	if c.DatabaseURL == "" && dev {
 		c.DatabaseURL = "postgres://postgres@127.0.0.1:5432/paywatch?sslmode=disable"
 	}
-	c.TemporalAddress = str("TEMPORAL_ADDRESS", "")
-	c.TemporalNamespace = str("TEMPORAL_NAMESPACE", "default")
+	c.Temporal = loadTemporalConnection(mode, getenv)
+	c.TemporalAddress = c.Temporal.profile.Address
+	if c.TemporalNamespace = c.Temporal.profile.Namespace; c.TemporalNamespace == "" {
+		c.TemporalNamespace = "default"
+	}
 	c.TaskQueue = str("PAYWATCH_TASK_QUEUE", "paywatch")
 	c.DataDir = str("PAYWATCH_DATA_DIR", ".data")
 	c.APIAddr = str("PAYWATCH_API_ADDR", "127.0.0.1:8080")
@@ -273,6 +298,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.Devnet = boolean("PAYWATCH_DEVNET", dev)
 	c.AllowOtherChains = boolean("PAYWATCH_ALLOW_OTHER_CHAINS", false)
 	c.DevnetBlockInterval = duration("PAYWATCH_DEVNET_BLOCK_INTERVAL", time.Second)
+	c.Payload = readPayloadEnv(getenv)
 	c.TemporalDevAddr = str("PAYWATCH_TEMPORAL_DEV_ADDR", "127.0.0.1:7233")
 	c.TemporalUIAddr = str("PAYWATCH_TEMPORAL_UI_ADDR", "127.0.0.1:8233")
 	if strings.EqualFold(c.TemporalUIAddr, "off") {
@@ -351,14 +377,26 @@ func (c Config) Validate() error {
 		if c.DatabaseURL == "" {
 			missing("DATABASE_URL")
 		}
-		if c.TemporalAddress == "" {
-			missing("TEMPORAL_ADDRESS")
+		if c.TemporalAddress == "" && c.Temporal.err == nil {
+			errs = append(errs, fmt.Errorf("TEMPORAL_ADDRESS is required for paywatch %s (or an address in a Temporal CLI profile: TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE; %s)", c.Mode, c.Temporal.profileRead()))
 		}
 		if c.MasterKey == "" && c.Mode != ModeWorker {
 			missing("PAYWATCH_MASTER_KEY")
 		}
+		// A worker seals and opens payloads with the key the API uses:
+		// PAYWATCH_PAYLOAD_KEY, or one derived from the master key.
+		if c.MasterKey == "" && c.Mode == ModeWorker && strings.TrimSpace(c.Payload.key) == "" {
+			errs = append(errs, errors.New("PAYWATCH_MASTER_KEY (or PAYWATCH_PAYLOAD_KEY) is required for paywatch worker: it reads the payloads the API seals"))
+		}
 	default:
 		errs = append(errs, fmt.Errorf("unknown mode %q", c.Mode))
+	}
+	if c.Temporal.err != nil {
+		errs = append(errs, c.Temporal.err)
+	} else if !c.EmbeddedTemporal() {
+		if err := c.Temporal.checkTLS(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.MasterKey != "" && !strings.HasPrefix(c.MasterKey, "mk_") {
 		errs = append(errs, errors.New("PAYWATCH_MASTER_KEY must start with mk_"))
@@ -399,6 +437,11 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("PAYWATCH_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	// The payload variables' form; the keys themselves need the master
+	// key, which dev may generate later.
+	if _, err := c.Payload.load("validate"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/cmd/paywatch/internal/devtemporal"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -17,6 +18,10 @@ func startEmbeddedTemporal(cfg Config) (embeddedTemporal, error) {
 		Namespace:        cfg.TemporalNamespace,
 		SearchAttributes: workflows.SearchAttributes,
 		HistoryCacheSize: cfg.TemporalHistoryCacheSize,
+		// The UI decodes payment histories at paywatch's codec endpoint,
+		// with the session of an operator who signed in there.
+		UICodecEndpoint:           cfg.BaseURL + api.CodecPath,
+		UICodecIncludeCredentials: true,
 	})
 }
 
@@ -25,9 +30,10 @@ func startEmbeddedTemporal(cfg Config) (embeddedTemporal, error) {
 const temporalServerVersion = "v" + devtemporal.ServerVersion
 
 // startStandaloneTemporal starts the Temporal server of `paywatch temporal
-// serve` on PostgreSQL, with its Web UI and metrics when configured.
+// serve` on PostgreSQL, with its Web UI and metrics when configured, and
+// TLS and an API key when configured.
 func startStandaloneTemporal(cfg temporalServeConfig) (embeddedTemporal, error) {
-	return devtemporal.Start(devtemporal.Options{
+	opts := devtemporal.Options{
 		FrontendAddr:     cfg.ListenAddr,
 		UIAddr:           cfg.UIAddr,
 		MetricsAddr:      cfg.MetricsAddr,
@@ -36,5 +42,10 @@ func startStandaloneTemporal(cfg temporalServeConfig) (embeddedTemporal, error) 
 		HistoryCacheSize: cfg.HistoryCacheSize,
 		LogLevel:         cfg.LogLevel,
 		Postgres:         &devtemporal.PostgresOptions{URL: cfg.DatabaseURL, VisibilityURL: cfg.VisibilityURL},
-	})
+		APIKey:           cfg.APIKey,
+	}
+	if cfg.TLSCertPath != "" {
+		opts.TLS = &devtemporal.TLSOptions{CertFile: cfg.TLSCertPath, KeyFile: cfg.TLSKeyPath, ClientCAFile: cfg.TLSClientCAPath}
+	}
+	return devtemporal.Start(opts)
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/paywatch/paywatch"
@@ -46,12 +46,14 @@ type Main struct {
 	embedded embeddedTemporal
 	pool     *pgxpool.Pool
 	temporal client.Client
-	worker   worker.Worker
-	http     *api.Server
-	servers  []*http.Server
-	apiAddr  string
-	payAddr  string
-	errc     chan error
+	// payload seals what this process hands Temporal.
+	payload payloadConfig
+	worker  worker.Worker
+	http    *api.Server
+	servers []*http.Server
+	apiAddr string
+	payAddr string
+	errc    chan error
 
 	// metrics is the process's Prometheus registry, nil when
 	// PAYWATCH_METRICS_ADDR is off (metrics.go).
@@ -108,6 +110,13 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		cfg.MasterKey = key
 	}
+	payload, err := cfg.Payload.load(cfg.MasterKey)
+	if err != nil {
+		return err
+	}
+	m.payload = payload
+	// Which key seals, never the key: processes that disagree show it here.
+	m.logger.Info("payloads sealed for Temporal", "keyId", payload.Codec.KeyID(), "key", payload.KeySource)
 
 	// The SDK's sticky workflow cache belongs to the process and is shared
 	// by every worker in it, the embedded server's system workers included;
@@ -154,19 +163,16 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	m.store = store.New(pool, store.WithNetworks(rt.Networks), store.WithChainHeads(heads))
 
-	sdkLevel := slog.LevelWarn
-	if cfg.LogLevel == "debug" {
-		sdkLevel = slog.LevelDebug
-	}
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort:  temporalAddr,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    sdklog.NewStructuredLogger(slog.New(leveled{m.logger.Handler(), sdkLevel})),
-		// The SDK's own metrics, the worker's included, on /metrics.
-		MetricsHandler: m.temporalMetrics(),
-	})
+	opts, err := m.temporalOptions(temporalAddr)
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", temporalAddr, err)
+		return err
+	}
+	// Every payload sealed before it reaches Temporal (issue 42).
+	opts.DataConverter = workflows.NewDataConverter(payload.Codec)
+	opts.FailureConverter = workflows.NewFailureConverter(opts.DataConverter)
+	tc, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", temporalWhere(*cfg, temporalAddr), err)
 	}
 	m.temporal = tc
 	if err := workflows.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
@@ -191,12 +197,15 @@ func (m *Main) Run(ctx context.Context) error {
 			checks["test"] = m.extraCheck
 		}
 		m.http = api.New(api.Deps{
-			Version:             version,
-			Logger:              m.logger,
-			Checks:              checks,
-			Store:               m.store,
-			Workflows:           payments.NewTemporalWorkflows(tc, cfg.TaskQueue),
-			MasterKey:           cfg.MasterKey,
+			Version:   version,
+			Logger:    m.logger,
+			Checks:    checks,
+			Store:     m.store,
+			Workflows: payments.NewTemporalWorkflows(tc, cfg.TaskQueue, payload.SearchRefKey),
+			MasterKey: cfg.MasterKey,
+			// The codec the Temporal Web UI decodes histories with.
+			PayloadCodec:        converter.NewPayloadCodecHTTPHandler(payload.Codec),
+			CodecOrigins:        m.codecOrigins(),
 			BaseURL:             cfg.BaseURL,
 			PayURL:              cfg.PayURL,
 			WebhookAllowPrivate: cfg.WebhookAllowPrivate,
@@ -285,7 +294,7 @@ func (m *Main) startWorker(ctx context.Context) error {
 		Logger:       m.logger,
 		BlockTimes:   m.chains.PollIntervals,
 		Metrics:      m.activityMetrics(),
-	}))
+	}), workflows.WithDataConverter(workflows.NewDataConverter(m.payload.Codec)))
 	workflows.RegisterScanner(w, activities.NewScanner(m.scannerDeps()))
 	if m.Register != nil {
 		m.Register(w)
@@ -438,31 +447,6 @@ func (m *Main) close() error {
 		m.pool.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// printStartup prints the start-up block of operations.md §1.
-func (m *Main) printStartup() {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\npaywatch %s is running (dev)\n", version)
-	fmt.Fprintf(&b, "  API          %s\n", m.Config.BaseURL)
-	fmt.Fprintf(&b, "  Pay pages    %s\n", m.Config.PayURL)
-	if m.embedded != nil && m.embedded.UIAddr() != "" {
-		fmt.Fprintf(&b, "  Temporal UI  http://%s\n", m.embedded.UIAddr())
-	} else {
-		fmt.Fprintf(&b, "  Temporal     %s\n", m.Config.TemporalAddress)
-	}
-	fmt.Fprintf(&b, "  Master key   %s\n", m.Config.MasterKey)
-	if m.metricsAddr != "" {
-		fmt.Fprintf(&b, "  Metrics      http://%s%s\n", m.metricsAddr, metrics.Path)
-	}
-	fmt.Fprintf(&b, "  Database     %s\n", store.Redact(m.Config.DatabaseURL))
-	if m.chains != nil {
-		for _, l := range m.chains.StartupLines {
-			fmt.Fprintf(&b, "  %s\n", l)
-		}
-	}
-	fmt.Fprintln(&b)
-	_, _ = io.WriteString(m.stdout, b.String())
 }
 
 // devMasterKey returns the dev master key kept in dataDir, generating it on

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -37,6 +40,15 @@ Environment:
   PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE  workflows whose state the server keeps in memory (default 1000)
   PAYWATCH_METRICS_ADDR            the server's own metrics at /metrics (default off)
   PAYWATCH_LOG_LEVEL               debug, info, warn or error (default info)
+  PAYWATCH_TEMPORAL_TLS_CERT_PATH  PEM server certificate (intermediates after it): the
+                                   frontend and the Web UI serve TLS (default off)
+  PAYWATCH_TEMPORAL_TLS_KEY_PATH   its PEM private key (set both or neither)
+  PAYWATCH_TEMPORAL_TLS_CLIENT_CA_PATH  PEM bundle of client CAs: mutual TLS, where the
+                                   frontend and the Web UI refuse a client without a
+                                   certificate from one of them (needs the two above)
+  PAYWATCH_TEMPORAL_API_KEY        a key every frontend call must carry as
+                                   "authorization: Bearer <key>" (TEMPORAL_API_KEY of
+                                   paywatch api and worker; 16+ characters; default off)
 `
 
 // temporalServeConfig is the configuration of `paywatch temporal serve`.
@@ -55,7 +67,18 @@ type temporalServeConfig struct {
 	HistoryCacheSize int
 	MetricsAddr      string
 	LogLevel         string
+	// TLSCertPath and TLSKeyPath are PAYWATCH_TEMPORAL_TLS_CERT_PATH and
+	// PAYWATCH_TEMPORAL_TLS_KEY_PATH: TLS for the frontend and the Web UI.
+	TLSCertPath string
+	TLSKeyPath  string
+	// TLSClientCAPath is PAYWATCH_TEMPORAL_TLS_CLIENT_CA_PATH: mutual TLS.
+	TLSClientCAPath string
+	// APIKey is PAYWATCH_TEMPORAL_API_KEY, required of every frontend call.
+	APIKey string
 }
+
+// minAPIKeyLength is the shortest PAYWATCH_TEMPORAL_API_KEY accepted.
+const minAPIKeyLength = 16
 
 // loadTemporalServeConfig reads and checks the configuration, naming every
 // missing or malformed variable at once.
@@ -71,6 +94,10 @@ func loadTemporalServeConfig(getenv func(string) string) (temporalServeConfig, e
 		HistoryCacheSize: shared.TemporalHistoryCacheSize,
 		MetricsAddr:      shared.MetricsAddr,
 		LogLevel:         shared.LogLevel,
+		TLSCertPath:      strings.TrimSpace(getenv("PAYWATCH_TEMPORAL_TLS_CERT_PATH")),
+		TLSKeyPath:       strings.TrimSpace(getenv("PAYWATCH_TEMPORAL_TLS_KEY_PATH")),
+		TLSClientCAPath:  strings.TrimSpace(getenv("PAYWATCH_TEMPORAL_TLS_CLIENT_CA_PATH")),
+		APIKey:           strings.TrimSpace(getenv("PAYWATCH_TEMPORAL_API_KEY")),
 	}
 	if c.ListenAddr == "" {
 		c.ListenAddr = "127.0.0.1:7233"
@@ -90,7 +117,81 @@ func loadTemporalServeConfig(getenv func(string) string) (temporalServeConfig, e
 	default:
 		errs = append(errs, fmt.Errorf("PAYWATCH_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
+	errs = append(errs, c.checkTLS()...)
+	if c.APIKey != "" && !validAPIKey(c.APIKey) {
+		errs = append(errs, fmt.Errorf("PAYWATCH_TEMPORAL_API_KEY must be %d or more printable ASCII characters without spaces", minAPIKeyLength))
+	}
 	return c, errors.Join(errs...)
+}
+
+// checkTLS names every problem of the TLS variables: a certificate
+// without its key or the other way round, a client CA without them, and
+// files that cannot be read or hold no PEM certificate.
+func (c temporalServeConfig) checkTLS() []error {
+	var errs []error
+	if (c.TLSCertPath == "") != (c.TLSKeyPath == "") {
+		errs = append(errs, errors.New("PAYWATCH_TEMPORAL_TLS_CERT_PATH and PAYWATCH_TEMPORAL_TLS_KEY_PATH go together: set both or neither"))
+	}
+	if c.TLSClientCAPath != "" && (c.TLSCertPath == "" || c.TLSKeyPath == "") {
+		errs = append(errs, errors.New("PAYWATCH_TEMPORAL_TLS_CLIENT_CA_PATH needs PAYWATCH_TEMPORAL_TLS_CERT_PATH and PAYWATCH_TEMPORAL_TLS_KEY_PATH: mutual TLS is TLS first"))
+	}
+	readable := true
+	for _, kv := range [][2]string{{"PAYWATCH_TEMPORAL_TLS_CERT_PATH", c.TLSCertPath}, {"PAYWATCH_TEMPORAL_TLS_KEY_PATH", c.TLSKeyPath}, {"PAYWATCH_TEMPORAL_TLS_CLIENT_CA_PATH", c.TLSClientCAPath}} {
+		if kv[1] == "" {
+			continue
+		}
+		b, err := os.ReadFile(kv[1])
+		switch {
+		case err != nil:
+			readable = false
+			errs = append(errs, fmt.Errorf("%s: %w", kv[0], err))
+		case kv[0] == "PAYWATCH_TEMPORAL_TLS_CLIENT_CA_PATH" && !x509.NewCertPool().AppendCertsFromPEM(b):
+			errs = append(errs, fmt.Errorf("%s: %s holds no PEM certificate", kv[0], kv[1]))
+		}
+	}
+	if readable && c.TLSCertPath != "" && c.TLSKeyPath != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLSCertPath, c.TLSKeyPath); err != nil {
+			errs = append(errs, fmt.Errorf("PAYWATCH_TEMPORAL_TLS_CERT_PATH and PAYWATCH_TEMPORAL_TLS_KEY_PATH are not a PEM certificate and its key: %w", err))
+		}
+	}
+	return errs
+}
+
+// validAPIKey reports whether key can travel in a gRPC header as one
+// bearer token and is long enough not to be guessed.
+func validAPIKey(key string) bool {
+	if len(key) < minAPIKeyLength {
+		return false
+	}
+	for _, r := range key {
+		if r <= ' ' || r > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// security describes what the frontend asks of its clients, for the
+// start banner; never the key itself.
+func (c temporalServeConfig) security() string {
+	var parts []string
+	switch {
+	case c.TLSClientCAPath != "":
+		parts = append(parts, "mutual TLS (client certificates from "+c.TLSClientCAPath+")")
+	case c.TLSCertPath != "":
+		parts = append(parts, "TLS")
+	default:
+		parts = append(parts, "no TLS")
+	}
+	if c.APIKey != "" {
+		parts = append(parts, "API key required")
+		if c.TLSCertPath == "" {
+			parts = append(parts, "sent in clear text without TLS")
+		}
+	} else {
+		parts = append(parts, "no API key")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // visibilityURL returns the URL of the visibility database that goes with
@@ -188,9 +289,14 @@ func runTemporal(ctx context.Context, args []string, getenv func(string) string,
 	var b strings.Builder
 	fmt.Fprintf(&b, "\npaywatch temporal serve is running (Temporal server %s on PostgreSQL)\n", temporalServerVersion)
 	fmt.Fprintf(&b, "  Frontend     %s  (TEMPORAL_ADDRESS of paywatch api and worker)\n", cfg.ListenAddr)
+	fmt.Fprintf(&b, "  Security     %s\n", cfg.security())
 	fmt.Fprintf(&b, "  Namespace    %s\n", cfg.Namespace)
 	if cfg.UIAddr != "" {
-		fmt.Fprintf(&b, "  Temporal UI  http://%s\n", cfg.UIAddr)
+		scheme := "http"
+		if cfg.TLSCertPath != "" {
+			scheme = "https"
+		}
+		fmt.Fprintf(&b, "  Temporal UI  %s://%s  (no login of its own: it acts as the server)\n", scheme, cfg.UIAddr)
 	}
 	if cfg.MetricsAddr != "" {
 		fmt.Fprintf(&b, "  Metrics      http://%s/metrics\n", cfg.MetricsAddr)

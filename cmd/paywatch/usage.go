@@ -13,14 +13,27 @@ import (
 // (TestServiceUsageListsEveryVariable keeps them the same).
 var serviceEnvironment = `Environment (the defaults are dev's; docs/operating.md, Configuration, says more):
   DATABASE_URL                      pgx connection string (dev: local PostgreSQL, database paywatch, created if missing)
-  TEMPORAL_ADDRESS                  host:port of a Temporal frontend (dev: empty, an embedded server starts)
-  TEMPORAL_NAMESPACE                Temporal namespace (default "default")
+  TEMPORAL_ADDRESS                  host:port of a Temporal frontend, here or in the profile (dev: empty, an embedded server starts; otherwise required)
+  TEMPORAL_NAMESPACE                Temporal namespace (default: the profile's, else "default")
+  TEMPORAL_API_KEY                  API key sent to Temporal, e.g. Temporal Cloud's; turns TLS on unless TEMPORAL_TLS=false; never logged
+  TEMPORAL_TLS                      true or false: TLS to the Temporal frontend (default false; true with an API key or any TLS setting)
+  TEMPORAL_TLS_CLIENT_CERT_PATH     mTLS client certificate (PEM), with TEMPORAL_TLS_CLIENT_KEY_PATH
+  TEMPORAL_TLS_CLIENT_KEY_PATH      mTLS client private key (PEM); never logged
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH  CA certificate (PEM) the frontend's certificate is checked against (default: the system's roots)
+  TEMPORAL_TLS_SERVER_NAME          name the frontend's certificate is checked for (default: TEMPORAL_ADDRESS's host)
+  TEMPORAL_PROFILE                  profile of the Temporal CLI's config file to read (default "default"); the variables above override its values
+  TEMPORAL_CONFIG_FILE              the Temporal CLI's config file (default <user config dir>/temporalio/temporal.toml; dev reads one only when this or TEMPORAL_PROFILE is set)
+  TEMPORAL_TLS_*_DATA, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION, TEMPORAL_CLIENT_AUTHORITY, TEMPORAL_GRPC_META_<HEADER>  as the Temporal CLI reads them
   PAYWATCH_DATA_DIR                 embedded Temporal's SQLite file, the dev master key (default ".data")
   PAYWATCH_API_ADDR                 listener for {base_url} (default 127.0.0.1:8080)
   PAYWATCH_PAY_ADDR                 listener for {pay_url} (default 127.0.0.1:8081)
   PAYWATCH_BASE_URL                 public address of the API (default http://<API_ADDR>)
   PAYWATCH_PAY_URL                  public address of the hosted pages (default http://<PAY_ADDR>)
   PAYWATCH_MASTER_KEY               operator key mk_... (dev: generated once into the data dir)
+  PAYWATCH_PAYLOAD_KEY              AES-256 key (base64 or hex) payloads are sealed with before they reach Temporal (default: derived from the master key)
+  PAYWATCH_PAYLOAD_OLD_KEYS         earlier payload keys, comma-separated, still read (key rotation)
+  PAYWATCH_TEMPORAL_CLEAR_REFS      true: the ExternalRef and ExternalOrderId search attributes show the references in clear (default false: keyed hashes)
+  PAYWATCH_TEMPORAL_UI_ORIGINS      browser origins of Temporal Web UIs allowed to call the codec endpoint, e.g. https://cloud.temporal.io
   PAYWATCH_WEBHOOK_ALLOW_PRIVATE    allow webhook URLs on private/loopback addresses (dev: true, otherwise false)
   PAYWATCH_WEBHOOK_ALLOW_HTTP       allow plain http:// webhook URLs (dev: true, otherwise false: HTTPS in production)
   PAYWATCH_SMTP_URL                 smtp://user:pass@host:port or smtps://...; outgoing e-mail (dev without it: the /dev/mail outbox)
@@ -61,11 +74,13 @@ devnet chains for the networks without an RPC URL, and the local PostgreSQL.
 It needs no variable at all.`,
 		ModeServe: `Runs the API, hosted pages, worker and scanners against a configured
 Temporal cluster and RPC endpoints. It needs DATABASE_URL, TEMPORAL_ADDRESS
-and PAYWATCH_MASTER_KEY.`,
+(or a Temporal CLI profile with an address) and PAYWATCH_MASTER_KEY.`,
 		ModeAPI: `Runs the API and hosted pages only, to scale out behind a Temporal cluster.
-It needs DATABASE_URL, TEMPORAL_ADDRESS and PAYWATCH_MASTER_KEY.`,
+It needs DATABASE_URL, TEMPORAL_ADDRESS (or a Temporal CLI profile with an
+address) and PAYWATCH_MASTER_KEY.`,
 		ModeWorker: `Runs the Temporal worker and chain scanners only, to scale out behind a
-Temporal cluster. It needs DATABASE_URL and TEMPORAL_ADDRESS.`,
+Temporal cluster. It needs DATABASE_URL and TEMPORAL_ADDRESS (or a
+Temporal CLI profile with an address).`,
 	}[mode]
 	return fmt.Sprintf(`Usage: paywatch %s
 
@@ -76,8 +91,20 @@ SIGTERM. It takes no arguments: it reads its configuration from the
 environment, and refuses to start without what it needs, naming every
 missing variable.
 
-%s`, mode, what, serviceEnvironment)
+%s
+%s`, mode, what, temporalConnectionUsage, serviceEnvironment)
 }
+
+// temporalConnectionUsage says how a service connects to Temporal.
+const temporalConnectionUsage = `It connects to Temporal as the Temporal CLI does: the TEMPORAL_* variables
+below, over a profile of the CLI's temporal.toml, so a "temporal" setup
+works unchanged. For Temporal Cloud, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and
+TEMPORAL_API_KEY (or the TEMPORAL_TLS_CLIENT_* certificate and key) are
+enough. It logs the address, namespace, TLS and whether an API key is
+sent, never the key. On a namespace where it may not add its search
+attributes (Temporal Cloud), it stops and prints the tcld command that
+adds them.
+`
 
 const migrateUsage = `Usage: paywatch migrate
 

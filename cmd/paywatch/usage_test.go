@@ -63,7 +63,8 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	}
 	out.Reset()
 	assert.Equal(t, 0, run(ctx, []string{"serve", "--help"}, env, &out, &errOut))
-	for _, s := range []string{"It needs DATABASE_URL, TEMPORAL_ADDRESS", "PAYWATCH_LOG_LEVEL"} {
+	for _, s := range []string{"It needs DATABASE_URL, TEMPORAL_ADDRESS", "PAYWATCH_LOG_LEVEL",
+		"It connects to Temporal as the Temporal CLI does", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE", "tcld"} {
 		assert.Contains(t, out.String(), s)
 	}
 

@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -67,6 +69,24 @@ type Options struct {
 	// MetricsAddr, when set, serves the server's own metrics in the
 	// Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string
+	// TLS, when set, serves the frontend and the Web UI over TLS, with
+	// mutual TLS when it names a client CA (tls.go).
+	TLS *TLSOptions
+	// APIKey, when set, is required of every call to the frontend, as
+	// "authorization: Bearer <key>" (client.NewAPIKeyStaticCredentials in
+	// the Go SDK); a call without it gets PermissionDenied (auth.go).
+	APIKey string
+	// RefuseSearchAttributeChanges makes the frontend refuse
+	// AddSearchAttributes and RemoveSearchAttributes with PermissionDenied,
+	// as Temporal Cloud's does, and leaves SearchAttributes off the
+	// namespace it creates: a namespace whose attributes only its operator
+	// adds.
+	RefuseSearchAttributeChanges bool
+	// UICodecEndpoint is the Web UI's remote payload codec endpoint (its
+	// codec.endpoint setting); UICodecIncludeCredentials makes the browser
+	// send its cookies to it (codec.includeCredentials).
+	UICodecEndpoint           string
+	UICodecIncludeCredentials bool
 }
 
 // Server is a running embedded Temporal server.
@@ -76,8 +96,14 @@ type Server struct {
 	// frontend is the address clients dial: FrontendAddr, with loopback
 	// for an unspecified host.
 	frontend string
-	ui       *uiserver.Server
-	uiDone   chan struct{}
+	// internalFrontend is the address of the internal frontend, or "".
+	internalFrontend string
+	tls              *serverTLS
+	logger           log.Logger
+	ui               *uiserver.Server
+	// uiFront serves the UI over TLS in front of ui, or is nil.
+	uiFront *http.Server
+	uiDone  chan struct{}
 }
 
 // ErrPortTaken reports a listener address that another process already uses.
@@ -106,15 +132,35 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var srvTLS *serverTLS
+	if opts.TLS != nil {
+		if srvTLS, err = opts.TLS.load(); err != nil {
+			return nil, err
+		}
+	}
 	// The frontend may listen on every interface (0.0.0.0 in a container);
-	// the other services, and the server's own clients, stay on loopback.
-	host := bindHost
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+	// the other services, which check no credentials, stay on loopback.
+	frontendHost := bindHost
+	if ip := net.ParseIP(bindHost); ip != nil && ip.IsUnspecified() {
+		frontendHost = "127.0.0.1"
+	}
+	host := frontendHost
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		host = "127.0.0.1"
 	}
-	frontend := net.JoinHostPort(host, strconv.Itoa(frontendPort))
+	frontend := net.JoinHostPort(frontendHost, strconv.Itoa(frontendPort))
 
-	ports, err := freePorts(host, 7)
+	// With TLS or an API key on the frontend, the server's own clients
+	// (the worker service's system workers, the history service, the Web
+	// UI) call an internal frontend on loopback instead: same handlers,
+	// no TLS, and the server's internal claim mapper, which makes them
+	// system admins. That is what Temporal's own configuration with
+	// authorization does (config/development-jwt.yaml in its source).
+	internal := opts.TLS != nil || opts.APIKey != ""
+	// Membership of the frontend; gRPC and membership of history (1, 2),
+	// matching (3, 4), worker (5, 6) and the internal frontend (7, 8); the
+	// UI server behind the TLS front (9).
+	ports, err := freePorts(host, 10)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +206,26 @@ func Start(opts Options) (*Server, error) {
 		}},
 		PublicClient: config.PublicClient{HostPort: frontend},
 	}
+	services := temporal.DefaultServices
+	hosts := map[primitives.ServiceName]static.Hosts{
+		primitives.FrontendService: static.SingleLocalHost(frontend),
+		primitives.HistoryService:  static.SingleLocalHost(addr(ports[1])),
+		primitives.MatchingService: static.SingleLocalHost(addr(ports[3])),
+		primitives.WorkerService:   static.SingleLocalHost(addr(ports[5])),
+	}
+	internalFrontend := ""
+	if internal {
+		internalFrontend = addr(ports[7])
+		services = append(slices.Clone(services), string(primitives.InternalFrontendService))
+		cfg.Services[string(primitives.InternalFrontendService)] = service(ports[7], ports[8])
+		hosts[primitives.InternalFrontendService] = static.SingleLocalHost(internalFrontend)
+		// The server's clients find it by membership (the server
+		// refuses a publicClient address along with an internal frontend).
+		cfg.PublicClient = config.PublicClient{}
+	}
+	if srvTLS != nil {
+		cfg.Global.TLS = srvTLS.rootTLS()
+	}
 	if opts.MetricsAddr != "" {
 		cfg.Global.Metrics = &metrics.Config{Prometheus: &metrics.PrometheusConfig{
 			Framework:     metrics.FrameworkTally,
@@ -168,32 +234,33 @@ func Start(opts Options) (*Server, error) {
 	}
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: opts.LogLevel, Format: "console"}))
 	dyn := dynamicConfig(opts)
-	srv, err := temporal.NewServer(
+	serverOpts := []temporal.ServerOption{
 		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
-			primitives.FrontendService: static.SingleLocalHost(frontend),
-			primitives.HistoryService:  static.SingleLocalHost(addr(ports[1])),
-			primitives.MatchingService: static.SingleLocalHost(addr(ports[3])),
-			primitives.WorkerService:   static.SingleLocalHost(addr(ports[5])),
-		}),
+		temporal.ForServices(services),
+		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
 		temporal.WithDynamicConfigClient(dyn),
-	)
+	}
+	if claimMapper, authorizer := authOptions(opts, logger); authorizer != nil {
+		serverOpts = append(serverOpts, temporal.WithClaimMapper(claimMapper), temporal.WithAuthorizer(authorizer))
+	}
+	srv, err := temporal.NewServer(serverOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("create temporal server: %w", err)
 	}
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
-	s := &Server{opts: opts, server: srv, frontend: frontend}
+	// The key stays with the claim mapper, as its hash only.
+	opts.APIKey = ""
+	s := &Server{opts: opts, server: srv, frontend: frontend, internalFrontend: internalFrontend, tls: srvTLS, logger: logger}
 	if err := waitDial(frontend, 30*time.Second); err != nil {
 		_ = srv.Stop()
 		return nil, err
 	}
 	if opts.UIAddr != "" {
-		if err := s.startUI(); err != nil {
-			_ = srv.Stop()
+		if err := s.startUI(addr(ports[9])); err != nil {
+			_ = s.Stop()
 			return nil, err
 		}
 	}
@@ -241,12 +308,16 @@ func (opts Options) persistence() (config.Persistence, error) {
 }
 
 // createNamespace creates opts.Namespace in the store cfg names, with
-// opts.SearchAttributes, unless it exists. The namespace rows are the same
-// in every SQL store, so Temporal's helper for SQLite serves PostgreSQL
-// too. retention, when set, replaces its retention of closed workflows
-// (24 h).
+// opts.SearchAttributes (none with RefuseSearchAttributeChanges), unless
+// it exists. The namespace rows are the same in every SQL store, so
+// Temporal's helper for SQLite serves PostgreSQL too. retention, when set,
+// replaces its retention of closed workflows (24 h).
 func (opts Options) createNamespace(cfg *config.SQL, retention time.Duration) error {
-	ns, err := sqlite.NewNamespaceConfig("active", opts.Namespace, false, opts.SearchAttributes)
+	attrs := opts.SearchAttributes
+	if opts.RefuseSearchAttributeChanges {
+		attrs = nil
+	}
+	ns, err := sqlite.NewNamespaceConfig("active", opts.Namespace, false, attrs)
 	if err != nil {
 		return fmt.Errorf("namespace config: %w", err)
 	}
@@ -288,27 +359,46 @@ func dynamicConfig(opts Options) dynamicconfig.StaticClient {
 	return dyn
 }
 
-func (s *Server) startUI() error {
-	host, port, err := splitHostPort(s.opts.UIAddr)
+// startUI starts the Web UI at Options.UIAddr; with TLS, ui-server listens
+// on backend (a free loopback address) behind the TLS front (tls.go).
+func (s *Server) startUI(backend string) error {
+	listen := s.opts.UIAddr
+	if s.tls != nil {
+		listen = backend
+	}
+	host, port, err := splitHostPort(listen)
 	if err != nil {
 		return err
+	}
+	// The UI calls the internal frontend when there is one: the public
+	// one would want TLS, a client certificate and the API key, and the
+	// UI has no login that could stand for them.
+	upstream := s.frontend
+	if s.internalFrontend != "" {
+		upstream = s.internalFrontend
 	}
 	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
 		Host:                host,
 		Port:                port,
-		TemporalGRPCAddress: s.frontend,
+		TemporalGRPCAddress: upstream,
 		EnableUI:            true,
 		HideLogs:            true,
 		DisableNewsFetch:    true,
 		DefaultNamespace:    s.opts.Namespace,
-		CORS:                uiconfig.CORS{CookieInsecure: true},
+		// Over HTTPS the CSRF cookie is a Secure one.
+		CORS:  uiconfig.CORS{CookieInsecure: s.tls == nil},
+		Codec: uiconfig.Codec{Endpoint: s.opts.UICodecEndpoint, IncludeCredentials: s.opts.UICodecIncludeCredentials},
 	}))
 	s.uiDone = make(chan struct{})
 	go func() {
 		defer close(s.uiDone)
 		_ = s.ui.Start() // blocks until Stop
 	}()
-	return waitDial(s.opts.UIAddr, 10*time.Second)
+	if err := waitDial(listen, 10*time.Second); err != nil || s.tls == nil {
+		return err
+	}
+	s.uiFront, err = s.tls.uiFront(s.opts.UIAddr, backend, s.logger)
+	return err
 }
 
 // FrontendAddr is the host:port clients dial: Options.FrontendAddr, with
@@ -321,6 +411,9 @@ func (s *Server) UIAddr() string { return s.opts.UIAddr }
 // Stop stops the UI and the server. Stop workers and close clients first:
 // that order keeps the shutdown free of error logs.
 func (s *Server) Stop() error {
+	if s.uiFront != nil {
+		_ = s.uiFront.Close()
+	}
 	if s.ui != nil {
 		s.ui.Stop()
 		<-s.uiDone
