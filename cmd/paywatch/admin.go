@@ -56,8 +56,10 @@ Commands:
   temporal-search [--external-ref REF] [--external-order-id ID]
       prints the Temporal visibility query that finds the payments of a
       customer or an order (the ExternalRef and ExternalOrderId search
-      attributes hold keyed hashes of them, computed from the master key);
-      paste it into the Web UI's search or "temporal workflow list -q"
+      attributes hold keyed hashes of them, computed from the master key,
+      or the values with PAYWATCH_TEMPORAL_CLEAR_REFS=true); paste it into
+      the Web UI's search or "temporal workflow list -q". A payment link's
+      payments have the external_ref link:<slug>:<buyer e-mail>
 `
 
 // decimalArg is an amount given on the command line.
@@ -103,7 +105,8 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		return 2
 	}
 	if args[0] == "temporal-search" {
-		q, err := temporalSearchQuery(args[1:], key)
+		clear, _ := strconv.ParseBool(strings.TrimSpace(getenv("PAYWATCH_TEMPORAL_CLEAR_REFS")))
+		q, err := temporalSearchQuery(args[1:], key, clear)
 		if err != nil {
 			fmt.Fprintf(stderr, "paywatch admin: %v\n\n%s", err, adminUsage)
 			return 2

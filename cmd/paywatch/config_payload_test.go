@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -97,4 +98,30 @@ func TestWorkerNeedsThePayloadKey(t *testing.T) {
 	assert.ErrorContains(t, validate(nil), "PAYWATCH_MASTER_KEY (or PAYWATCH_PAYLOAD_KEY) is required for paywatch worker")
 	assert.NoError(t, validate(map[string]string{"PAYWATCH_MASTER_KEY": "mk_" + strings.Repeat("a", 24)}))
 	assert.NoError(t, validate(map[string]string{"PAYWATCH_PAYLOAD_KEY": hex.EncodeToString(make([]byte, 32))}))
+}
+
+// `paywatch admin temporal-search` prints the query the Web UI takes: the
+// keyed hashes the workflows carry (as payments.TemporalWorkflows computes
+// them), or the values when the operator opted into clear references.
+func TestAdminTemporalSearch(t *testing.T) {
+	master := "mk_" + strings.Repeat("q", 24)
+	run := func(env map[string]string, args ...string) (int, string, string) {
+		var out, errOut strings.Builder
+		code := runAdmin(context.Background(), append([]string{"temporal-search"}, args...),
+			func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	key := workflows.DeriveSearchRefKey(master)
+	code, out, _ := run(map[string]string{"PAYWATCH_MASTER_KEY": " " + master + "\n"}, "--external-ref", "alice@example.com", "--external-order-id", "o-1")
+	require.Equal(t, 0, code)
+	assert.Equal(t, `ExternalRef = "`+workflows.SearchRef(key, "alice@example.com")+`" AND ExternalOrderId = "`+workflows.SearchRef(key, "o-1")+`"`+"\n", out)
+	assert.NotContains(t, out, "alice")
+
+	code, out, _ = run(map[string]string{"PAYWATCH_MASTER_KEY": master, "PAYWATCH_TEMPORAL_CLEAR_REFS": "true"}, "--external-ref", `al"ice`)
+	require.Equal(t, 0, code)
+	assert.Equal(t, `ExternalRef = "al\"ice"`+"\n", out)
+
+	code, _, errOut := run(map[string]string{"PAYWATCH_MASTER_KEY": master})
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "temporal-search takes --external-ref, --external-order-id or both")
 }

@@ -80,7 +80,7 @@ func TestTemporalHoldsNoPrivateDataInClear(t *testing.T) {
 	// admin command prints, and never by the e-mail itself.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	query, err := temporalSearchQuery([]string{"--external-ref", payments[0].email, "--external-order-id", payments[0].order}, m.Config.MasterKey)
+	query, err := temporalSearchQuery([]string{"--external-ref", payments[0].email, "--external-order-id", payments[0].order}, m.Config.MasterKey, false)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		res, err := m.temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: m.Config.TemporalNamespace, Query: query})
