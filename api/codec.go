@@ -219,11 +219,16 @@ func (s *Server) codecSignIn(c echo.Context) error {
 	return s.renderCodecPage(c, http.StatusOK, codecPageView{SignedIn: true, Until: exp.UTC().Format(time.RFC1123)})
 }
 
-// originOf is the scheme://host[:port] of a URL.
+// originOf is the origin of a URL as a browser sends it: lower case,
+// without a default port.
 func originOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
-	return u.Scheme + "://" + u.Host
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if (scheme == "https" && strings.HasSuffix(host, ":443")) || (scheme == "http" && strings.HasSuffix(host, ":80")) {
+		host = host[:strings.LastIndex(host, ":")]
+	}
+	return scheme + "://" + host
 }

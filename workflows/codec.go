@@ -215,7 +215,7 @@ var ErrSealedPayload = errors.New("sealed payload cannot be opened")
 // other error as it is.
 func unreadable(err error) error {
 	if errors.Is(err, ErrUnknownPayloadKey) || errors.Is(err, ErrSealedPayload) {
-		panic(fmt.Sprintf("%v: a worker with the key will read it (PAYWATCH_PAYLOAD_KEY, PAYWATCH_PAYLOAD_OLD_KEYS)", err))
+		panic(fmt.Sprintf("%v: the workflow task is retried until a worker can open it (PAYWATCH_PAYLOAD_KEY, PAYWATCH_PAYLOAD_OLD_KEYS)", err))
 	}
 	return err
 }

@@ -105,7 +105,11 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		return 2
 	}
 	if args[0] == "temporal-search" {
-		clear, _ := strconv.ParseBool(strings.TrimSpace(getenv("PAYWATCH_TEMPORAL_CLEAR_REFS")))
+		clear, err := clearRefs(getenv("PAYWATCH_TEMPORAL_CLEAR_REFS"))
+		if err != nil {
+			fmt.Fprintf(stderr, "paywatch admin: %v\n", err)
+			return 2
+		}
 		q, err := temporalSearchQuery(args[1:], key, clear)
 		if err != nil {
 			fmt.Fprintf(stderr, "paywatch admin: %v\n\n%s", err, adminUsage)

@@ -84,17 +84,15 @@ func (e payloadEnv) load(masterKey string) (payloadConfig, error) {
 		}
 		old = append(old, k)
 	}
-	if c.KeySource == "PAYWATCH_PAYLOAD_KEY" {
+	if c.KeySource == "PAYWATCH_PAYLOAD_KEY" && masterKey != "" {
 		// The key a derived default sealed with stays readable after an
 		// operator sets a key of their own.
 		old = append(old, workflows.DerivePayloadKey(masterKey))
 	}
-	switch v := strings.ToLower(strings.TrimSpace(getenv("PAYWATCH_TEMPORAL_CLEAR_REFS"))); v {
-	case "", "false", "0", "no":
+	if clear, err := clearRefs(getenv("PAYWATCH_TEMPORAL_CLEAR_REFS")); err != nil {
+		errs = append(errs, err)
+	} else if !clear {
 		c.SearchRefKey = workflows.DeriveSearchRefKey(masterKey)
-	case "true", "1", "yes":
-	default:
-		errs = append(errs, fmt.Errorf("PAYWATCH_TEMPORAL_CLEAR_REFS: %q is not true or false", v))
 	}
 	for _, o := range strings.Split(getenv("PAYWATCH_TEMPORAL_UI_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o == "" {
@@ -151,4 +149,17 @@ func (m *Main) codecOrigins() []string {
 		origins = append(origins, "http://"+m.embedded.UIAddr())
 	}
 	return origins
+}
+
+// clearRefs reads PAYWATCH_TEMPORAL_CLEAR_REFS, for the service and for
+// `paywatch admin temporal-search` alike.
+func clearRefs(raw string) (bool, error) {
+	switch v := strings.ToLower(strings.TrimSpace(raw)); v {
+	case "", "false", "0", "no":
+		return false, nil
+	case "true", "1", "yes":
+		return true, nil
+	default:
+		return false, fmt.Errorf("PAYWATCH_TEMPORAL_CLEAR_REFS: %q is not true or false", v)
+	}
 }

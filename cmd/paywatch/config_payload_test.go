@@ -98,6 +98,16 @@ func TestWorkerNeedsThePayloadKey(t *testing.T) {
 	assert.ErrorContains(t, validate(nil), "PAYWATCH_MASTER_KEY (or PAYWATCH_PAYLOAD_KEY) is required for paywatch worker")
 	assert.NoError(t, validate(map[string]string{"PAYWATCH_MASTER_KEY": "mk_" + strings.Repeat("a", 24)}))
 	assert.NoError(t, validate(map[string]string{"PAYWATCH_PAYLOAD_KEY": hex.EncodeToString(make([]byte, 32))}))
+
+	// Without the master key, no key is derived from an empty one.
+	pc, err := payloadEnv{key: hex.EncodeToString(make([]byte, 32))}.load("")
+	require.NoError(t, err)
+	fromEmpty, err := workflows.NewPayloadCodec(workflows.DerivePayloadKey(""))
+	require.NoError(t, err)
+	sealed, err := workflows.NewDataConverter(fromEmpty).ToPayload("x")
+	require.NoError(t, err)
+	var s string
+	assert.ErrorIs(t, workflows.NewDataConverter(pc.Codec).FromPayload(sealed, &s), workflows.ErrUnknownPayloadKey)
 }
 
 // `paywatch admin temporal-search` prints the query the Web UI takes: the
@@ -117,7 +127,7 @@ func TestAdminTemporalSearch(t *testing.T) {
 	assert.Equal(t, `ExternalRef = "`+workflows.SearchRef(key, "alice@example.com")+`" AND ExternalOrderId = "`+workflows.SearchRef(key, "o-1")+`"`+"\n", out)
 	assert.NotContains(t, out, "alice")
 
-	code, out, _ = run(map[string]string{"PAYWATCH_MASTER_KEY": master, "PAYWATCH_TEMPORAL_CLEAR_REFS": "true"}, "--external-ref", `al"ice`)
+	code, out, _ = run(map[string]string{"PAYWATCH_MASTER_KEY": master, "PAYWATCH_TEMPORAL_CLEAR_REFS": "yes"}, "--external-ref", `al"ice`)
 	require.Equal(t, 0, code)
 	assert.Equal(t, `ExternalRef = "al\"ice"`+"\n", out)
 
