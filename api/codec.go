@@ -134,15 +134,22 @@ func (s *Server) codecMAC(unix string) string {
 }
 
 func (s *Server) validCodecSession(v string, now time.Time) bool {
+	_, ok := s.codecSessionExpiry(v, now)
+	return ok
+}
+
+// codecSessionExpiry returns when the session v ends, if it is genuine
+// and has not ended at now.
+func (s *Server) codecSessionExpiry(v string, now time.Time) (time.Time, bool) {
 	parts := strings.Split(v, ".")
 	if len(parts) != 3 || parts[0] != "v1" {
-		return false
+		return time.Time{}, false
 	}
-	exp, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || !now.Before(time.Unix(exp, 0)) {
-		return false
+	unix, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || !now.Before(time.Unix(unix, 0)) || !hmac.Equal([]byte(parts[2]), []byte(s.codecMAC(parts[1]))) {
+		return time.Time{}, false
 	}
-	return hmac.Equal([]byte(parts[2]), []byte(s.codecMAC(parts[1])))
+	return time.Unix(unix, 0), true
 }
 
 var codecPage = template.Must(template.New("codec").Parse(`<!doctype html>
@@ -179,10 +186,10 @@ func (s *Server) renderCodecPage(c echo.Context, status int, v codecPageView) er
 }
 
 func (s *Server) codecSignInPage(c echo.Context) error {
-	now := s.clock()
-	if ck, err := c.Request().Cookie(codecCookie); err == nil && s.validCodecSession(ck.Value, now) {
-		exp, _ := strconv.ParseInt(strings.Split(ck.Value, ".")[1], 10, 64)
-		return s.renderCodecPage(c, http.StatusOK, codecPageView{SignedIn: true, Until: time.Unix(exp, 0).UTC().Format(time.RFC1123)})
+	if ck, err := c.Request().Cookie(codecCookie); err == nil {
+		if exp, ok := s.codecSessionExpiry(ck.Value, s.clock()); ok {
+			return s.renderCodecPage(c, http.StatusOK, codecPageView{SignedIn: true, Until: exp.UTC().Format(time.RFC1123)})
+		}
 	}
 	return s.renderCodecPage(c, http.StatusOK, codecPageView{})
 }
@@ -219,16 +226,32 @@ func (s *Server) codecSignIn(c echo.Context) error {
 	return s.renderCodecPage(c, http.StatusOK, codecPageView{SignedIn: true, Until: exp.UTC().Format(time.RFC1123)})
 }
 
-// originOf is the origin of a URL as a browser sends it: lower case,
-// without a default port.
+// originOf is the origin of a URL, whatever its path, as a browser sends
+// it (Origin).
 func originOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = "", "", "", ""
+	o, _ := Origin(u.String())
+	return o
+}
+
+// Origin returns the origin of raw, an http(s) URL with no path beyond
+// "/", as a browser sends it in Origin: scheme and host in lower case,
+// without a default port. ok is false for anything else.
+func Origin(raw string) (origin string, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return "", false
+	}
 	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if scheme != "https" && scheme != "http" {
+		return "", false
+	}
 	if (scheme == "https" && strings.HasSuffix(host, ":443")) || (scheme == "http" && strings.HasSuffix(host, ":80")) {
 		host = host[:strings.LastIndex(host, ":")]
 	}
-	return scheme + "://" + host
+	return scheme + "://" + host, true
 }

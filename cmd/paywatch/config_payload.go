@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
+	"github.com/paywatch/paywatch/api"
 	"github.com/paywatch/paywatch/workflows"
 )
 
@@ -98,17 +98,12 @@ func (e payloadEnv) load(masterKey string) (payloadConfig, error) {
 		if o = strings.TrimSpace(o); o == "" {
 			continue
 		}
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		origin, ok := api.Origin(o)
+		if !ok {
 			errs = append(errs, fmt.Errorf("PAYWATCH_TEMPORAL_UI_ORIGINS: %q is not an origin such as https://cloud.temporal.io", o))
 			continue
 		}
-		// As a browser sends it: lower case, without a default port.
-		host := strings.ToLower(u.Host)
-		if (u.Scheme == "https" && strings.HasSuffix(host, ":443")) || (u.Scheme == "http" && strings.HasSuffix(host, ":80")) {
-			host = host[:strings.LastIndex(host, ":")]
-		}
-		c.UIOrigins = append(c.UIOrigins, strings.ToLower(u.Scheme)+"://"+host)
+		c.UIOrigins = append(c.UIOrigins, origin)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return payloadConfig{}, err

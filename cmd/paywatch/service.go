@@ -46,14 +46,17 @@ type Main struct {
 	embedded embeddedTemporal
 	pool     *pgxpool.Pool
 	temporal client.Client
-	// payload seals what this process hands Temporal.
-	payload payloadConfig
-	worker  worker.Worker
-	http    *api.Server
-	servers []*http.Server
-	apiAddr string
-	payAddr string
-	errc    chan error
+	// payload seals what this process hands Temporal; temporalOptsDC is
+	// the client's data converter built on it, which the worker's payment
+	// runs read their memo with.
+	payload        payloadConfig
+	temporalOptsDC converter.DataConverter
+	worker         worker.Worker
+	http           *api.Server
+	servers        []*http.Server
+	apiAddr        string
+	payAddr        string
+	errc           chan error
 
 	// metrics is the process's Prometheus registry, nil when
 	// PAYWATCH_METRICS_ADDR is off (metrics.go).
@@ -170,6 +173,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// Every payload sealed before it reaches Temporal (issue 42).
 	opts.DataConverter = workflows.NewDataConverter(payload.Codec)
 	opts.FailureConverter = workflows.NewFailureConverter(opts.DataConverter)
+	m.temporalOptsDC = opts.DataConverter
 	tc, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", temporalWhere(*cfg, temporalAddr), err)
@@ -294,7 +298,7 @@ func (m *Main) startWorker(ctx context.Context) error {
 		Logger:       m.logger,
 		BlockTimes:   m.chains.PollIntervals,
 		Metrics:      m.activityMetrics(),
-	}), workflows.WithDataConverter(workflows.NewDataConverter(m.payload.Codec)))
+	}), workflows.WithDataConverter(m.temporalOptsDC))
 	workflows.RegisterScanner(w, activities.NewScanner(m.scannerDeps()))
 	if m.Register != nil {
 		m.Register(w)
