@@ -27,7 +27,10 @@ import (
 	"github.com/tyler-smith/go-bip32"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
@@ -51,7 +54,20 @@ const (
 	// scaleExpiryEnv set to "off" skips waiting for the expiry probe, which
 	// cannot expire sooner than 8 minutes after the start.
 	scaleExpiryEnv = "PAYWATCH_SCALE_EXPIRY"
+	// scaleBareEnv is how many bare StartWorkflow calls of a no-op
+	// workflow each checkpoint measures as the baseline of the creations
+	// (default: 3,000 or 5% of the segment's creations, whichever is more,
+	// but no more than the creations; 0 skips the baseline).
+	scaleBareEnv = "PAYWATCH_SCALE_BARE"
 )
+
+// scaleChunks is how many chunks of creations and of bare starts a segment
+// alternates at most (see grow).
+const scaleChunks = 10
+
+// scaleHistorySample is how many open payments' histories each checkpoint
+// reads.
+const scaleHistorySample = 20
 
 // scaleNetwork is the network of every payment of the scale benchmark.
 const scaleNetwork = paywatch.ERC20
@@ -68,8 +84,12 @@ const scalePayBatch = 50
 // checkpoint of PAYWATCH_SCALE_CHECKPOINTS reports the creation rate, the
 // process's memory, the storage sizes, the scanner's cost per block, and
 // how long paying 1,000 random open payments takes to turn them all paid.
-// It also counts the Temporal history events and billable actions of a
-// paid and of an expired payment. It runs once whatever b.N is; see the
+// Each checkpoint also measures bare StartWorkflow calls of a no-op
+// workflow in the same run, the baseline the creations are compared with,
+// and the Temporal history of a sample of open payments; the report ends
+// with the issue's targets against the figures. It also counts the
+// Temporal history events and billable actions of a paid and of an
+// expired payment. It runs once whatever b.N is; see the
 // README's Scale section and `make bench-scale`.
 func BenchmarkScale(b *testing.B) {
 	spec := os.Getenv(scaleCheckpointsEnv)
@@ -84,6 +104,12 @@ func BenchmarkScale(b *testing.B) {
 	if v := os.Getenv(scalePayEnv); v != "" {
 		if payN, err = strconv.Atoi(v); err != nil || payN < 0 {
 			b.Fatalf("%s: %q is not a count", scalePayEnv, v)
+		}
+	}
+	bareN := -1 // the default, which depends on the segment
+	if v := os.Getenv(scaleBareEnv); v != "" {
+		if bareN, err = strconv.Atoi(v); err != nil || bareN < 0 {
+			b.Fatalf("%s: %q is not a count", scaleBareEnv, v)
 		}
 	}
 	profileDir := os.Getenv(scaleProfileEnv)
@@ -111,6 +137,7 @@ func BenchmarkScale(b *testing.B) {
 		time.Since(began).Round(time.Millisecond), cfg.WorkflowCacheSize, cfg.TemporalHistoryCacheSize, checkpoints, payN)
 
 	s := newScaleRun(b, m)
+	s.bareN, s.profileDir = bareN, profileDir
 	s.maintainDatabase(ctx)
 	s.probes = s.startProbes(ctx)
 	idle := s.measure(ctx, 0, profileDir)
@@ -121,12 +148,14 @@ func BenchmarkScale(b *testing.B) {
 		seq := s.seqRows(ctx)
 		r := s.grow(ctx, target)
 		r.seqRowsPerCreate, r.seqTable = seqGrowth(seq, s.seqRows(ctx), r.created)
-		stop := cpuProfile(profileDir, fmt.Sprintf("cpu-settle-%d.pb.gz", target))
-		settled := s.settle()
-		stop()
+		// grow settled the work each chunk of creations left behind (and
+		// profiled the last of those settles); what is left is little.
+		r.settled += s.settle()
 		mem := s.measure(ctx, target, profileDir)
 		r.copyMemory(mem)
-		r.settled = settled
+		r.bareTemporalMB, r.bareStarts = s.bareTemporalMB, int(s.bareSeq.Load())
+		// Read before pay, which turns some open payments paid.
+		r.history = s.openHistory(ctx, scaleHistorySample)
 		r.scanIdle = scan.window(15 * time.Second)
 		if payN > 0 {
 			stop := cpuProfile(profileDir, fmt.Sprintf("cpu-pay-%d.pb.gz", target))
@@ -145,6 +174,11 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(last.rssMB, "rss-MB")
 	b.ReportMetric(last.heapMB, "heap-MB")
 	b.ReportMetric(last.createRate, "creates/s")
+	if last.bareRate > 0 {
+		b.ReportMetric(last.createRate/last.bareRate, "create/bare")
+		b.ReportMetric(float64(last.p99)/float64(last.bareP99), "p99/bare-p99")
+	}
+	b.ReportMetric(last.history.kb, "history-KB")
 	progress("scale: done in %s", time.Since(began).Round(time.Second))
 }
 
@@ -181,6 +215,9 @@ func startScaleMain(b *testing.B, cfg Config) (*Main, *scaleScanner) {
 		r.RegisterActivityWithOptions(scan.ScanNetwork, activity.RegisterOptions{
 			Name: workflows.ActivityScanNetwork, DisableAlreadyRegisteredCheck: true,
 		})
+		// The bare StartWorkflow baseline's workflow, as in
+		// BenchmarkCreatePayment.
+		r.RegisterWorkflowWithOptions(noopWorkflow, workflow.RegisterOptions{Name: "bench.noop"})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -359,6 +396,13 @@ type scaleRun struct {
 	created atomic.Int64 // payments created by grow
 	paid    int          // payments paid by pay
 	cpu0    cpuSample
+
+	bareN      int          // bare starts per checkpoint; -1: the default
+	bareSeq    atomic.Int64 // bare starts so far, for their workflow IDs
+	profileDir string
+	// bareTemporalMB is how much the bare starts so far grew temporal.db
+	// (see grow), which the payments' share leaves out.
+	bareTemporalMB float64
 }
 
 func newScaleRun(b *testing.B, m *Main) *scaleRun {
@@ -434,7 +478,8 @@ func (s *scaleRun) createPayment(key, ref string, expiresIn int) (id, address st
 }
 
 // grow creates payments until target are open and measures the creation
-// rate of this segment.
+// rate of this segment, and the rate of the bare StartWorkflow baseline
+// alongside.
 func (s *scaleRun) grow(ctx context.Context, target int) scaleResult {
 	from := int(s.created.Load())
 	want := target + s.paid - from
@@ -476,45 +521,198 @@ func (s *scaleRun) grow(ctx context.Context, target int) scaleResult {
 	s.keys = append(s.keys, keys...)
 	progress("scale: %d projects for %d payments in %s", need, want, time.Since(t0).Round(time.Millisecond))
 
-	lat := make([]time.Duration, want)
-	next.Store(0)
-	t0 = time.Now()
-	last := t0
+	// What the projects left behind is not the creations' work.
+	quiesce(2 * time.Minute)
+
+	// The creations alternate in chunks with bare StartWorkflow calls of a
+	// no-op workflow, the baseline a creation is compared with, and both
+	// are measured the same way (benchClients clients; rate = calls / time
+	// the chunk took; p50 and p99 of every call's latency). Alternating
+	// rather than one bare loop after the segment's creations because the
+	// two must see the same conditions, and neither stays put over a
+	// segment, which takes up to an hour: the machine is shared (its load
+	// changes over minutes), and the payments' storage grows as the segment
+	// goes. A few seconds of bare starts at one moment would compare with
+	// the creations' average over all of it; chunks spread both over the
+	// segment (the chunk lines show how much they varied). Each chunk of
+	// either kind starts on a settled process: the creations leave the
+	// Temporal server queued work (visibility updates, the payment
+	// workflows' first tasks) that takes seconds to minutes to drain, and
+	// bare starts run on top of it would look slower and flatter the
+	// ratio. The settles after the creations count as the creations' own
+	// ("settled after"), those after the bare starts do not. The end of a
+	// chunk, when fewer than benchClients calls are in flight, costs each
+	// chunk about half a call's latency; the bare chunks are the shorter,
+	// so that end understates the bare rate slightly (a few percent at the
+	// 16 calls per client chunkCount keeps where it can), in the creations'
+	// favour.
+	bare := s.bareCount(want)
+	chunks := chunkCount(want, bare)
+	if bare > 0 && s.bareSeq.Load() == 0 {
+		// The creations' path is warm (the probes went through it); the
+		// bare starts' first calls, of a workflow type the server has not
+		// seen, are not, and stalled the first chunk's p99 in trials. A
+		// round of them, unmeasured; temporal.db's growth counts as the
+		// bare starts'.
+		before := s.temporalDBMB()
+		s.loop(benchClients, func(int) error { return s.bareStart(ctx) })
+		quiesce(2 * time.Minute)
+		s.bareTemporalMB += s.temporalDBMB() - before
+	}
+	lat := make([]time.Duration, 0, want)
+	var bareLat []time.Duration
+	var createTook, bareTook time.Duration
+	for k := range chunks {
+		lo, hi := want*k/chunks, want*(k+1)/chunks
+		l, took := s.loop(hi-lo, func(i int) error {
+			i += lo
+			_, _, err := s.createPayment(keys[i/paymentsPerKey], fmt.Sprintf("c-%d", from+i), 0)
+			if err == nil {
+				if n := s.created.Add(1); n%5000 == 0 {
+					progress("scale: %d created", n)
+				}
+			}
+			return err
+		})
+		createTook += took
+		lat = append(lat, l...)
+		stop := func() {}
+		if k == chunks-1 {
+			stop = cpuProfile(s.profileDir, fmt.Sprintf("cpu-settle-%d.pb.gz", target))
+		}
+		settled, ok := quiesce(2 * time.Minute)
+		stop()
+		r.settled += settled
+		rate := float64(len(l)) / took.Seconds()
+		_, p99 := p50p99(l)
+		line := fmt.Sprintf("scale: chunk %d/%d: %d creations at %.0f/s (p99 %s), settled in %s%s",
+			k+1, chunks, len(l), rate, p99.Round(time.Millisecond), settled.Round(time.Second), notSettled(ok))
+		if bare > 0 {
+			// Bare starts add no-op workflows to temporal.db: their share
+			// is the file's growth across the bare chunk, from the settled
+			// process before it to the settled process after it, and the
+			// payments' figures leave it out. SQLite's checkpoints of its
+			// WAL land where they land, so one chunk's growth is off by up
+			// to a checkpoint's pages either way; over the chunks that
+			// mostly cancels. PostgreSQL, RSS and the heap need no such
+			// care: bare starts do not touch PostgreSQL, and the no-op
+			// workflows close at once, leaving no state in the process
+			// beyond the fixed-size caches.
+			blo, bhi := bare*k/chunks, bare*(k+1)/chunks
+			before := s.temporalDBMB()
+			bl, btook := s.loop(bhi-blo, func(int) error { return s.bareStart(ctx) })
+			bsettled, bok := quiesce(2 * time.Minute)
+			s.bareTemporalMB += s.temporalDBMB() - before
+			bareTook += btook
+			bareLat = append(bareLat, bl...)
+			brate := float64(len(bl)) / btook.Seconds()
+			_, bp99 := p50p99(bl)
+			ratio := rate / brate
+			if r.chunkRatioLo == 0 || ratio < r.chunkRatioLo {
+				r.chunkRatioLo = ratio
+			}
+			r.chunkRatioHi = max(r.chunkRatioHi, ratio)
+			line += fmt.Sprintf("; %d bare starts at %.0f/s (p99 %s), settled in %s%s; ratio %.2f",
+				len(bl), brate, bp99.Round(time.Millisecond), bsettled.Round(time.Second), notSettled(bok), ratio)
+		}
+		progress("%s; load %s", line, loadAverage())
+	}
+	r.created = want
+	r.createRate = float64(want) / createTook.Seconds()
+	r.load = loadAverage()
+	r.p50, r.p99 = p50p99(lat)
+	if len(bareLat) > 0 {
+		r.bareN = len(bareLat)
+		r.bareRate = float64(len(bareLat)) / bareTook.Seconds()
+		r.bareP50, r.bareP99 = p50p99(bareLat)
+	}
+	return r
+}
+
+// bareCount is how many bare starts a segment of want creations measures:
+// PAYWATCH_SCALE_BARE, or 3,000 or 5% of the creations, whichever is more
+// (but no more than the creations, for quick runs).
+func (s *scaleRun) bareCount(want int) int {
+	if s.bareN >= 0 {
+		return s.bareN
+	}
+	return min(want, max(3000, want/20))
+}
+
+// chunkCount is how many chunks of creations and of bare starts a segment
+// alternates: scaleChunks, fewer when a chunk of either kind would give a
+// client fewer than 16 calls (the end of a chunk would then weigh too much
+// in its rate), and one without bare starts.
+func chunkCount(creations, bare int) int {
+	if bare == 0 {
+		return 1
+	}
+	return max(1, min(scaleChunks, creations/(16*benchClients), bare/(16*benchClients)))
+}
+
+// loop calls op(0) to op(n-1) from benchClients goroutines, as merchants'
+// backends would, and returns each call's latency and the time all took.
+func (s *scaleRun) loop(n int, op func(i int) error) ([]time.Duration, time.Duration) {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var mu sync.Mutex
+	var failed error
+	var wg sync.WaitGroup
+	t0 := time.Now()
 	for range benchClients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= want || failed.Load() != nil {
+				if i >= n {
 					return
 				}
-				seq := from + i
 				c0 := time.Now()
-				if _, _, err := s.createPayment(keys[i/paymentsPerKey], fmt.Sprintf("c-%d", seq), 0); err != nil {
-					failed.Store(err)
+				if err := op(i); err != nil {
+					mu.Lock()
+					if failed == nil {
+						failed = err
+					}
+					mu.Unlock()
+					next.Store(int64(n)) // the others stop at their next call
 					return
 				}
 				lat[i] = time.Since(c0)
-				if n := s.created.Add(1); n%5000 == 0 {
-					progress("scale: %d created (%.0f/s since the last line)", n, 5000/time.Since(last).Seconds())
-					last = time.Now()
-				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err := failed.Load(); err != nil {
-		s.b.Fatal(err)
+	took := time.Since(t0)
+	if failed != nil {
+		s.b.Fatal(failed)
 	}
-	elapsed := time.Since(t0)
+	return lat, took
+}
+
+// bareStart starts one no-op workflow: the Temporal half of a payment
+// creation alone, as BenchmarkCreatePayment's start-workflow does.
+func (s *scaleRun) bareStart(ctx context.Context) error {
+	_, err := s.m.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: fmt.Sprintf("scale-bare-%d", s.bareSeq.Add(1)), TaskQueue: s.m.Config.TaskQueue,
+	}, "bench.noop")
+	return err
+}
+
+// p50p99 sorts lat and returns its p50 and p99 (zero when empty).
+func p50p99(lat []time.Duration) (p50, p99 time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0
+	}
 	slices.Sort(lat)
-	r.created = want
-	r.createRate = float64(want) / elapsed.Seconds()
-	r.load = loadAverage()
-	r.p50 = lat[len(lat)/2]
-	r.p99 = lat[len(lat)*99/100]
-	return r
+	return lat[len(lat)/2], lat[len(lat)*99/100]
+}
+
+func notSettled(ok bool) string {
+	if ok {
+		return ""
+	}
+	return " (still busy)"
 }
 
 // cpuProfile profiles the CPU into dir/name until the returned function is
@@ -581,19 +779,26 @@ func (s *scaleRun) maintainDatabase(ctx context.Context) {
 // process's CPU stays below a tenth of a core for 3 seconds (at most 5
 // minutes). It returns how long that took.
 func (s *scaleRun) settle() time.Duration {
+	took, _ := quiesce(5 * time.Minute)
+	progress("scale: settled in %s", took.Round(time.Second))
+	return took
+}
+
+// quiesce waits until the process's CPU stays below a tenth of a core for
+// 3 seconds, at most within; it returns how long it waited and whether the
+// process settled.
+func quiesce(within time.Duration) (time.Duration, bool) {
 	t0 := time.Now()
 	prev := readCPU()
-	for time.Since(t0) < 5*time.Minute {
+	for time.Since(t0) < within {
 		time.Sleep(3 * time.Second)
 		cur := readCPU()
 		if cur.cores(prev) < 0.1 {
-			break
+			return time.Since(t0), true
 		}
 		prev = cur
 	}
-	took := time.Since(t0)
-	progress("scale: settled in %s", took.Round(time.Second))
-	return took
+	return time.Since(t0), false
 }
 
 // measure reads the process's memory and the storage sizes.
@@ -623,17 +828,105 @@ func (s *scaleRun) measure(ctx context.Context, open int, profileDir string) sca
 	mb := func(v uint64) float64 { return float64(v) / (1 << 20) }
 	progress("scale: memory at %d: %s; Go: heap in use %.0f MB, heap released %.0f MB, stacks %.0f MB, runtime other %.0f MB (Sys %.0f MB)",
 		open, procMemory(), mb(ms.HeapInuse), mb(ms.HeapReleased), mb(ms.StackSys), mb(ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys), mb(ms.Sys))
-	for _, name := range []string{"temporal.db", "temporal.db-wal", "temporal.db-shm"} {
-		if fi, err := os.Stat(filepath.Join(s.m.Config.DataDir, name)); err == nil {
-			r.temporalMB += float64(fi.Size()) / (1 << 20)
-		}
-	}
+	r.temporalMB = s.temporalDBMB()
 	var pg int64
 	if err := s.m.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&pg); err != nil {
 		s.b.Fatal(err)
 	}
 	r.postgresMB = float64(pg) / (1 << 20)
 	return r
+}
+
+// temporalDBMB is the size of temporal.db with its WAL and shared-memory
+// files.
+func (s *scaleRun) temporalDBMB() float64 {
+	var mb float64
+	for _, name := range []string{"temporal.db", "temporal.db-wal", "temporal.db-shm"} {
+		if fi, err := os.Stat(filepath.Join(s.m.Config.DataDir, name)); err == nil {
+			mb += float64(fi.Size()) / (1 << 20)
+		}
+	}
+	return mb
+}
+
+// historySample is the Temporal history of a sample of open payments,
+// their children's included: events and bytes (the protobuf size of each
+// event) per payment.
+type historySample struct {
+	n                    int
+	events, kb           float64
+	minEvents, maxEvents int
+}
+
+// openHistory reads the histories of n random open payments of the bulk
+// (all segments so far, as "per open payment" means) and returns their
+// mean. This is the history per open payment; temporal.db's KB per payment
+// is more: SQLite's indexes, the mutable state, visibility, timer tasks.
+func (s *scaleRun) openHistory(ctx context.Context, n int) historySample {
+	rows, err := s.m.pool.Query(ctx, `
+		SELECT id::text FROM payments
+		WHERE status = 'pending' AND external_ref LIKE 'c-%'
+		ORDER BY random() LIMIT $1`, n)
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			s.b.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		s.b.Fatal(err)
+	}
+	h := historySample{n: len(ids)}
+	var events, size int
+	for _, id := range ids {
+		e, b, err := s.historySize(ctx, workflows.PaymentWorkflowID(id))
+		if err != nil {
+			s.b.Fatal(err)
+		}
+		events += e
+		size += b
+		if h.minEvents == 0 || e < h.minEvents {
+			h.minEvents = e
+		}
+		h.maxEvents = max(h.maxEvents, e)
+	}
+	if h.n > 0 {
+		h.events = float64(events) / float64(h.n)
+		h.kb = float64(size) / 1024 / float64(h.n)
+	}
+	return h
+}
+
+// historySize is the events and bytes (proto.Size of each event) of a
+// workflow's history and its children's.
+func (s *scaleRun) historySize(ctx context.Context, workflowID string) (events, size int, err error) {
+	it := s.m.temporal.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var children []string
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return events, size, err
+		}
+		events++
+		size += proto.Size(e)
+		if e.GetEventType() == enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED {
+			children = append(children, e.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution().GetWorkflowId())
+		}
+	}
+	for _, id := range children {
+		e, b, err := s.historySize(ctx, id)
+		if err != nil {
+			return events, size, err
+		}
+		events += e
+		size += b
+	}
+	return events, size, nil
 }
 
 // pay pays n random open payments of the bulk, each with a devnet transfer
@@ -766,6 +1059,13 @@ type scaleResult struct {
 	p50, p99   time.Duration
 	load       string // the machine's load average after the creations
 	settled    time.Duration
+	// The bare StartWorkflow baseline (see grow): its calls, rate and
+	// latencies, and the lowest and highest ratio of a chunk's creation
+	// rate to the next bare chunk's.
+	bareN                      int
+	bareRate                   float64
+	bareP50, bareP99           time.Duration
+	chunkRatioLo, chunkRatioHi float64
 	// seqRowsPerCreate is the rows PostgreSQL's sequential scans read per
 	// payment created in the segment (seqTable read the most).
 	seqRowsPerCreate float64
@@ -774,6 +1074,12 @@ type scaleResult struct {
 	rssMB, rssAfterGCMB, heapMB, stackMB float64
 	goroutines                           int
 	temporalMB, postgresMB               float64
+	// bareTemporalMB is the part of temporalMB the bare starts so far
+	// (bareStarts, the warm-up's included) added, which the payments'
+	// share leaves out.
+	bareTemporalMB float64
+	bareStarts     int
+	history        historySample
 
 	scanIdle, scanPaying scanStats
 	paidIn               time.Duration
@@ -785,6 +1091,25 @@ func (r *scaleResult) copyMemory(m scaleResult) {
 	r.temporalMB, r.postgresMB = m.temporalMB, m.postgresMB
 }
 
+// paymentsTemporalMB is temporal.db's size without the bare starts' share.
+func (r scaleResult) paymentsTemporalMB() float64 { return r.temporalMB - r.bareTemporalMB }
+
+// rateRatio is the creation rate over the bare start rate, p99Ratio the
+// creations' p99 over the bare starts' (zero without a baseline).
+func (r scaleResult) rateRatio() float64 {
+	if r.bareRate == 0 {
+		return 0
+	}
+	return r.createRate / r.bareRate
+}
+
+func (r scaleResult) p99Ratio() float64 {
+	if r.bareP99 == 0 {
+		return 0
+	}
+	return float64(r.p99) / float64(r.bareP99)
+}
+
 // perPaymentKB is the growth over idle per open payment.
 func perPaymentKB(now, idle float64, open int) float64 {
 	if open == 0 {
@@ -794,11 +1119,13 @@ func perPaymentKB(now, idle float64, open int) float64 {
 }
 
 func (r scaleResult) line(idle scaleResult) string {
-	return fmt.Sprintf("%d open: %.0f creates/s (p50 %s, p99 %s, load %s), settled in %s; RSS %.0f MB (%.1f KB/payment), after FreeOSMemory %.0f MB; heap %.0f MB (%.1f KB/payment); stacks %.0f MB, %d goroutines; temporal.db %.0f MB (%.1f KB/payment), PostgreSQL %.0f MB; scan %.2f ms/block, %.2f calls/block idle, %.2f ms/block, %.2f calls/block paying; %d paid in %s; sequential scans read %.1f rows per creation (most: %s)",
+	return fmt.Sprintf("%d open: %.0f creates/s (p50 %s, p99 %s, load %s), settled in %s; %d bare starts %.0f/s (p50 %s, p99 %s): rate ratio %.2f (chunks %.2f-%.2f), p99 ratio %.2f; history per open payment %.1f events, %.2f KB (%d sampled, %d-%d events); RSS %.0f MB (%.1f KB/payment), after FreeOSMemory %.0f MB; heap %.0f MB (%.1f KB/payment); stacks %.0f MB, %d goroutines; temporal.db %.0f MB (%.1f KB/payment; %.1f MB more from bare starts), PostgreSQL %.0f MB; scan %.2f ms/block, %.2f calls/block idle, %.2f ms/block, %.2f calls/block paying; %d paid in %s; sequential scans read %.1f rows per creation (most: %s)",
 		r.open, r.createRate, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.load, r.settled.Round(time.Second),
+		r.bareN, r.bareRate, r.bareP50.Round(time.Millisecond), r.bareP99.Round(time.Millisecond), r.rateRatio(), r.chunkRatioLo, r.chunkRatioHi, r.p99Ratio(),
+		r.history.events, r.history.kb, r.history.n, r.history.minEvents, r.history.maxEvents,
 		r.rssMB, perPaymentKB(r.rssMB, idle.rssMB, r.open), r.rssAfterGCMB,
 		r.heapMB, perPaymentKB(r.heapMB, idle.heapMB, r.open), r.stackMB, r.goroutines,
-		r.temporalMB, perPaymentKB(r.temporalMB, idle.temporalMB, r.open), r.postgresMB,
+		r.paymentsTemporalMB(), perPaymentKB(r.paymentsTemporalMB(), idle.temporalMB, r.open), r.bareTemporalMB, r.postgresMB,
 		r.scanIdle.msPerBlock, r.scanIdle.callsPerBlock, r.scanPaying.msPerBlock, r.scanPaying.callsPerBlock,
 		r.paidN, r.paidIn.Round(100*time.Millisecond), r.seqRowsPerCreate, r.seqTable)
 }
@@ -1091,6 +1418,114 @@ func waitWorkflowClosed(ctx context.Context, s *scaleRun, id string, within time
 	}
 }
 
+// scanFlat compares the scanner's cost per block at the largest
+// checkpoint with the smallest's.
+type scanFlat struct {
+	ms, rpc float64 // largest ÷ smallest, at the head; 0 when unknown
+	line    string
+}
+
+func scanFlatness(small, large scaleResult) scanFlat {
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	if small.open == large.open {
+		return scanFlat{line: "scanner cost per block: one checkpoint, nothing to compare"}
+	}
+	f := scanFlat{
+		ms:  ratio(large.scanIdle.msPerBlock, small.scanIdle.msPerBlock),
+		rpc: ratio(large.scanIdle.callsPerBlock, small.scanIdle.callsPerBlock),
+	}
+	f.line = fmt.Sprintf("scanner cost per block from %d to %d open payments: at the head %.2f → %.2f ms (×%.2f), %.2f → %.2f RPC (×%.2f); while paying %.2f → %.2f ms (×%.2f), %.2f → %.2f RPC (×%.2f)",
+		small.open, large.open,
+		small.scanIdle.msPerBlock, large.scanIdle.msPerBlock, f.ms, small.scanIdle.callsPerBlock, large.scanIdle.callsPerBlock, f.rpc,
+		small.scanPaying.msPerBlock, large.scanPaying.msPerBlock, ratio(large.scanPaying.msPerBlock, small.scanPaying.msPerBlock),
+		small.scanPaying.callsPerBlock, large.scanPaying.callsPerBlock, ratio(large.scanPaying.callsPerBlock, small.scanPaying.callsPerBlock))
+	return f
+}
+
+// The issue's targets (issue 43), on 2 cores.
+const (
+	targetOpen         = 250_000
+	targetRSSMB        = 1024 // 1 GB
+	targetHistoryKB    = 10
+	targetRateRatio    = 0.8
+	targetP99Ratio     = 1.3
+	targetScanMsRatio  = 1.5 // "flat": ms per block is noisy on a shared machine
+	targetScanRPCRatio = 1.1 // RPC calls per block are not
+)
+
+// scaleTargets renders the issue's targets against the figures.
+func scaleTargets(rs []scaleResult, flat scanFlat) string {
+	var b strings.Builder
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	fmt.Fprintf(&b, "\ntargets (issue 43, on 2 cores; this machine has %d, load %s):\n", runtime.NumCPU(), loadAverage())
+
+	last := rs[len(rs)-1]
+	at := last
+	for _, r := range rs[1:] {
+		if r.open == targetOpen {
+			at = r
+		}
+	}
+	note := ""
+	switch {
+	case at.open < targetOpen:
+		note = fmt.Sprintf("; not meaningful: the target is at %d open payments, this run stopped at %d", targetOpen, at.open)
+	case at.open > targetOpen:
+		note = fmt.Sprintf("; at %d, more than the target's %d", at.open, targetOpen)
+	}
+	if last.open != at.open {
+		note += fmt.Sprintf("; %.0f MB at the last checkpoint, %d", last.rssMB, last.open)
+	}
+	fmt.Fprintf(&b, "- RSS at %d open payments at most %d MB: %.0f MB at %d, %s%s\n",
+		targetOpen, targetRSSMB, at.rssMB, at.open, verdict(at.rssMB <= targetRSSMB), note)
+
+	var worstHist, worstRate, worstP99 scaleResult
+	baseline := false
+	for _, r := range rs[1:] {
+		if r.history.kb >= worstHist.history.kb {
+			worstHist = r
+		}
+		if r.bareRate == 0 {
+			continue
+		}
+		if !baseline || r.rateRatio() < worstRate.rateRatio() {
+			worstRate = r
+		}
+		if !baseline || r.p99Ratio() > worstP99.p99Ratio() {
+			worstP99 = r
+		}
+		baseline = true
+	}
+	fmt.Fprintf(&b, "- history per open payment at most %d KB: %.2f KB (%.1f events) at worst, at %d, %s; temporal.db holds %.1f KB per payment there\n",
+		targetHistoryKB, worstHist.history.kb, worstHist.history.events, worstHist.open, verdict(worstHist.history.kb <= targetHistoryKB),
+		perPaymentKB(worstHist.paymentsTemporalMB(), rs[0].temporalMB, worstHist.open))
+	if baseline {
+		fmt.Fprintf(&b, "- creation rate at least %.1f× a bare StartWorkflow's: %.2f× at worst, at %d, %s\n",
+			targetRateRatio, worstRate.rateRatio(), worstRate.open, verdict(worstRate.rateRatio() >= targetRateRatio))
+		fmt.Fprintf(&b, "- creation p99 at most %.1f× a bare StartWorkflow's: %.2f× at worst, at %d, %s\n",
+			targetP99Ratio, worstP99.p99Ratio(), worstP99.open, verdict(worstP99.p99Ratio() <= targetP99Ratio))
+	} else {
+		fmt.Fprintf(&b, "- creation rate and p99 against a bare StartWorkflow: not measured (%s=0)\n", scaleBareEnv)
+	}
+	if flat.ms == 0 || flat.rpc == 0 {
+		b.WriteString("- scanner cost per block flat: needs two checkpoints with the scanner measured at both\n")
+	} else {
+		fmt.Fprintf(&b, "- scanner cost per block flat (largest checkpoint within %.1f× the smallest's ms and %.1f× its RPC calls): ×%.2f ms, ×%.2f RPC, %s\n",
+			targetScanMsRatio, targetScanRPCRatio, flat.ms, flat.rpc, verdict(flat.ms <= targetScanMsRatio && flat.rpc <= targetScanRPCRatio))
+	}
+	return b.String()
+}
+
 // actionPrice is Temporal Cloud's pay-as-you-go price of one action: $50
 // per million (https://docs.temporal.io/cloud/pricing).
 const actionPrice = 50.0 / 1e6
@@ -1112,11 +1547,35 @@ func scaleReport(rs []scaleResult, paid, expired historyCount, cfg Config) strin
 			r.open, r.createRate, r.p50.Milliseconds(), r.p99.Milliseconds(), r.settled.Seconds(), sustained,
 			r.rssMB, perPaymentKB(r.rssMB, idle.rssMB, r.open),
 			r.heapMB, perPaymentKB(r.heapMB, idle.heapMB, r.open),
-			r.temporalMB, perPaymentKB(r.temporalMB, idle.temporalMB, r.open),
+			r.paymentsTemporalMB(), perPaymentKB(r.paymentsTemporalMB(), idle.temporalMB, r.open),
 			r.postgresMB, perPaymentKB(r.postgresMB, idle.postgresMB, r.open),
 			r.scanIdle.msPerBlock, r.scanIdle.callsPerBlock, r.scanPaying.msPerBlock, r.scanPaying.callsPerBlock,
 			r.paidIn.Seconds())
 	}
+	last := rs[len(rs)-1]
+	if last.bareStarts > 0 {
+		fmt.Fprintf(&b, "\ntemporal.db leaves out what the bare StartWorkflow baseline added: %.1f MB by the last checkpoint (%.1f KB per bare start), its growth across each bare chunk.\n",
+			last.bareTemporalMB, last.bareTemporalMB*1024/float64(last.bareStarts))
+	}
+
+	b.WriteString("\n| open payments | creations/s (p50, p99) | bare StartWorkflow/s (p50, p99) | creation rate ÷ bare (chunks) | creation p99 ÷ bare p99 | history per open payment: events, KB | temporal.db per payment |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, r := range rs[1:] {
+		fmt.Fprintf(&b, "| %d | %.0f (%d ms, %d ms) | %.0f (%d ms, %d ms) | %.2f (%.2f-%.2f) | %.2f | %.1f, %.2f KB | %.1f KB |\n",
+			r.open, r.createRate, r.p50.Milliseconds(), r.p99.Milliseconds(),
+			r.bareRate, r.bareP50.Milliseconds(), r.bareP99.Milliseconds(),
+			r.rateRatio(), r.chunkRatioLo, r.chunkRatioHi, r.p99Ratio(),
+			r.history.events, r.history.kb, perPaymentKB(r.paymentsTemporalMB(), idle.temporalMB, r.open))
+	}
+	fmt.Fprintf(&b, "\nbare StartWorkflow: a no-op workflow started from %d clients, in chunks alternating with the creations'; history per open payment: the mean of %d random open payments' histories (proto size of the events).\n",
+		benchClients, last.history.n)
+
+	small := rs[min(1, len(rs)-1)]
+	flat := scanFlatness(small, last)
+	b.WriteString("\n" + flat.line + "\n")
+
+	b.WriteString(scaleTargets(rs, flat))
+
 	b.WriteString("\n| lifecycle | history events | billable actions | per 1,000 payments at $50 per million |\n|---|---|---|---|\n")
 	for _, row := range []struct {
 		name string
