@@ -43,6 +43,12 @@ type PaymentInput struct {
 	ExpiresAt         time.Time
 	AddressAssignedAt time.Time // zero until a network is selected
 
+	// Lifecycle is the shape of history the run takes, fixed when the
+	// payment is created (workflows.LeanLifecycle and later) and kept across
+	// continue-as-new; 0 on payments started before issue 43, whose runs
+	// find their shape from the version markers in their history.
+	Lifecycle int
+
 	// Carried across continue-as-new; empty on the first run.
 	Carry *PaymentState
 }

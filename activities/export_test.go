@@ -32,7 +32,7 @@ func (s *Scanner) ScanRange(ctx context.Context, n paywatch.Network, from, to ui
 		if err != nil {
 			return total, err
 		}
-		b, err := s.recordBatch(ctx, n, ts, store.ScanBatch{Network: n, Height: end, BlockHash: hash, Head: end, Generation: gen})
+		b, err := s.recordBatch(ctx, n, ts, store.ScanBatch{Network: n, Height: end, BlockHash: hash, Head: end, Generation: gen}, 0)
 		if err != nil {
 			return total, err
 		}
@@ -60,7 +60,7 @@ var FailureLevel = failureLevel
 // batch does with transfers a devnet cannot make, such as one transaction
 // paying two watched addresses.
 func (s *Scanner) RecordBatch(ctx context.Context, n paywatch.Network, ts []paywatch.Transfer, b store.ScanBatch) (ScanStats, error) {
-	return s.recordBatch(ctx, n, ts, b)
+	return s.recordBatch(ctx, n, ts, b, 0)
 }
 
 // LatestCopies exposes latestCopies to the package's external tests.

@@ -107,8 +107,9 @@ const ErrTypeScanSuperseded = "ScanSuperseded"
 //     block-hash call per block, and signalled once to their payment
 //     (SignalTransferConfirmed), so a payment turns paid at the poll that
 //     sees its confirming block, whatever the block time. A transfer a
-//     batch reads already confirmed (a burst of blocks) is signalled
-//     confirmed right after it is signalled seen (record, confirmBurst).
+//     batch reads already confirmed (a burst of blocks) is signalled seen
+//     with its depth, which the payment takes as its confirmation: one
+//     signal instead of two (record).
 //   - A batch is recorded only if it was read fully: on EVM networks a
 //     recent block whose logsBloom says it holds a Transfer of a token
 //     contract, but for which eth_getLogs returned nothing, is asked for

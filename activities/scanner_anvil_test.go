@@ -174,20 +174,18 @@ func TestEVMScannerAgainstAnvil(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, head, p.Height, "scanned to anvil's head")
 	got := sig.signals()
-	// The transfer came with its 12 confirmations in one burst: seen, then
-	// confirmed in the block the batch read.
-	require.Len(t, got, 2)
+	// The transfer came with its 12 confirmations in one burst: one
+	// transfer-seen signal, with its depth in the block the batch read.
+	require.Len(t, got, 1)
 	assert.Equal(t, workflows.PaymentWorkflowID(id), got[0].WorkflowID)
-	assert.Equal(t, workflows.SignalTransfersConfirmed, got[1].Name)
-	assert.Equal(t, workflows.TransfersConfirmed{Transfers: []workflows.TransferConfirmed{{
-		TxHash: r.TxHash.Hex(), LogIndex: 0, BlockNumber: block, BlockHash: r.BlockHash.Hex(), Confirmations: 12, Canonical: true,
-	}}}, got[1].Arg)
+	assert.Equal(t, workflows.SignalTransferSeen, got[0].Name)
 	seen := got[0].Arg.(paywatch.Transaction)
 	assert.Equal(t, r.TxHash.Hex(), seen.TxHash)
 	assert.Equal(t, block, seen.BlockNumber)
 	assert.Equal(t, r.BlockHash.Hex(), seen.BlockHash)
 	assert.Equal(t, "12.345678", seen.Amount.String(), "the right amount at 6 decimals")
 	assert.Equal(t, devnet.Accounts()[0].EVM, seen.From)
+	assert.Equal(t, 12, seen.Confirmations, "its depth: exactly the 12 required")
 
 	// The payment workflow's confirmation check counts 12 of 12 required.
 	info, _ := paywatch.LookupNetwork(n)

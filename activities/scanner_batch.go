@@ -212,22 +212,25 @@ type ScanStats struct {
 	Signals int
 	// Deepest is the lowest block of the matched transfers; 0 without.
 	Deepest uint64
-	// claimed are the transfers recorded and signalled, with the payment
-	// each counts for.
-	claimed []store.ClaimedTransfer
 }
 
 // record matches, records and signals one batch. A transfer that already
 // has its network's confirmations at the batch's head (a batch that read a
 // burst of blocks: a node catching up, a provider's lag clearing) is
-// signalled confirmed right after it was signalled seen, in its block as
-// the batch read it (confirmBurst); and it opens the scan's confirmation
-// window, in case that signal was lost: the payment awaits the
-// confirmation as soon as its workflow has saved the transfer, and the
-// scanner looks for that between polls (sleepConfirming) rather than at
-// its next poll.
+// signalled seen with its depth, which the payment takes as its
+// confirmation in the block the batch read (one signal, not two: each is a
+// billable Action on Temporal Cloud); and it opens the scan's
+// confirmation window, in case the payment did not take it: the payment
+// awaits the confirmation as soon as its workflow has saved the transfer,
+// and the scanner looks for that between polls (sleepConfirming) rather
+// than at its next poll. On a network whose depth is not finality
+// (chains.FinalityReader) the confirmation pass asks instead.
 func (s *Scanner) record(ctx context.Context, st *scan, ts []chains.Transfer, b store.ScanBatch) error {
-	res, err := s.recordBatch(ctx, st.network, ts, b)
+	required := uint64(max(st.info.Confirmations, 1))
+	if _, ok := st.client.(chains.FinalityReader); ok {
+		required = 0
+	}
+	res, err := s.recordBatch(ctx, st.network, ts, b, required)
 	if res.Matched > 0 {
 		s.log.Debug("transfers recorded", "network", st.network, "matched", res.Matched, "signals", res.Signals, "height", b.Height)
 	}
@@ -237,45 +240,8 @@ func (s *Scanner) record(ctx context.Context, st *scan, ts []chains.Transfer, b 
 	st.progress.Transfers += res.Matched
 	if res.Deepest > 0 && res.Deepest+uint64(max(st.info.Confirmations, 1)) <= b.Head+1 {
 		st.confirmSoon = time.Now().Add(confirmWindow)
-		s.confirmBurst(ctx, st, res.claimed, b.Head)
 	}
 	return nil
-}
-
-// confirmBurst signals each payment the transfers of claimed that have
-// the network's confirmations at head: read by the batch just recorded,
-// each in a block whose hash the batch checked, so canonical as the
-// confirmation pass would find it. The seen signals went first and were
-// delivered, so the workflow knows the transfers when this one comes. A
-// failed delivery is left to the awaited confirmations (the window).
-func (s *Scanner) confirmBurst(ctx context.Context, st *scan, claimed []store.ClaimedTransfer, head uint64) {
-	if _, ok := st.client.(chains.FinalityReader); ok {
-		return // depth is not finality there: the confirmation pass asks
-	}
-	required := uint64(max(st.info.Confirmations, 1))
-	var signals []signal
-	byPayment := map[string]int{}
-	for _, c := range claimed {
-		t := c.Transfer
-		if t.BlockNumber+required > head+1 {
-			continue
-		}
-		i, ok := byPayment[c.PaymentID]
-		if !ok {
-			i = len(signals)
-			byPayment[c.PaymentID] = i
-			signals = append(signals, signal{c.PaymentID, workflows.SignalTransfersConfirmed, workflows.TransfersConfirmed{}})
-		}
-		arg := signals[i].arg.(workflows.TransfersConfirmed)
-		arg.Transfers = append(arg.Transfers, workflows.TransferConfirmed{
-			TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash,
-			Confirmations: int(head - t.BlockNumber + 1), Canonical: true,
-		})
-		signals[i].arg = arg
-	}
-	if _, err := s.deliver(ctx, signals); err != nil {
-		st.log.Debug("signalling a burst's confirmations failed; the confirmation pass sends them", "error", err)
-	}
 }
 
 // recordBatch is the batch path: one query matches the batch's distinct
@@ -286,7 +252,12 @@ func (s *Scanner) confirmBurst(ctx context.Context, st *scan, claimed []store.Cl
 // transfer is signalled under the key it was first recorded with, not the
 // chain's log index of the moment: mined again at another index, it is
 // still the transfer the payment knows.
-func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch) (ScanStats, error) {
+//
+// A transfer whose block has required confirmations at the batch's head
+// (required 0: never) is signalled with its depth (Confirmations), in the
+// block whose hash the batch checked, so canonical as the confirmation
+// pass would find it.
+func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chains.Transfer, b store.ScanBatch, required uint64) (ScanStats, error) {
 	out := ScanStats{Transfers: len(ts)}
 	if len(ts) > 0 {
 		recipients := make([]string, 0, len(ts))
@@ -341,13 +312,16 @@ func (s *Scanner) recordBatch(ctx context.Context, n paywatch.Network, ts []chai
 	_, err := s.store.RecordScan(ctx, b, func(ctx context.Context, claimed []store.ClaimedTransfer) error {
 		signals := make([]signal, 0, len(claimed))
 		for _, c := range claimed {
-			signals = append(signals, signal{c.PaymentID, workflows.SignalTransferSeen, transferSeen(n, c.Transfer)})
+			seen := transferSeen(n, c.Transfer)
+			if t := c.Transfer; required > 0 && t.BlockNumber+required <= b.Head+1 {
+				seen.Confirmations = int(b.Head - t.BlockNumber + 1)
+			}
+			signals = append(signals, signal{c.PaymentID, workflows.SignalTransferSeen, seen})
 		}
 		out.Signals = len(signals)
 		if err := s.send(ctx, signals); err != nil {
 			return err
 		}
-		out.claimed = append(out.claimed[:0], claimed...)
 		return nil
 	})
 	return out, err

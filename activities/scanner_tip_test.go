@@ -115,21 +115,23 @@ func mustHead(t testing.TB, d *devnet.Devnet, n paywatch.Network) uint64 {
 
 // A burst of blocks that brings a transfer together with its last
 // confirmations (a node catching up, a provider's lag clearing): the batch
-// that reads the transfer signals it seen, then confirmed, in the block it
-// read, without waiting for the payment to await the confirmation. If that
-// signal is lost, the payment awaits the confirmation once its workflow
-// has saved the transfer, after the poll, and the scanner looks for that
-// between polls and signals it then, not at its next poll: here the poll
-// interval is a minute, and the confirmation comes within seconds.
+// that reads the transfer signals it seen with its depth, in the block it
+// read, and no transfers-confirmed follows: the payment takes the depth as
+// its confirmation (one signal, one Action). A payment that did not take it
+// (a run that predates the scanner's confirmations) awaits the
+// confirmation once its workflow has saved the transfer, after the poll,
+// and the scanner looks for that between polls and signals it then, not at
+// its next poll: here the poll interval is a minute, and the confirmation
+// comes within seconds, once.
 func TestABurstsConfirmationIsSignalledBeforeTheNextPoll(t *testing.T) {
-	for _, lost := range []bool{false, true} {
-		t.Run(map[bool]string{false: "with the transfer", true: "the first signal lost"}[lost], func(t *testing.T) {
-			burst(t, lost)
+	for _, taken := range []bool{true, false} {
+		t.Run(map[bool]string{true: "the depth taken", false: "the depth not taken"}[taken], func(t *testing.T) {
+			burst(t, taken)
 		})
 	}
 }
 
-func burst(t *testing.T, lost bool) {
+func burst(t *testing.T, taken bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := paywatch.ARBITRUM // 40 confirmations
@@ -139,21 +141,26 @@ func burst(t *testing.T, lost bool) {
 	addr := randomAddress(t, n)
 	id := db.watch(t, n, paywatch.USDT, addr, st.Head)
 	// The workflow, as the signal reaches it: it saves the transfer it
-	// counts a little later, which makes it await its confirmation.
+	// counts a little later, confirmed if it took the depth, or awaiting
+	// its confirmation.
 	sig := &signalLog{}
-	if lost {
-		sig.failConfirms = 1
-	}
 	saved := make(chan struct{})
 	var once sync.Once
 	sig.onSeen = func(tx paywatch.Transaction) {
 		go func() {
 			time.Sleep(200 * time.Millisecond)
-			_, err := db.store.SavePaymentState(ctx, paywatch.PaymentState{
+			state := paywatch.PaymentState{
 				PaymentID: id, Status: paywatch.StatusConfirming, Network: n, Token: paywatch.USDT,
 				Amount: paywatch.MustParseAmount("10", 6), PaidAmount: paywatch.NewAmount(nil, 6), Version: 1,
 				Transactions: []paywatch.Transaction{tx},
-			})
+			}
+			if taken {
+				state.Status, state.PaidAmount = paywatch.StatusPaid, tx.Amount
+				state.Transactions[0].Confirmed = true
+			} else {
+				state.Transactions[0].Confirmations = 0
+			}
+			_, err := db.store.SavePaymentState(ctx, state)
 			assert.NoError(t, err)
 			once.Do(func() { close(saved) })
 		}()
@@ -174,22 +181,29 @@ func burst(t *testing.T, lost bool) {
 		t.Fatal("the transfer was never signalled")
 	}
 	var names []string
+	var seen []paywatch.Transaction
 	var confirmed []workflows.TransferConfirmed
 	for _, g := range sig.signals() {
 		names = append(names, g.Name)
-		if g.Name == workflows.SignalTransfersConfirmed {
+		switch g.Name {
+		case workflows.SignalTransferSeen:
+			seen = append(seen, g.Arg.(paywatch.Transaction))
+		case workflows.SignalTransfersConfirmed:
 			confirmed = append(confirmed, g.Arg.(workflows.TransfersConfirmed).Transfers...)
 		}
 	}
-	require.NotEmpty(t, confirmed, "confirmed within the run, a minute before the next poll (run took %s)", time.Since(start))
+	require.NotEmpty(t, seen)
 	assert.Equal(t, workflows.SignalTransferSeen, names[0], "seen first")
+	assert.Equal(t, sent.TxHash, seen[0].TxHash)
+	assert.Equal(t, sent.BlockNumber, seen[0].BlockNumber)
+	assert.GreaterOrEqual(t, seen[0].Confirmations, 40, "seen with its depth")
+	if taken {
+		assert.Empty(t, confirmed, "no second signal")
+		return
+	}
+	require.Len(t, confirmed, 1, "the awaited confirmation, once, within the run, a minute before the next poll (run took %s)", time.Since(start))
 	assert.Equal(t, sent.TxHash, confirmed[0].TxHash)
 	assert.Equal(t, sent.BlockNumber, confirmed[0].BlockNumber)
 	assert.True(t, confirmed[0].Canonical)
 	assert.GreaterOrEqual(t, confirmed[0].Confirmations, 40)
-	if lost {
-		require.Len(t, confirmed, 1, "the awaited confirmation, once")
-	} else {
-		assert.Equal(t, workflows.SignalTransfersConfirmed, names[1], "confirmed right after it was seen")
-	}
 }

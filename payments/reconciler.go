@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/paywatch/paywatch/store"
+	"github.com/paywatch/paywatch/workflows"
 )
 
 // Reconciler defaults.
@@ -16,6 +17,11 @@ const (
 	// DefaultReconcileMinAge leaves a fresh payment to the request that
 	// created it, which starts its workflow within milliseconds.
 	DefaultReconcileMinAge = 5 * time.Second
+	// DefaultWebhookReconcileMinAge leaves a pending webhook event to the
+	// payment run that queued it for as long as that run's own first
+	// attempt may take (workflows.FirstAttemptWindow), so the reconciler
+	// does not make the same attempt beside it.
+	DefaultWebhookReconcileMinAge = workflows.FirstAttemptWindow
 	// reconcileBatch bounds the work of one pass.
 	reconcileBatch = 500
 	// pruneEvery is how many passes run between prunings of old
@@ -115,8 +121,8 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	return started, nil
 }
 
-// Webhooks starts the deliveries of pending events older than MinAge whose
-// project has a webhook URL, and returns how many it started. Such events
+// Webhooks starts the deliveries of pending events older than MinAge (0:
+// DefaultWebhookReconcileMinAge) whose project has a webhook URL, and returns how many it started. Such events
 // were raised while the project had no URL, or are redeliveries, or were
 // queued by a payment workflow that has not yet started their delivery;
 // the API starts them when a URL is saved or a redelivery is asked for,
@@ -125,7 +131,7 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 func (r *Reconciler) Webhooks(ctx context.Context) (int, error) {
 	minAge := r.MinAge
 	if minAge <= 0 {
-		minAge = DefaultReconcileMinAge
+		minAge = DefaultWebhookReconcileMinAge
 	}
 	n, err := startPendingWebhooks(ctx, r.Store, r.Workflows, 0, minAge)
 	if n > 0 {

@@ -49,6 +49,8 @@ type TemporalWorkflows struct {
 	// searchRefKey keys the hashes the search attributes show of the
 	// merchant's references; nil shows them in clear.
 	searchRefKey []byte
+	// lifecycle is the Lifecycle new payments' workflows start with.
+	lifecycle int
 }
 
 // NewTemporalWorkflows returns Workflows that start payment
@@ -56,8 +58,23 @@ type TemporalWorkflows struct {
 // ExternalOrderId search attributes show keyed hashes of the merchant's
 // references under searchRefKey (workflows.SearchRef), or, with a nil
 // key, the references themselves (an operator's opt-in).
+//
+// New payments' workflows are lean (workflows.LeanLifecycle) unless
+// StartLean(false) says otherwise.
 func NewTemporalWorkflows(c client.Client, taskQueue string, searchRefKey []byte) *TemporalWorkflows {
-	return &TemporalWorkflows{client: c, taskQueue: taskQueue, searchRefKey: searchRefKey}
+	return &TemporalWorkflows{client: c, taskQueue: taskQueue, searchRefKey: searchRefKey, lifecycle: workflows.LeanLifecycle}
+}
+
+// StartLean sets whether the payment workflows Start starts are lean
+// (workflows.LeanLifecycle) or take the shape of the release before, whose
+// workers can run them (PAYWATCH_LEAN_PAYMENTS=false, while such workers
+// still run). A workflow already running keeps its shape.
+func (t *TemporalWorkflows) StartLean(on bool) *TemporalWorkflows {
+	t.lifecycle = 0
+	if on {
+		t.lifecycle = workflows.LeanLifecycle
+	}
+	return t
 }
 
 // searchRefs are the values in's search attributes show.
@@ -78,6 +95,7 @@ func (t *TemporalWorkflows) searchRefs(in paywatch.PaymentInput) *paywatch.Searc
 // started again, so the API and the reconciler may both call Start.
 func (t *TemporalWorkflows) Start(ctx context.Context, in paywatch.PaymentInput) error {
 	in.SearchRefs = t.searchRefs(in)
+	in.Lifecycle = t.lifecycle
 	attrs, memo := workflows.StartAttributes(in)
 	_, err := t.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.PaymentWorkflowID(in.PaymentID),

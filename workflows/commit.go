@@ -47,8 +47,7 @@ func (p *payment) commit(ctx workflow.Context) {
 	if statusChanged {
 		p.publish(ctx)
 	}
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
-		ActivitySavePaymentState, snap).Get(ctx, nil); err != nil {
+	if err := p.persist(ctx, ActivitySavePaymentState, snap, nil); err != nil {
 		p.logger.Error("save payment state failed", "paymentId", p.st.PaymentID, "version", snap.Version, "error", err)
 	}
 	if notify {
@@ -95,20 +94,25 @@ func (p *payment) sendWebhook(ctx workflow.Context, event paywatch.Event, snap p
 			p.wake = true
 		}()
 		var q QueueWebhookResult
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
-			ActivityQueueWebhook, in).Get(ctx, &q); err != nil {
+		if err := p.persist(ctx, ActivityQueueWebhook, in, &q); err != nil {
 			p.logger.Error("queue webhook failed", "paymentId", snap.PaymentID, "event", event, "error", err)
 			return
 		}
-		if q.Chat && chatWorkflows(ctx) {
+		if q.Chat && (p.lean || chatWorkflows(ctx)) {
 			p.startChat(ctx, in.EventID)
 		}
 		if q.Skipped {
 			p.logger.Info("webhook skipped: daily quota exhausted", "paymentId", snap.PaymentID, "event", event)
 			return
 		}
+		if p.lean {
+			if made, done := p.firstAttempt(ctx, in.EventID); !done {
+				p.deliverWebhook(ctx, event, WebhookInput{EventID: in.EventID, FirstAttempt: 1, Made: made})
+			}
+			return
+		}
 		if webhookWorkflows(ctx) {
-			p.deliverWebhook(ctx, event, in.EventID)
+			p.deliverWebhook(ctx, event, WebhookInput{EventID: in.EventID, FirstAttempt: 1})
 			return
 		}
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, legacyWebhookOptions),
@@ -137,12 +141,13 @@ func (p *payment) startChat(ctx workflow.Context, eventID string) {
 // other way, so a terminated payment workflow never cuts a delivery short.
 // When a workflow of that ID already runs (the reconciler started it
 // first), that run delivers the event.
-func (p *payment) deliverWebhook(ctx workflow.Context, event paywatch.Event, eventID string) {
+func (p *payment) deliverWebhook(ctx workflow.Context, event paywatch.Event, in WebhookInput) {
+	eventID := in.EventID
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        WebhookWorkflowID(eventID),
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, WebhookWorkflowName, WebhookInput{EventID: eventID, FirstAttempt: 1})
+	f := workflow.ExecuteChildWorkflow(cctx, WebhookWorkflowName, in)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		p.logger.Info("webhook workflow not started: another run delivers it", "paymentId", p.st.PaymentID, "event", event, "eventId", eventID, "error", err)
 		return
@@ -161,4 +166,28 @@ func (p *payment) snapshot() paywatch.PaymentState {
 	s.SubmittedHashes = slices.Clone(p.st.SubmittedHashes)
 	s.ClaimedHashes = slices.Clone(p.st.ClaimedHashes)
 	return s
+}
+
+// finish ends the workflow: it waits for handlers, releases the address,
+// then waits for outstanding webhooks.
+func (p *payment) finish(ctx workflow.Context) error {
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	p.drainSignals(ctx)
+	p.commit(ctx)
+	// A selection whose answer was never learned may have recorded an
+	// address on the row: release what the row holds.
+	if p.st.Address != "" || p.safety && p.syncSelection {
+		in := ReleaseAddressInput{PaymentID: p.st.PaymentID, Outcome: p.st.Status}
+		if err := p.persist(ctx, ActivityReleaseAddress, in, nil); err != nil {
+			p.logger.Error("release address failed", "paymentId", p.st.PaymentID, "error", err)
+		}
+	}
+	_ = workflow.Await(ctx, func() bool { return p.quiet(ctx) })
+	return nil
+}
+
+// quiet reports whether no handler and no webhook is running, the
+// condition for ending or continuing as new.
+func (p *payment) quiet(ctx workflow.Context) bool {
+	return p.webhooksOut == 0 && workflow.AllHandlersFinished(ctx)
 }

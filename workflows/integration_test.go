@@ -74,10 +74,17 @@ func blockHash(n uint64) string { return "0xblock" + time.Unix(int64(n), 0).UTC(
 // End to end on a real Temporal server with the real activities and
 // PostgreSQL: a transfer signal makes the payment confirming, the
 // confirmations come, it is paid and a signed payment.completed arrives.
+// It runs for a payment that takes its shape from version markers and for
+// a lean one (LeanLifecycle), whose webhook's first attempt is its own.
 func TestPaymentEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server")
 	}
+	t.Run("markers", func(t *testing.T) { paymentEndToEnd(t, 0) })
+	t.Run("lean", func(t *testing.T) { paymentEndToEnd(t, workflows.LeanLifecycle) })
+}
+
+func paymentEndToEnd(t *testing.T, lifecycle int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -133,6 +140,7 @@ func TestPaymentEndToEnd(t *testing.T) {
 		Network: paywatch.ARBITRUM, Token: paywatch.USDT, Address: address, StartBlock: 1000,
 		Amount: paywatch.MustParseAmount("12.50", 6), ExternalRef: "cust-9", ExternalOrderID: &orderID,
 		CreatedAt: time.Now().UTC(), ExpiresAt: expires, AddressAssignedAt: time.Now().UTC(),
+		Lifecycle: lifecycle,
 	}
 	// Started as the API starts it (payments.TemporalWorkflows.Start).
 	attrs, memo := workflows.StartAttributes(in)
@@ -217,6 +225,16 @@ func TestPaymentEndToEnd(t *testing.T) {
 	})
 	require.NotEqual(t, -1, upsert)
 	assert.Greater(t, upsert, signal, "no upsert before the first status change")
+	if lifecycle >= workflows.LeanLifecycle {
+		for _, ev := range events {
+			assert.NotEqual(t, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, ev.GetEventType(), "writes are local activities")
+			assert.NotEqual(t, enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, ev.GetEventType(),
+				"a delivered first attempt needs no webhook workflow")
+			if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
+				assert.Equal(t, "LocalActivity", m.GetMarkerName(), "no version marker")
+			}
+		}
+	}
 
 	// The history of this paid lifecycle, recorded by today's code
 	// (changeCurrent), replays with it.

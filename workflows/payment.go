@@ -162,6 +162,13 @@ type payment struct {
 	// lateCheck is set for runs that read the chain when their late
 	// window ends (lateCheckVersion).
 	lateCheck bool
+	// lean is set for runs whose input has LeanLifecycle: they persist
+	// through local activities, make a webhook's first attempt
+	// themselves, keep one timer for their next wake-up (timer), and
+	// upsert only what changed since shown (nil: not known, all).
+	lean  bool
+	timer wakeTimer
+	shown *published
 	// syncSelection is set when a network selection ended without the
 	// workflow learning its outcome (the activity's answer was lost): the
 	// main loop reads the payment's row back (syncAssignment) before
@@ -214,9 +221,16 @@ func initialState(in paywatch.PaymentInput) paywatch.PaymentState {
 // setup registers the handlers and publishes the search attributes and
 // memo, unless the run started with them (StartAttributes).
 func (p *payment) setup(ctx workflow.Context) error {
-	lifecycleV1(ctx)
-	p.oneOwner = oneOwnerRules(ctx)
-	v := setupVersion(ctx)
+	var v workflow.Version
+	if p.in.Lifecycle >= LeanLifecycle {
+		// The input says what the run is: no version markers, whose
+		// workflow task is an Action of its own.
+		p.lean, p.oneOwner, v = true, true, lateCheckVersion
+	} else {
+		lifecycleV1(ctx)
+		p.oneOwner = oneOwnerRules(ctx)
+		v = setupVersion(ctx)
+	}
 	p.pushed = v >= 1
 	p.safety = v >= safetyVersion
 	p.lateCheck = v >= lateCheckVersion
@@ -249,6 +263,9 @@ func (p *payment) setup(ctx workflow.Context) error {
 	}
 	if v < 2 || !p.publishedAtStart(ctx) {
 		p.publish(ctx)
+	} else {
+		shown := publishedOf(p.in, p.st)
+		p.shown = &shown
 	}
 	now := workflow.Now(ctx)
 	if p.hasUnconfirmed() {
@@ -302,6 +319,9 @@ func (p *payment) wait(ctx workflow.Context) error {
 	p.wake = false
 	cond := func() bool { return p.wake || p.signalsBuffered() }
 	next := p.nextWake(workflow.Now(ctx))
+	if p.lean {
+		return p.timer.await(ctx, next, cond)
+	}
 	if next.IsZero() {
 		return workflow.Await(ctx, cond)
 	}
@@ -323,7 +343,7 @@ func (p *payment) drainSignals(ctx workflow.Context) {
 	for {
 		var t paywatch.Transaction
 		if p.seen.ReceiveAsync(&t) {
-			p.addTransfer(ctx, t, false)
+			p.addSeen(ctx, t)
 			continue
 		}
 		var r TransferRemoved
@@ -457,29 +477,4 @@ func (p *payment) windowDeadline() time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-// finish ends the workflow: it waits for handlers, releases the address,
-// then waits for outstanding webhooks.
-func (p *payment) finish(ctx workflow.Context) error {
-	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	p.drainSignals(ctx)
-	p.commit(ctx)
-	// A selection whose answer was never learned may have recorded an
-	// address on the row: release what the row holds.
-	if p.st.Address != "" || p.safety && p.syncSelection {
-		in := ReleaseAddressInput{PaymentID: p.st.PaymentID, Outcome: p.st.Status}
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, persistOptions),
-			ActivityReleaseAddress, in).Get(ctx, nil); err != nil {
-			p.logger.Error("release address failed", "paymentId", p.st.PaymentID, "error", err)
-		}
-	}
-	_ = workflow.Await(ctx, func() bool { return p.quiet(ctx) })
-	return nil
-}
-
-// quiet reports whether no handler and no webhook is running, the
-// condition for ending or continuing as new.
-func (p *payment) quiet(ctx workflow.Context) bool {
-	return p.webhooksOut == 0 && workflow.AllHandlersFinished(ctx)
 }

@@ -60,14 +60,27 @@ func StartAttributes(in paywatch.PaymentInput) (temporal.SearchAttributes, map[s
 
 // publish upserts the search attributes and the memo, so the Temporal Web
 // UI can filter payments by status, project, network, token and references.
+//
+// Lean runs upsert only the search attributes whose value changed, and the
+// memo only when it did: an upsert of search attributes is a billable
+// Action, and each upsert an event.
 func (p *payment) publish(ctx workflow.Context) {
 	v := publishedOf(p.in, p.st)
-	if err := workflow.UpsertTypedSearchAttributes(ctx, v.searchAttributes()...); err != nil {
-		p.logger.Warn("upsert search attributes failed", "paymentId", p.st.PaymentID, "error", err)
+	attrs := v.searchAttributes()
+	if p.lean && p.shown != nil {
+		attrs = v.changedAttributes(*p.shown)
 	}
-	if err := workflow.UpsertMemo(ctx, v.memo()); err != nil {
-		p.logger.Warn("upsert memo failed", "paymentId", p.st.PaymentID, "error", err)
+	if len(attrs) > 0 {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
+			p.logger.Warn("upsert search attributes failed", "paymentId", p.st.PaymentID, "error", err)
+		}
 	}
+	if !p.lean || p.shown == nil || v.memoDiffers(*p.shown) {
+		if err := workflow.UpsertMemo(ctx, v.memo()); err != nil {
+			p.logger.Warn("upsert memo failed", "paymentId", p.st.PaymentID, "error", err)
+		}
+	}
+	p.shown = &v
 }
 
 // publishedAtStart reports whether the run already shows what publish would

@@ -59,11 +59,18 @@ import (
 // to show the paths of a new version; the recording overwrites the files
 // of its paths and leaves any other, so rename the old ones first (for
 // example paid-v1.json) while runs of the old version may still be open.
+//
+// PAYWATCH_RECORD_HISTORIES=lean records the same paths for lean payments
+// (LeanLifecycle), each as its name with "-lean".
 func TestRecordReplayHistories(t *testing.T) {
-	if os.Getenv("PAYWATCH_RECORD_HISTORIES") != "1" {
-		t.Skip("set PAYWATCH_RECORD_HISTORIES=1 to record the replay histories into " + replayHistoryDir)
+	mode := os.Getenv("PAYWATCH_RECORD_HISTORIES")
+	if mode != "1" && mode != "lean" {
+		t.Skip("set PAYWATCH_RECORD_HISTORIES=1 (or lean) to record the replay histories into " + replayHistoryDir)
 	}
 	e := newRecorder(t)
+	if mode == "lean" {
+		e.lifecycle, e.suffix = workflows.LeanLifecycle, leanSuffix
+	}
 
 	// The paths are independent payments: record them side by side.
 	t.Run("lifecycle", func(t *testing.T) {
@@ -97,13 +104,16 @@ func TestRecordReplayHistories(t *testing.T) {
 }
 
 // recordPaid: a transfer of the full amount is seen, confirms, and the
-// payment is paid (payment.completed). Its webhook delivery is recorded too.
+// payment is paid (payment.completed). Its webhook delivery is recorded
+// too, where a webhook workflow makes it (a lean run makes it itself).
 func recordPaid(t *testing.T, e *recorder) {
 	p := e.create(t, e.perPayment, e.newPayment("paid", "12.50", paywatch.ARBITRUM), time.Now())
 	run := e.start(t, p)
 	e.seen(t, p, e.transfer(p, "paid", 0, "12.50", 35))
 	e.finish(t, run, p, "paid", paywatch.StatusPaid)
-	e.take(t, "webhook-delivered", workflows.WebhookWorkflowID(workflows.EventID(p.ID, 1)), "")
+	if e.lifecycle < workflows.LeanLifecycle { // a lean run delivered it itself
+		e.take(t, "webhook-delivered", workflows.WebhookWorkflowID(workflows.EventID(p.ID, 1)), "")
+	}
 }
 
 // recordPartialToppedUp: a first transfer confirms short of the amount
@@ -270,6 +280,13 @@ type recorder struct {
 	taskQueue string
 
 	perPayment, txidPool, microPool *store.Project
+	// refKey, when set, hashes the reference search attributes payments
+	// start with, as the API does (recordSealed).
+	refKey []byte
+	// lifecycle is the Lifecycle of the payments start starts, and suffix
+	// is added to the name of each history take keeps.
+	lifecycle int
+	suffix    string
 
 	mu       sync.Mutex
 	failOnce map[string]bool // payment ids whose webhooks fail their first attempt
@@ -283,8 +300,34 @@ const (
 	recMicroAddress = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"
 )
 
-func newRecorder(t *testing.T) *recorder {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+// recorderOption configures newRecorder.
+type recorderOption func(*recorderOptions)
+
+type recorderOptions struct {
+	timeout time.Duration
+	codec   *workflows.PayloadCodec
+	refKey  []byte
+}
+
+// recordFor bounds the recorder's context (3 minutes unless told).
+func recordFor(d time.Duration) recorderOption {
+	return func(o *recorderOptions) { o.timeout = d }
+}
+
+// recordSealed seals every payload as a production service does: the
+// client and the worker's registration use workflows.NewDataConverter
+// with codec, and payments start with their reference search attributes
+// hashed under refKey (payments.TemporalWorkflows).
+func recordSealed(codec *workflows.PayloadCodec, refKey []byte) recorderOption {
+	return func(o *recorderOptions) { o.codec, o.refKey = codec, refKey }
+}
+
+func newRecorder(t testing.TB, opts ...recorderOption) *recorder {
+	o := recorderOptions{timeout: 3 * time.Minute}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	t.Cleanup(cancel)
 	e := &recorder{
 		ctx: ctx, taskQueue: "payments",
@@ -350,14 +393,31 @@ func newRecorder(t *testing.T) *recorder {
 	// limit for a moment; it keeps temporaltest's own setting.
 	e.dc = dynamicconfig.NewMemoryClient()
 	e.dc.OverrideSetting(dynamicconfig.ForceSearchAttributesCacheRefreshOnRead, true)
-	ts := temporaltest.NewServer(temporaltest.WithT(t),
+	// A fixed identity, so the files name no host.
+	copts := client.Options{Identity: "paywatch-history-recorder"}
+	var ropts []workflows.RegisterOption
+	if o.codec != nil {
+		copts.DataConverter = workflows.NewDataConverter(o.codec)
+		copts.FailureConverter = workflows.NewFailureConverter(copts.DataConverter)
+		ropts = append(ropts, workflows.WithDataConverter(copts.DataConverter))
+		e.refKey = o.refKey
+	}
+	sopts := []temporaltest.TestServerOption{
 		temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(e.dc)),
-		// A fixed identity, so the files name no host.
-		temporaltest.WithBaseClientOptions(client.Options{Identity: "paywatch-history-recorder"}))
+		temporaltest.WithBaseClientOptions(copts),
+	}
+	tt, isT := t.(*testing.T)
+	if isT {
+		sopts = append(sopts, temporaltest.WithT(tt))
+	}
+	ts := temporaltest.NewServer(sopts...)
+	if !isT {
+		t.Cleanup(ts.Stop) // WithT, which would, takes a *testing.T only
+	}
 	e.client = ts.GetDefaultClient()
 	e.namespace = ts.GetDefaultNamespace()
 	require.NoError(t, workflows.EnsureSearchAttributes(ctx, e.client, e.namespace))
-	ts.NewWorker(e.taskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
+	ts.NewWorker(e.taskQueue, func(r worker.Registry) { workflows.Register(r, acts, ropts...) })
 	return e
 }
 
@@ -375,7 +435,7 @@ func (e *recorder) newPayment(ref, amount string, network paywatch.Network) stor
 }
 
 // create writes the payment row as POST /v1/payments does, as of time at.
-func (e *recorder) create(t *testing.T, prj *store.Project, np store.NewPayment, at time.Time) *store.Payment {
+func (e *recorder) create(t testing.TB, prj *store.Project, np store.NewPayment, at time.Time) *store.Payment {
 	t.Helper()
 	np.ProjectID = prj.ID
 	p, existing, err := store.New(e.pool, store.WithClock(func() time.Time { return at })).CreatePayment(e.ctx, np)
@@ -386,9 +446,23 @@ func (e *recorder) create(t *testing.T, prj *store.Project, np store.NewPayment,
 
 // start starts the payment's workflow with the options and input the API
 // uses (payments.TemporalWorkflows.Start).
-func (e *recorder) start(t *testing.T, p *store.Payment) client.WorkflowRun {
+func (e *recorder) start(t testing.TB, p *store.Payment) client.WorkflowRun {
+	t.Helper()
+	return e.startLifecycle(t, p, e.lifecycle)
+}
+
+// startLifecycle is start with the input's Lifecycle set to lifecycle.
+func (e *recorder) startLifecycle(t testing.TB, p *store.Payment, lifecycle int) client.WorkflowRun {
 	t.Helper()
 	in := p.WorkflowInput()
+	in.Lifecycle = lifecycle
+	if e.refKey != nil {
+		refs := &paywatch.SearchRefs{ExternalRef: workflows.SearchRef(e.refKey, in.ExternalRef)}
+		if in.ExternalOrderID != nil {
+			refs.ExternalOrderID = workflows.SearchRef(e.refKey, *in.ExternalOrderID)
+		}
+		in.SearchRefs = refs
+	}
 	attrs, memo := workflows.StartAttributes(in)
 	run, err := e.client.ExecuteWorkflow(e.ctx, client.StartWorkflowOptions{
 		ID:                       workflows.PaymentWorkflowID(p.ID),
@@ -415,7 +489,7 @@ func (e *recorder) transfer(p *store.Payment, label string, logIndex uint32, amo
 
 // seen signals a transfer as the scanner does, and then, once its block
 // has the network's confirmations, the scanner's transfers-confirmed.
-func (e *recorder) seen(t *testing.T, p *store.Payment, ts paywatch.Transaction) {
+func (e *recorder) seen(t testing.TB, p *store.Payment, ts paywatch.Transaction) {
 	t.Helper()
 	e.signal(t, p, workflows.SignalTransferSeen, ts)
 	e.confirmWhenDue(p, ts)
@@ -443,13 +517,13 @@ func (e *recorder) confirmWhenDue(p *store.Payment, ts paywatch.Transaction) {
 	}()
 }
 
-func (e *recorder) signal(t *testing.T, p *store.Payment, name string, arg any) {
+func (e *recorder) signal(t testing.TB, p *store.Payment, name string, arg any) {
 	t.Helper()
 	require.NoError(t, e.client.SignalWorkflow(e.ctx, workflows.PaymentWorkflowID(p.ID), "", name, arg))
 }
 
 // update sends an update and waits for its result, as the API does.
-func (e *recorder) update(t *testing.T, p *store.Payment, name string, arg, result any) {
+func (e *recorder) update(t testing.TB, p *store.Payment, name string, arg, result any) {
 	t.Helper()
 	h, err := e.client.UpdateWorkflow(e.ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   workflows.PaymentWorkflowID(p.ID),
@@ -462,7 +536,7 @@ func (e *recorder) update(t *testing.T, p *store.Payment, name string, arg, resu
 }
 
 // waitStatus waits until the workflow's state has status s.
-func (e *recorder) waitStatus(t *testing.T, p *store.Payment, s paywatch.Status) {
+func (e *recorder) waitStatus(t testing.TB, p *store.Payment, s paywatch.Status) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		v, err := e.client.QueryWorkflow(e.ctx, workflows.PaymentWorkflowID(p.ID), "", workflows.QueryState)
@@ -476,7 +550,7 @@ func (e *recorder) waitStatus(t *testing.T, p *store.Payment, s paywatch.Status)
 
 // waitIdle waits until a run has nothing in flight: no workflow task, no
 // activity, no child workflow.
-func (e *recorder) waitIdle(t *testing.T, id, runID string) {
+func (e *recorder) waitIdle(t testing.TB, id, runID string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		d, err := e.client.DescribeWorkflowExecution(e.ctx, id, runID)
@@ -486,7 +560,7 @@ func (e *recorder) waitIdle(t *testing.T, id, runID string) {
 
 // finish waits for the workflow to end, checks the payment's final status
 // and takes its history as name.
-func (e *recorder) finish(t *testing.T, run client.WorkflowRun, p *store.Payment, name string, want paywatch.Status) {
+func (e *recorder) finish(t testing.TB, run client.WorkflowRun, p *store.Payment, name string, want paywatch.Status) {
 	t.Helper()
 	runID := run.GetRunID()
 	require.NoError(t, run.Get(e.ctx, nil), "workflow of %s", name)
@@ -494,7 +568,7 @@ func (e *recorder) finish(t *testing.T, run client.WorkflowRun, p *store.Payment
 	e.take(t, name, run.GetID(), runID)
 }
 
-func (e *recorder) assertStatus(t *testing.T, p *store.Payment, want paywatch.Status) {
+func (e *recorder) assertStatus(t testing.TB, p *store.Payment, want paywatch.Status) {
 	t.Helper()
 	got, err := e.store.PaymentByID(e.ctx, p.ID)
 	require.NoError(t, err)
@@ -508,20 +582,10 @@ func (e *recorder) failFirstAttempt(paymentID string) {
 }
 
 // take reads the closed run's whole history and keeps it as name.json.
-func (e *recorder) take(t *testing.T, name, workflowID, runID string) {
+func (e *recorder) take(t testing.TB, name, workflowID, runID string) {
 	t.Helper()
-	var events []*historypb.HistoryEvent
-	require.Eventually(t, func() bool {
-		d, err := e.client.DescribeWorkflowExecution(e.ctx, workflowID, runID)
-		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-	}, 30*time.Second, 25*time.Millisecond, "workflow %s still running", workflowID)
-	it := e.client.GetWorkflowHistory(e.ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		events = append(events, ev)
-	}
-	require.NotEmpty(t, events)
+	name += e.suffix
+	events := e.closedHistory(t, workflowID, runID)
 	switch last := events[len(events)-1].GetEventType(); last {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 	default:
@@ -533,6 +597,30 @@ func (e *recorder) take(t *testing.T, name, workflowID, runID string) {
 	defer e.mu.Unlock()
 	e.recorded[name] = append(data, '\n')
 	t.Logf("%s: %d events", name, len(events))
+}
+
+// closedHistory waits for the run to close and reads its whole history.
+func (e *recorder) closedHistory(t testing.TB, workflowID, runID string) []*historypb.HistoryEvent {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		d, err := e.client.DescribeWorkflowExecution(e.ctx, workflowID, runID)
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, 30*time.Second, 25*time.Millisecond, "workflow %s still running", workflowID)
+	return e.readHistory(t, workflowID, runID)
+}
+
+// readHistory reads the run's history as it stands, open or closed.
+func (e *recorder) readHistory(t testing.TB, workflowID, runID string) []*historypb.HistoryEvent {
+	t.Helper()
+	var events []*historypb.HistoryEvent
+	it := e.client.GetWorkflowHistory(e.ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		events = append(events, ev)
+	}
+	require.NotEmpty(t, events)
+	return events
 }
 
 // save writes the recorded histories, each over the file of its name, and
@@ -586,6 +674,15 @@ func (c *recChain) TransactionTransfers(_ context.Context, txHash string) ([]cha
 	defer c.mu.Unlock()
 	ts, ok := c.txs[txHash]
 	return ts, ok, nil
+}
+
+// BlockTime is when block n was mined: one block every recBlockTime,
+// block base at the chain's start. The close of a late window reads it.
+func (c *recChain) BlockTime(_ context.Context, n uint64) (time.Time, error) {
+	if n > c.head() {
+		return time.Time{}, chains.ErrBlockNotFound
+	}
+	return c.start.Add(time.Duration(int64(n)-int64(c.base)) * recBlockTime), nil
 }
 func (c *recChain) AddressTransfers(context.Context, string, uint64) ([]chains.Transfer, error) {
 	return nil, nil

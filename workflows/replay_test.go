@@ -65,6 +65,13 @@ func TestReplayRecordedHistories(t *testing.T) {
 		require.True(t, ok && v == replayCurrentVersion,
 			"%s.json was recorded at %s version %d, not the current %d: record the paths again", name, replayVersionChange, v, replayCurrentVersion)
 	}
+	// Lean payments' paths too, recorded without a version marker.
+	for _, name := range append(slices.Clone(replayLifecyclePaths), "continue-as-new-carried") {
+		name += leanSuffix
+		require.True(t, have[name], "the recorded history of the %q path is missing from %s; record it with "+
+			"PAYWATCH_RECORD_HISTORIES=lean go test ./workflows -run TestRecordReplayHistories", name, replayHistoryDir)
+		require.Empty(t, historyVersions(t, filepath.Join(replayHistoryDir, name+".json")), "%s.json records version markers", name)
+	}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {
@@ -79,6 +86,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 		})
 	}
 }
+
+// leanSuffix ends the names of the histories recorded for lean payments.
+const leanSuffix = "-lean"
 
 // replayVersionChange and replayCurrentVersion are the change ID and
 // version that today's payment runs record in setup (setupVersion): the

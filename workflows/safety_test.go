@@ -277,6 +277,7 @@ func (s *PaymentSuite) TestCancelAfterALostSelectionReleasesTheRow() {
 // patience: a final check that never succeeds expires the payment 30
 // minutes after the deadline.
 func (s *PaymentSuite) TestVersion2RunsKeepTheOldPatience() {
+	s.markersOnly()
 	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 4).Return(workflow.Version(2))
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
@@ -293,6 +294,7 @@ func (s *PaymentSuite) TestVersion2RunsKeepTheOldPatience() {
 // while the check at the end of the confirming grace ran: the payment
 // expires, as it did.
 func (s *PaymentSuite) TestVersion2RunsExpireBeforeReadingTheLastSignals() {
+	s.markersOnly()
 	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 4).Return(workflow.Version(2))
 	in := s.input()
 	in.Mode = paywatch.ModePerUser
@@ -377,6 +379,7 @@ func (s *PaymentSuite) TestLateWindowClosesWithTheVerdictSaved() {
 // A run recorded at setupVersion 3 keeps closing its late window by the
 // clock, without the chain read its history lacks.
 func (s *PaymentSuite) TestVersion3RunsCloseTheLateWindowByTheClock() {
+	s.markersOnly()
 	s.env.OnGetVersion("confirmations-pushed", workflow.DefaultVersion, 4).Return(workflow.Version(3))
 	in := s.input()
 	s.run(in, paywatch.StatusExpired)

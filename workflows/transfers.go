@@ -78,6 +78,23 @@ func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, subm
 	return p.addTransferJudged(ctx, t, submitted, false)
 }
 
+// addSeen adds a transfer a scanner signalled. One that the scanner read
+// already deep enough (Confirmations: a batch that read a burst of
+// blocks) is confirmed at once, by the rules of the scanner's
+// SignalTransfersConfirmed, in the block the scanner read: the scanner
+// sends no second signal for it. Runs before changeConfirmationsPushed
+// never read the scanner's confirmations, and take it as seen only.
+func (p *payment) addSeen(ctx workflow.Context, t paywatch.Transaction) {
+	p.addTransfer(ctx, t, false)
+	if !p.pushed || t.Confirmations <= 0 {
+		return
+	}
+	p.confirmTransfers(ctx, TransfersConfirmed{Transfers: []TransferConfirmed{{
+		TxHash: t.TxHash, LogIndex: t.LogIndex, BlockNumber: t.BlockNumber, BlockHash: t.BlockHash,
+		Confirmations: t.Confirmations, Canonical: true,
+	}}})
+}
+
 // addTransferJudged is addTransfer for a transfer whose block the chain
 // itself placed before the late window's end (onTime: the close's check,
 // lateWindowCheck): it counts while the window is not closed, however late

@@ -107,3 +107,12 @@ const lateCheckVersion workflow.Version = 4
 // safetyVersion is the setupVersion from which a run takes the rules of
 // issue 24 (money safety II).
 const safetyVersion workflow.Version = 3
+
+// LeanLifecycle is the paywatch.PaymentInput.Lifecycle of payments created
+// from issue 43 on: the run records no version markers (the input says
+// what it is), persists through local activities, makes a webhook's first
+// attempt itself, and keeps one timer for its next deadline. Its rules are
+// those of setupVersion lateCheckVersion. Payments whose input has a
+// Lifecycle below it take their shape from their history's markers, as
+// before.
+const LeanLifecycle = 5

@@ -35,6 +35,11 @@ type WebhookInput struct {
 	// sends nothing more and its log entries leave the event's state to
 	// the new run, even when they land after the redelivery was accepted.
 	Generation int
+	// Made is how many attempts of the schedule were made before this run
+	// started: 1 when a lean payment run made the first itself
+	// (firstAttempt) and it asked for a retry. The run makes the rest, on
+	// the schedule counted from that attempt; 0 for every other start.
+	Made int `json:",omitempty"`
 }
 
 // msgAttemptIncomplete is the logged "response" of an attempt whose
@@ -67,7 +72,12 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 	logger := workflow.GetLogger(ctx)
 	first := max(in.FirstAttempt, 1)
 	start := workflow.Now(ctx)
-	for i := range WebhookMaxAttempts {
+	made := min(max(in.Made, 0), WebhookMaxAttempts)
+	if made > 0 {
+		// The attempt made before this run started was made about now.
+		start = start.Add(-WebhookSchedule[made-1])
+	}
+	for i := made; i < WebhookMaxAttempts; i++ {
 		if wait := start.Add(WebhookSchedule[i]).Sub(workflow.Now(ctx)); wait > 0 {
 			if err := workflow.Sleep(ctx, wait); err != nil {
 				return err
@@ -105,19 +115,9 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 			logger.Warn("webhook attempt did not complete", "eventId", in.EventID, "attempt", n, "error", err)
 			res = SendWebhookResult{Outcome: WebhookOutcomeRetry, ResponseBody: msgAttemptIncomplete}
 		}
-		var state WebhookAttemptState
-		switch res.Outcome {
-		case WebhookOutcomeNoURL, WebhookOutcomeDone:
+		state, made := attemptState(res.Outcome, i == WebhookMaxAttempts-1)
+		if !made {
 			return nil
-		case WebhookOutcomeDelivered:
-			state = WebhookAttemptDelivered
-		case WebhookOutcomeFailed:
-			state = WebhookAttemptFailed
-		default:
-			state = WebhookAttemptRetrying
-			if i == WebhookMaxAttempts-1 {
-				state = WebhookAttemptFailed
-			}
 		}
 		rec := RecordWebhookAttemptInput{
 			EventID: in.EventID, Attempt: n, StatusCode: res.StatusCode, ResponseBody: res.ResponseBody, State: state,
@@ -132,6 +132,25 @@ func WebhookWorkflow(ctx workflow.Context, in WebhookInput) error {
 		}
 	}
 	return nil
+}
+
+// attemptState is what an attempt that ended in outcome makes of its
+// event: delivered, failed for good, or retrying, which the schedule's
+// last attempt turns into failed. made is false for an attempt that sent
+// nothing and is not logged (no URL, or nothing left to send).
+func attemptState(outcome WebhookOutcome, last bool) (state WebhookAttemptState, made bool) {
+	switch outcome {
+	case WebhookOutcomeNoURL, WebhookOutcomeDone:
+		return "", false
+	case WebhookOutcomeDelivered:
+		return WebhookAttemptDelivered, true
+	case WebhookOutcomeFailed:
+		return WebhookAttemptFailed, true
+	}
+	if last {
+		return WebhookAttemptFailed, true
+	}
+	return WebhookAttemptRetrying, true
 }
 
 // webhookNotSentWait is how long WebhookWorkflow waits before making again

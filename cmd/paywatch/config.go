@@ -78,6 +78,7 @@ const (
 //	PAYWATCH_TASK_QUEUE               Temporal task queue (default "paywatch")
 //	PAYWATCH_WORKFLOW_CACHE_SIZE      workflows the worker keeps in memory between their tasks (default 1000; 0 turns the cache off)
 //	PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE  workflows the embedded Temporal server keeps in memory (default 1000, at least 100)
+//	PAYWATCH_LEAN_PAYMENTS            new payments' workflows take the lean history (default true; false while workers of the release before still run)
 //	PAYWATCH_DRAIN_DELAY              how long /health answers 503 before listeners close (dev 0s, otherwise 5s)
 //	PAYWATCH_SHUTDOWN_TIMEOUT         upper bound for draining in-flight requests (default 15s)
 //	PAYWATCH_LOG_LEVEL                debug, info, warn or error (default info)
@@ -181,6 +182,11 @@ type Config struct {
 	// keeps in memory. Beyond it, a workflow's state is read from SQLite
 	// when it next does something. Only the embedded server uses it.
 	TemporalHistoryCacheSize int
+	// LeanPayments is PAYWATCH_LEAN_PAYMENTS: new payments' workflows take
+	// the lean history (workflows.LeanLifecycle: fewer Temporal Actions,
+	// less history). false starts them in the shape of the release before,
+	// whose workers can run them: for the time its workers still run.
+	LeanPayments bool
 
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
@@ -306,6 +312,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	}
 	c.WorkflowCacheSize = count("PAYWATCH_WORKFLOW_CACHE_SIZE", DefaultWorkflowCacheSize, 0)
 	c.TemporalHistoryCacheSize = count("PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE", DefaultTemporalHistoryCacheSize, MinTemporalHistoryCacheSize)
+	c.LeanPayments = boolean("PAYWATCH_LEAN_PAYMENTS", true)
 	defDrain := 5 * time.Second
 	if dev {
 		defDrain = 0

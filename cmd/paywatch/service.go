@@ -205,7 +205,7 @@ func (m *Main) Run(ctx context.Context) error {
 			Logger:    m.logger,
 			Checks:    checks,
 			Store:     m.store,
-			Workflows: payments.NewTemporalWorkflows(tc, cfg.TaskQueue, payload.SearchRefKey),
+			Workflows: payments.NewTemporalWorkflows(tc, cfg.TaskQueue, payload.SearchRefKey).StartLean(cfg.LeanPayments),
 			MasterKey: cfg.MasterKey,
 			// The codec the Temporal Web UI decodes histories with.
 			PayloadCodec:        converter.NewPayloadCodecHTTPHandler(payload.Codec),
