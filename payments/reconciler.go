@@ -17,10 +17,11 @@ const (
 	// DefaultReconcileMinAge leaves a fresh payment to the request that
 	// created it, which starts its workflow within milliseconds.
 	DefaultReconcileMinAge = 5 * time.Second
-	// DefaultWebhookReconcileMinAge leaves a pending webhook event to the
-	// payment run that queued it for as long as that run's own first
-	// attempt may take (workflows.FirstAttemptWindow), so the reconciler
-	// does not make the same attempt beside it.
+	// DefaultWebhookReconcileMinAge leaves the first delivery of a
+	// payment's event to the payment run that queued it for as long as
+	// that run's own first attempt may take (workflows.FirstAttemptWindow),
+	// so the reconciler does not make the same attempt beside it.
+	// Redeliveries and transfer.unmatched events keep MinAge.
 	DefaultWebhookReconcileMinAge = workflows.FirstAttemptWindow
 	// reconcileBatch bounds the work of one pass.
 	reconcileBatch = 500
@@ -41,8 +42,10 @@ type Reconciler struct {
 	Logger    *slog.Logger
 	// Interval is the time between passes; 0 means DefaultReconcileInterval.
 	Interval time.Duration
-	// MinAge is how old an unstarted row must be; 0 means
-	// DefaultReconcileMinAge.
+	// MinAge is how old an unstarted row (a pending event, a queued
+	// message) must be; 0 means DefaultReconcileMinAge, and
+	// DefaultWebhookReconcileMinAge for the first delivery of a payment's
+	// webhook event.
 	MinAge time.Duration
 	// ChatOn is whether chat notifications are on (a bot token is set):
 	// an unmatched transfer is then told in the project's chat too.
@@ -121,19 +124,19 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	return started, nil
 }
 
-// Webhooks starts the deliveries of pending events older than MinAge (0:
-// DefaultWebhookReconcileMinAge) whose project has a webhook URL, and returns how many it started. Such events
+// Webhooks starts the deliveries of pending events older than MinAge
+// (see MinAge) whose project has a webhook URL, and returns how many it started. Such events
 // were raised while the project had no URL, or are redeliveries, or were
 // queued by a payment workflow that has not yet started their delivery;
 // the API starts them when a URL is saved or a redelivery is asked for,
 // and this pass covers a process that died or a Temporal that did not
 // answer in between. A delivery already running is left as it is.
 func (r *Reconciler) Webhooks(ctx context.Context) (int, error) {
-	minAge := r.MinAge
+	minAge, paymentMinAge := r.MinAge, r.MinAge
 	if minAge <= 0 {
-		minAge = DefaultWebhookReconcileMinAge
+		minAge, paymentMinAge = DefaultReconcileMinAge, DefaultWebhookReconcileMinAge
 	}
-	n, err := startPendingWebhooks(ctx, r.Store, r.Workflows, 0, minAge)
+	n, err := startPendingWebhooks(ctx, r.Store, r.Workflows, 0, minAge, paymentMinAge)
 	if n > 0 {
 		r.logger().Info("started pending webhook deliveries", "count", n)
 	}

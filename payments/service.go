@@ -450,7 +450,7 @@ func (s *Service) Redeliver(ctx context.Context, projectID int64, eventID string
 // failure is logged, not returned: the URL is saved, and the reconciler
 // starts whatever is left.
 func (s *Service) DeliverPendingWebhooks(ctx context.Context, projectID int64) {
-	n, err := startPendingWebhooks(ctx, s.store, s.workflows, projectID, 0)
+	n, err := startPendingWebhooks(ctx, s.store, s.workflows, projectID, 0, 0)
 	if err != nil {
 		s.log.Warn("start pending webhooks; the reconciler will retry", "projectId", projectID, "error", err)
 	}
@@ -464,11 +464,11 @@ func (s *Service) DeliverPendingWebhooks(ctx context.Context, projectID int64) {
 // leaving out those changed within minAge, and returns how many it started.
 // It stops at the first failure: Temporal is then unreachable, and the
 // events stay pending for the next call.
-func startPendingWebhooks(ctx context.Context, st *store.Store, wf Workflows, projectID int64, minAge time.Duration) (int, error) {
+func startPendingWebhooks(ctx context.Context, st *store.Store, wf Workflows, projectID int64, minAge, paymentMinAge time.Duration) (int, error) {
 	if wf == nil {
 		return 0, nil
 	}
-	evs, err := st.PendingWebhooks(ctx, projectID, minAge, pendingWebhookBatch)
+	evs, err := st.PendingWebhooksAged(ctx, projectID, minAge, paymentMinAge, pendingWebhookBatch)
 	if err != nil {
 		return 0, err
 	}

@@ -66,9 +66,10 @@ func NewTemporalWorkflows(c client.Client, taskQueue string, searchRefKey []byte
 }
 
 // StartLean sets whether the payment workflows Start starts are lean
-// (workflows.LeanLifecycle) or take the shape of the release before, whose
-// workers can run them (PAYWATCH_LEAN_PAYMENTS=false, while such workers
-// still run). A workflow already running keeps its shape.
+// (workflows.LeanLifecycle, type workflows.LeanPaymentWorkflowName) or
+// take the shape of the release before, whose workers can run them
+// (PAYWATCH_LEAN_PAYMENTS=false, for a release that may be rolled back).
+// A workflow already running keeps its shape.
 func (t *TemporalWorkflows) StartLean(on bool) *TemporalWorkflows {
 	t.lifecycle = 0
 	if on {
@@ -104,7 +105,7 @@ func (t *TemporalWorkflows) Start(ctx context.Context, in paywatch.PaymentInput)
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes:    attrs,
 		Memo:                     memo,
-	}, workflows.PaymentWorkflowName, in)
+	}, workflows.PaymentWorkflowType(in.Lifecycle), in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return nil

@@ -210,6 +210,16 @@ func (s *Store) MarkWebhookStarted(ctx context.Context, eventID string, generati
 // project's; minAge leaves out events changed more recently, which their
 // own workflow is about to deliver.
 func (s *Store) PendingWebhooks(ctx context.Context, projectID int64, minAge time.Duration, limit int) ([]PendingWebhook, error) {
+	return s.PendingWebhooksAged(ctx, projectID, minAge, minAge, limit)
+}
+
+// PendingWebhooksAged is PendingWebhooks with a minimum age of its own,
+// paymentMinAge, for the first delivery of a payment's event (generation
+// 0), which the payment workflow that queued it may be making still: a
+// lean payment run makes the first attempt itself. Redeliveries and
+// transfer.unmatched events keep minAge.
+func (s *Store) PendingWebhooksAged(ctx context.Context, projectID int64, minAge, paymentMinAge time.Duration, limit int) ([]PendingWebhook, error) {
+	now := s.now().UTC()
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.event_id::text,
 		       COALESCE((SELECT max(a.attempt) FROM webhook_attempts a WHERE a.event_id = e.event_id), 0) + 1,
@@ -217,8 +227,9 @@ func (s *Store) PendingWebhooks(ctx context.Context, projectID int64, minAge tim
 		FROM webhook_events e JOIN projects p ON p.id = e.project_id
 		WHERE e.state = 'pending' AND COALESCE(p.webhook_url, '') <> ''
 		  AND ($1::bigint = 0 OR e.project_id = $1) AND e.updated_at <= $2
+		  AND (e.payment_id IS NULL OR e.generation > 0 OR e.updated_at <= $4)
 		ORDER BY e.created_at, e.event_id
-		LIMIT $3`, projectID, s.now().UTC().Add(-minAge), limit)
+		LIMIT $3`, projectID, now.Add(-minAge), limit, now.Add(-paymentMinAge))
 	if err != nil {
 		return nil, fmt.Errorf("list pending webhooks: %w", err)
 	}

@@ -338,6 +338,14 @@ func TestPendingWebhooks(t *testing.T) {
 	list, err = s.PendingWebhooks(ctx, 0, 2*time.Second, 10)
 	require.NoError(t, err)
 	assert.Equal(t, []store.PendingWebhook{{EventID: a.EventID, NextAttempt: 1}}, list, "c changed a second ago")
+	// The first delivery of a payment's event is left to its payment run
+	// for paymentMinAge (a lean run makes the first attempt itself).
+	list, err = s.PendingWebhooksAged(ctx, 0, 0, 3*time.Second, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []store.PendingWebhook{{EventID: a.EventID, NextAttempt: 1}}, list, "c was queued 1 s ago, a 3 s ago")
+	list, err = s.PendingWebhooksAged(ctx, 0, 0, time.Hour, 10)
+	require.NoError(t, err)
+	assert.Empty(t, list, "both younger than an hour")
 	list, err = s.PendingWebhooks(ctx, f.projectID+1, 0, 10)
 	require.NoError(t, err)
 	assert.Empty(t, list)

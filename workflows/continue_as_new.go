@@ -40,5 +40,5 @@ func (p *payment) continueAsNewNow(ctx workflow.Context) error {
 		next.AddressAssignedAt = *st.AddressAssignedAt
 	}
 	p.logger.Info("continuing as new", "paymentId", st.PaymentID, "transactions", len(st.Transactions))
-	return workflow.NewContinueAsNewError(ctx, PaymentWorkflowName, next)
+	return workflow.NewContinueAsNewError(ctx, PaymentWorkflowType(next.Lifecycle), next)
 }

@@ -51,8 +51,10 @@ type Cost struct {
 //     RecordMarker commands of a workflow task as one Action.
 //
 // Actions that leave no event are not counted: queries, rejected updates,
-// activity heartbeats, and a child's own Actions, which are in its history
-// (add them with Add).
+// activity heartbeats, the extensions of a workflow task that a local
+// activity outlasts (a slow receiver, a database outage), and a child's own
+// Actions, which are in its history (add them with Add). The count is a
+// lower bound where those happen.
 func HistoryCost(events []*historypb.HistoryEvent) Cost {
 	c := Cost{ByKind: map[string]int{}, BytesByEvent: map[string]int{}}
 	count := func(kind string, n int) {

@@ -145,7 +145,7 @@ func paymentEndToEnd(t *testing.T, lifecycle int) {
 	// Started as the API starts it (payments.TemporalWorkflows.Start).
 	attrs, memo := workflows.StartAttributes(in)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.PaymentWorkflowID(paymentID), TaskQueue: taskQueue,
-		TypedSearchAttributes: attrs, Memo: memo}, workflows.PaymentWorkflowName, in)
+		TypedSearchAttributes: attrs, Memo: memo}, workflows.PaymentWorkflowType(lifecycle), in)
 	require.NoError(t, err)
 
 	// The transfer was mined 30 blocks ago: 31 confirmations of 40, so the

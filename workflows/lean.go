@@ -26,12 +26,20 @@ import (
 //     show changed.
 
 // persistLocalOptions are persistOptions for a local activity: the same
-// unlimited retries. An attempt that outlasts the workflow task is no
-// harm: the worker extends the task while it runs.
+// attempts and back-off, retried for as long as persistLongest (a local
+// activity's retries end at its ScheduleToCloseTimeout, which would
+// otherwise be one attempt's 30 s). While one is retried, the worker
+// extends the workflow task (each extension beyond the first is an Action
+// on Temporal Cloud) and waits on a timer between attempts a minute apart.
 var persistLocalOptions = workflow.LocalActivityOptions{
-	StartToCloseTimeout: persistOptions.StartToCloseTimeout,
-	RetryPolicy:         persistOptions.RetryPolicy,
+	ScheduleToCloseTimeout: persistLongest,
+	StartToCloseTimeout:    persistOptions.StartToCloseTimeout,
+	RetryPolicy:            persistOptions.RetryPolicy,
 }
+
+// persistLongest is how long a lean run's write is retried: as long as a
+// regular activity's, which has no limit but the workflow's, in practice.
+const persistLongest = 10 * 365 * 24 * time.Hour
 
 // webhookAttemptLocalOptions are the options of the first delivery attempt
 // a lean run makes itself: one try, since any failure hands the event to
@@ -143,7 +151,11 @@ func (v published) memoDiffers(was published) bool {
 	return v.amount != was.amount || v.token != was.token || v.network != was.network || v.address != was.address
 }
 
-// FirstAttemptWindow is the longest a lean run's first attempt keeps its
-// event pending: the attempt's own timeout and a margin for the writes
-// around it. The reconciler leaves younger pending events to it.
-const FirstAttemptWindow = WebhookTimeout + 20*time.Second + 30*time.Second
+// FirstAttemptWindow is how long the reconciler leaves a pending event to
+// the lean run that queued it: its first attempt (30 s at most) and the
+// write of its log, with room for a workflow task retried after a worker
+// was lost. Past it, the reconciler starts the event's WebhookWorkflow;
+// if the run's attempt is still under way then (a database outage slows
+// its writes), the receiver may get attempt 1 twice, with the same
+// event_id, which at-least-once delivery allows.
+const FirstAttemptWindow = 5 * time.Minute

@@ -3,6 +3,8 @@ package workflows_test
 import (
 	"time"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/workflows"
 )
@@ -52,4 +54,42 @@ func (s *PaymentSuite) TestFirstWebhookAttemptThenTheSchedule() {
 	s.Equal(paidAt.Add(workflows.WebhookSchedule[1]), s.sends[1].at, "the second keeps the schedule")
 	s.Equal([]string{s.hooks[0].in.EventID}, s.delivered)
 	s.Equal(s.sends[1].at, s.now(), "the payment waits for the delivery")
+}
+
+// A lean run's save that fails for minutes (a database failover) is tried
+// again until it succeeds, as a regular activity's is: the payment's row
+// and its webhook never miss the state the workflow decided. (The test
+// environment bounds a regular activity's retries by the workflow's run
+// timeout, which a real server does not: only the lean pass tells.)
+func (s *PaymentSuite) TestSaveRetriedThroughAnOutage() {
+	if s.lifecycle < workflows.LeanLifecycle {
+		s.T().Skip("lean runs only")
+	}
+	s.at(time.Minute, func() {
+		s.mu.Lock()
+		s.saveFails = 12 // about 8 minutes of the retry policy's back-off
+		s.mu.Unlock()
+		s.signal("0xa", "50.00")
+	})
+	s.run(s.input(), paywatch.StatusPaid)
+	s.Equal(paywatch.StatusPaid, s.last().Status, "the paid state is saved")
+	s.Require().Len(s.hooks, 1)
+	s.Equal([]string{s.hooks[0].in.EventID}, s.delivered)
+}
+
+// A run that is not lean and whose history says a worker of the release
+// before handled a depth as seen only (no seen-depth marker) keeps doing
+// so: the transfer waits for its confirmation like any other.
+func (s *PaymentSuite) TestSeenDepthIgnoredWhereTheHistoryDid() {
+	s.markersOnly()
+	s.env.OnGetVersion("seen-depth", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	s.noScanner = true
+	s.at(time.Minute, func() {
+		t := s.transfer("0xa", "50.00")
+		t.Confirmations = required
+		s.env.SignalWorkflow(workflows.SignalTransferSeen, t)
+	})
+	s.at(2*time.Minute, func() { s.Equal(paywatch.StatusConfirming, s.query().Status, "seen only") })
+	s.run(s.input(), paywatch.StatusPaid)
+	s.Equal(s.start.Add(11*time.Minute), s.last().PaidAt.UTC(), "confirmed by the workflow's own check")
 }

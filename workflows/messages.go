@@ -15,8 +15,16 @@ import (
 // Workflow and message names, registered explicitly so that renaming a Go
 // function never breaks running workflows.
 const (
-	// PaymentWorkflowName is the registered name of the payment workflow.
+	// PaymentWorkflowName is the registered name of the payment workflow
+	// of payments created before lean payments (Lifecycle below
+	// LeanLifecycle), or with PAYWATCH_LEAN_PAYMENTS=false.
 	PaymentWorkflowName = "payment"
+	// LeanPaymentWorkflowName is the registered name of the same workflow
+	// for lean payments (PaymentWorkflowType): a worker of a release
+	// before them does not know it, so it fails the workflow task without
+	// writing a command, instead of running a lean payment in its own
+	// shape, and the task waits for a current worker.
+	LeanPaymentWorkflowName = "payment-v5"
 
 	// SignalTransferSeen carries a paywatch.Transaction from a scanner. Safe to repeat:
 	// the workflow keys transfers by (tx hash, log index).

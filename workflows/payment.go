@@ -46,8 +46,11 @@ import (
 //     webhook; full ones turn the payment paid or overpaid with
 //     late_payment true.
 //   - Webhooks are delivered concurrently, each by its event's
-//     WebhookWorkflow child, and never block the state machine; the
-//     workflow neither ends nor continues-as-new while one is outstanding.
+//     WebhookWorkflow child (in lean runs, only from the second attempt
+//     on: the run makes the first itself, which may hold a signal back for
+//     as long as that attempt takes, 10 s at most); retries never hold the
+//     state machine up, and the workflow neither ends nor continues-as-new
+//     while one is outstanding.
 func PaymentWorkflow(ctx workflow.Context, in paywatch.PaymentInput) error {
 	return runPayment(ctx, in, converter.GetDefaultDataConverter())
 }

@@ -93,8 +93,10 @@ type PaymentSuite struct {
 	checks  int
 	// checkIn is how long a confirmation check takes.
 	checkIn time.Duration
-	// saveIn is how long saving the state takes.
-	saveIn time.Duration
+	// saveIn is how long saving the state takes; saveFails is how many
+	// saves fail (the database unreachable) before they succeed again.
+	saveIn    time.Duration
+	saveFails int
 	// row is the network selection the payment's row holds (nil: none);
 	// loads counts the read-backs, loadFails how many fail first.
 	row       *paywatch.Assignment
@@ -144,6 +146,7 @@ func (s *PaymentSuite) SetupTest() {
 	s.devnetBlock = 0
 	s.noScanner, s.scanned, s.checks, s.checkIn = false, map[string]bool{}, 0, 0
 	s.saveIn, s.row, s.loads, s.loadFails = 0, nil, 0, 0
+	s.saveFails = 0
 
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(s.start)
@@ -320,6 +323,10 @@ func (s *PaymentSuite) observe(in paywatch.PaymentInput, want ...stored) {
 func (s *PaymentSuite) save(_ context.Context, st paywatch.PaymentState) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.saveFails > 0 {
+		s.saveFails--
+		return errors.New("database unreachable")
+	}
 	s.saved = append(s.saved, st)
 	return nil
 }
@@ -358,7 +365,7 @@ func (s *PaymentSuite) nextBlock(t time.Time) time.Time {
 // execute runs the workflow with the simulated scanner beside it.
 func (s *PaymentSuite) execute(in paywatch.PaymentInput) {
 	s.env.RegisterDelayedCallback(s.scanBlock, s.every())
-	s.env.ExecuteWorkflow(workflows.PaymentWorkflowName, in)
+	s.env.ExecuteWorkflow(workflows.PaymentWorkflowType(in.Lifecycle), in)
 }
 
 // scanBlock is the simulated network scanner (activities.Scanner.confirm),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.temporal.io/sdk/converter"
 	"maps"
 	"slices"
 	"strings"
@@ -30,10 +31,12 @@ func Register(r worker.Registry, a Activities, opts ...RegisterOption) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.dataConverter != nil {
-		r.RegisterWorkflowWithOptions(paymentWorkflowWith(o.dataConverter), workflow.RegisterOptions{Name: PaymentWorkflowName})
-	} else {
-		r.RegisterWorkflowWithOptions(PaymentWorkflow, workflow.RegisterOptions{Name: PaymentWorkflowName})
+	dc := o.dataConverter
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
+	for _, name := range []string{PaymentWorkflowName, LeanPaymentWorkflowName} {
+		r.RegisterWorkflowWithOptions(paymentWorkflowWith(dc), workflow.RegisterOptions{Name: name})
 	}
 	r.RegisterWorkflowWithOptions(WebhookWorkflow, workflow.RegisterOptions{Name: WebhookWorkflowName})
 	r.RegisterWorkflowWithOptions(MailWorkflow, workflow.RegisterOptions{Name: MailWorkflowName})

@@ -471,7 +471,7 @@ func (e *recorder) startLifecycle(t testing.TB, p *store.Payment, lifecycle int)
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes:    attrs,
 		Memo:                     memo,
-	}, workflows.PaymentWorkflowName, in)
+	}, workflows.PaymentWorkflowType(in.Lifecycle), in)
 	require.NoError(t, err)
 	require.NoError(t, e.store.MarkWorkflowStarted(e.ctx, p.ID))
 	return run

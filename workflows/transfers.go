@@ -83,10 +83,14 @@ func (p *payment) addTransfer(ctx workflow.Context, t paywatch.Transaction, subm
 // blocks) is confirmed at once, by the rules of the scanner's
 // SignalTransfersConfirmed, in the block the scanner read: the scanner
 // sends no second signal for it. Runs before changeConfirmationsPushed
-// never read the scanner's confirmations, and take it as seen only.
+// never read the scanner's confirmations, and take it as seen only; runs
+// that are not lean take the depth from changeSeenDepth on (their
+// history's handling of such a signal by a worker of the release before
+// replays as it was). A transfer taken as seen only is confirmed by the
+// scanner's confirmation pass, once the payment awaits it.
 func (p *payment) addSeen(ctx workflow.Context, t paywatch.Transaction) {
 	p.addTransfer(ctx, t, false)
-	if !p.pushed || t.Confirmations <= 0 {
+	if !p.pushed || t.Confirmations <= 0 || !p.lean && !seenDepthTaken(ctx) {
 		return
 	}
 	p.confirmTransfers(ctx, TransfersConfirmed{Transfers: []TransferConfirmed{{

@@ -33,6 +33,13 @@ const (
 	// itself only as a safety net, confirmationSafetyCheck apart (issue 15).
 	// Version 2 also starts runs with their search attributes (setupVersion).
 	changeConfirmationsPushed = "confirmations-pushed"
+	// changeSeenDepth takes the depth a scanner's transfer-seen signal
+	// carries (a transfer a batch read already confirmed) as the
+	// transfer's confirmation (issue 43). It is asked only when a signal
+	// carries a depth, so a history without such a signal records no
+	// marker; a run whose worker of the release before ignored the depth
+	// keeps ignoring it on replay.
+	changeSeenDepth = "seen-depth"
 )
 
 // versionAtLeast reports whether this run recorded change id at version min
@@ -66,6 +73,12 @@ func oneOwnerRules(ctx workflow.Context) bool {
 // queued, which histories recorded before the change never do.
 func chatWorkflows(ctx workflow.Context) bool {
 	return versionAtLeast(ctx, changeChat, 1, 1)
+}
+
+// seenDepthTaken reports whether a run that is not lean takes the depth
+// of a transfer-seen signal as its confirmation (changeSeenDepth).
+func seenDepthTaken(ctx workflow.Context) bool {
+	return versionAtLeast(ctx, changeSeenDepth, 1, 1)
 }
 
 // setupVersion is this run's version of changeConfirmationsPushed, asked
@@ -116,3 +129,13 @@ const safetyVersion workflow.Version = 3
 // Lifecycle below it take their shape from their history's markers, as
 // before.
 const LeanLifecycle = 5
+
+// PaymentWorkflowType is the workflow type a payment whose input has
+// lifecycle starts as: LeanPaymentWorkflowName for lean payments,
+// PaymentWorkflowName before.
+func PaymentWorkflowType(lifecycle int) string {
+	if lifecycle >= LeanLifecycle {
+		return LeanPaymentWorkflowName
+	}
+	return PaymentWorkflowName
+}
