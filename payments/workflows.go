@@ -68,7 +68,7 @@ func NewTemporalWorkflows(c client.Client, taskQueue string, searchRefKey []byte
 // StartLean sets whether the payment workflows Start starts are lean
 // (workflows.LeanLifecycle, type workflows.LeanPaymentWorkflowName) or
 // take the shape of the release before, whose workers can run them
-// (PAYWATCH_LEAN_PAYMENTS=false, for a release that may be rolled back).
+// (PAYWATCH_LEAN_PAYMENTS=false, while workers of that release still run).
 // A workflow already running keeps its shape.
 func (t *TemporalWorkflows) StartLean(on bool) *TemporalWorkflows {
 	t.lifecycle = 0

@@ -21,9 +21,9 @@ const (
 	PaymentWorkflowName = "payment"
 	// LeanPaymentWorkflowName is the registered name of the same workflow
 	// for lean payments (PaymentWorkflowType): a worker of a release
-	// before them does not know it, so it fails the workflow task without
-	// writing a command, instead of running a lean payment in its own
-	// shape, and the task waits for a current worker.
+	// before them does not know it, so it never runs a lean payment in its
+	// own shape; the task waits (its timeout, backing off) for a current
+	// worker.
 	LeanPaymentWorkflowName = "payment-v5"
 
 	// SignalTransferSeen carries a paywatch.Transaction from a scanner. Safe to repeat:

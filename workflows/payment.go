@@ -48,7 +48,7 @@ import (
 //   - Webhooks are delivered concurrently, each by its event's
 //     WebhookWorkflow child (in lean runs, only from the second attempt
 //     on: the run makes the first itself, which may hold a signal back for
-//     as long as that attempt takes, 10 s at most); retries never hold the
+//     as long as that attempt takes, 30 s at most); retries never hold the
 //     state machine up, and the workflow neither ends nor continues-as-new
 //     while one is outstanding.
 func PaymentWorkflow(ctx workflow.Context, in paywatch.PaymentInput) error {

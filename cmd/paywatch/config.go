@@ -78,7 +78,7 @@ const (
 //	PAYWATCH_TASK_QUEUE               Temporal task queue (default "paywatch")
 //	PAYWATCH_WORKFLOW_CACHE_SIZE      workflows the worker keeps in memory between their tasks (default 1000; 0 turns the cache off)
 //	PAYWATCH_TEMPORAL_HISTORY_CACHE_SIZE  workflows the embedded Temporal server keeps in memory (default 1000, at least 100)
-//	PAYWATCH_LEAN_PAYMENTS            new payments' workflows take the lean history (default true; false: the release before's shape, for a rollback)
+//	PAYWATCH_LEAN_PAYMENTS            new payments' workflows take the lean history (default true; false while workers of the release before still run)
 //	PAYWATCH_DRAIN_DELAY              how long /health answers 503 before listeners close (dev 0s, otherwise 5s)
 //	PAYWATCH_SHUTDOWN_TIMEOUT         upper bound for draining in-flight requests (default 15s)
 //	PAYWATCH_LOG_LEVEL                debug, info, warn or error (default info)
@@ -185,7 +185,7 @@ type Config struct {
 	// LeanPayments is PAYWATCH_LEAN_PAYMENTS: new payments' workflows take
 	// the lean history (workflows.LeanLifecycle: fewer Temporal Actions,
 	// less history). false starts them in the shape of the release before,
-	// whose workers can run them: for a canary that may be rolled back.
+	// whose workers can run them: while workers of both releases run.
 	LeanPayments bool
 
 	DrainDelay      time.Duration
