@@ -3,7 +3,6 @@ package api
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"html/template"
 	"net/http"
@@ -82,12 +81,8 @@ func (s *Server) codecPreflight(c echo.Context) error {
 func (s *Server) codec(c echo.Context) error {
 	s.codecCORS(c)
 	if !s.codecAuthorized(c.Request()) {
-		over, err := s.hitPerIP(c, "invalid-master-key", InvalidMasterKeyLimit)
-		if err != nil {
+		if err := s.countWrongMasterKey(c); err != nil {
 			return err
-		}
-		if over {
-			return tooMany(paywatch.MsgTooManyRequests)
 		}
 		return paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgInvalidMasterKey)
 	}
@@ -111,12 +106,6 @@ func (s *Server) codecAuthorized(r *http.Request) bool {
 	}
 	ck, err := r.Cookie(codecCookie)
 	return err == nil && s.validCodecSession(ck.Value, s.clock())
-}
-
-// isMasterKey compares digests in constant time, as requireMasterKey does.
-func (s *Server) isMasterKey(key string) bool {
-	got, want := sha256.Sum256([]byte(key)), sha256.Sum256([]byte(s.deps.MasterKey))
-	return s.deps.MasterKey != "" && subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // codecSession returns a session value that expires at exp: the expiry and
@@ -203,12 +192,8 @@ func (s *Server) codecSignIn(c echo.Context) error {
 	}
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, 4<<10)
 	if !s.isMasterKey(c.Request().PostFormValue("master_key")) {
-		over, err := s.hitPerIP(c, "invalid-master-key", InvalidMasterKeyLimit)
-		if err != nil {
+		if err := s.countWrongMasterKey(c); err != nil {
 			return err
-		}
-		if over {
-			return tooMany(paywatch.MsgTooManyRequests)
 		}
 		return s.renderCodecPage(c, http.StatusUnauthorized, codecPageView{Error: paywatch.MsgInvalidMasterKey + "."})
 	}

@@ -215,19 +215,34 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 // constant time so neither content nor length leaks. Missing and wrong keys
 // count per client IP, up to InvalidMasterKeyLimit a minute.
 func (s *Server) requireMasterKey(next echo.HandlerFunc) echo.HandlerFunc {
-	want := sha256.Sum256([]byte(s.deps.MasterKey))
 	return func(c echo.Context) error {
-		got := sha256.Sum256([]byte(c.Request().Header.Get("x-master-key")))
-		if s.deps.MasterKey == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			over, err := s.hitPerIP(c, "invalid-master-key", InvalidMasterKeyLimit)
-			if err != nil {
+		if !s.isMasterKey(c.Request().Header.Get("x-master-key")) {
+			if err := s.countWrongMasterKey(c); err != nil {
 				return err
-			}
-			if over {
-				return tooMany(paywatch.MsgTooManyRequests)
 			}
 			return paywatch.Errorf(paywatch.EUNAUTHORIZED, paywatch.MsgInvalidMasterKey)
 		}
 		return next(c)
 	}
+}
+
+// isMasterKey compares digests in constant time, so neither the key's
+// content nor its length leaks; no key matches an empty master key.
+func (s *Server) isMasterKey(key string) bool {
+	got, want := sha256.Sum256([]byte(key)), sha256.Sum256([]byte(s.deps.MasterKey))
+	return s.deps.MasterKey != "" && subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// countWrongMasterKey counts a missing or wrong master key against the
+// client's IP and returns the 429 once it is over InvalidMasterKeyLimit a
+// minute, or nil, after which the caller gives its own refusal.
+func (s *Server) countWrongMasterKey(c echo.Context) error {
+	over, err := s.hitPerIP(c, "invalid-master-key", InvalidMasterKeyLimit)
+	if err != nil {
+		return err
+	}
+	if over {
+		return tooMany(paywatch.MsgTooManyRequests)
+	}
+	return nil
 }
