@@ -26,11 +26,11 @@ import (
 
 	"github.com/tyler-smith/go-bip32"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/paywatch/paywatch"
 	"github.com/paywatch/paywatch/activities"
@@ -884,12 +884,13 @@ func (s *scaleRun) openHistory(ctx context.Context, n int) historySample {
 	h := historySample{n: len(ids)}
 	var events, size int
 	for _, id := range ids {
-		e, b, err := s.historySize(ctx, workflows.PaymentWorkflowID(id))
+		c, err := s.historyCost(ctx, workflows.PaymentWorkflowID(id))
 		if err != nil {
 			s.b.Fatal(err)
 		}
+		e := c.Events
 		events += e
-		size += b
+		size += c.Bytes
 		if h.minEvents == 0 || e < h.minEvents {
 			h.minEvents = e
 		}
@@ -902,31 +903,29 @@ func (s *scaleRun) openHistory(ctx context.Context, n int) historySample {
 	return h
 }
 
-// historySize is the events and bytes (proto.Size of each event) of a
-// workflow's history and its children's.
-func (s *scaleRun) historySize(ctx context.Context, workflowID string) (events, size int, err error) {
+// historyCost is what a workflow's history as it stands, and its
+// children's, cost (workflows.HistoryCost): Actions, events and bytes.
+func (s *scaleRun) historyCost(ctx context.Context, workflowID string) (workflows.Cost, error) {
+	var events []*historypb.HistoryEvent
 	it := s.m.temporal.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var children []string
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
-			return events, size, err
+			return workflows.Cost{}, err
 		}
-		events++
-		size += proto.Size(e)
-		if e.GetEventType() == enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED {
-			children = append(children, e.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution().GetWorkflowId())
+		events = append(events, e)
+	}
+	c := workflows.HistoryCost(events)
+	for _, e := range events {
+		if a := e.GetChildWorkflowExecutionStartedEventAttributes(); a != nil {
+			child, err := s.historyCost(ctx, a.GetWorkflowExecution().GetWorkflowId())
+			if err != nil {
+				return c, err
+			}
+			c.Add(child.Prefixed("child "))
 		}
 	}
-	for _, id := range children {
-		e, b, err := s.historySize(ctx, id)
-		if err != nil {
-			return events, size, err
-		}
-		events += e
-		size += b
-	}
-	return events, size, nil
+	return c, nil
 }
 
 // pay pays n random open payments of the bulk, each with a devnet transfer
@@ -1261,119 +1260,26 @@ func (s *scaleRun) startProbes(ctx context.Context) *scaleProbes {
 	return p
 }
 
-// historyCount is what one workflow's history (and its children's) costs.
-type historyCount struct {
-	events  int
-	actions int
-	byType  map[string]int
-}
-
-func (h historyCount) String() string {
-	keys := make([]string, 0, len(h.byType))
-	for k := range h.byType {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, h.byType[k]))
-	}
-	return fmt.Sprintf("%d events, %d actions (%s)", h.events, h.actions, strings.Join(parts, ", "))
-}
-
-// countHistory counts the events of a workflow's history and its billable
-// Temporal Cloud actions (https://docs.temporal.io/cloud/actions): a
-// workflow start, each activity scheduled (and each retry), timer
-// started, signal received, search attribute upsert (except
-// TemporalChangeVersion alone), update accepted, workflow options update,
-// and two per child workflow started; markers count once per workflow task
-// that records any, as the server's own action metric counts them. A
-// child's start is counted in its parent, so a child's own
-// WorkflowExecutionStarted is not counted again. Children are followed.
-func (s *scaleRun) countHistory(ctx context.Context, workflowID string, child bool) (historyCount, error) {
-	h := historyCount{byType: map[string]int{}}
-	it := s.m.temporal.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	markerTasks := map[int64]bool{}
-	var children []string
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return h, err
-		}
-		h.events++
-		action := ""
-		switch e.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-			if !child {
-				action = "start"
-			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			action = "activity:" + e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			if a := e.GetActivityTaskStartedEventAttributes().GetAttempt(); a > 1 {
-				h.byType["activity retry"] += int(a - 1)
-				h.actions += int(a - 1)
-			}
-		case enumspb.EVENT_TYPE_TIMER_STARTED:
-			action = "timer"
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-			action = "signal:" + e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()
-		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
-			fields := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
-			if _, v := fields["TemporalChangeVersion"]; !(v && len(fields) == 1) {
-				action = "upsert search attributes"
-			}
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-			action = "update"
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_OPTIONS_UPDATED:
-			action = "options updated"
-		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-			h.byType["child workflow"] += 2
-			h.actions += 2
-		case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
-			children = append(children, e.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution().GetWorkflowId())
-		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			wft := e.GetMarkerRecordedEventAttributes().GetWorkflowTaskCompletedEventId()
-			if !markerTasks[wft] {
-				markerTasks[wft] = true
-				action = "markers"
-			}
-		}
-		if action != "" {
-			h.byType[action]++
-			h.actions++
-		}
-	}
-	for _, id := range children {
-		c, err := s.countHistory(ctx, id, true)
-		if err != nil {
-			return h, err
-		}
-		h.events += c.events
-		h.actions += c.actions
-		h.byType["child events"] += c.events
-		for k, v := range c.byType {
-			h.byType["child "+k] += v
-		}
-	}
-	return h, nil
+// costLine is a cost as the log prints it.
+func costLine(c workflows.Cost) string {
+	return fmt.Sprintf("%d events, %d actions, %.1f KB (%s)", c.Events, c.Actions, float64(c.Bytes)/1024, c.Kinds())
 }
 
 // finishProbes waits for the paid probe's workflow (and its webhook
 // delivery) to end and for the expiry probe to expire, and counts their
 // histories.
-func (s *scaleRun) finishProbes(ctx context.Context) (paid, expired historyCount) {
+func (s *scaleRun) finishProbes(ctx context.Context) (paid, expired workflows.Cost) {
 	p := s.probes
 	if err := waitWorkflowClosed(ctx, s, workflows.PaymentWorkflowID(p.paidID), 5*time.Minute); err != nil {
 		s.b.Fatal(err)
 	}
 	var err error
-	if paid, err = s.countHistory(ctx, workflows.PaymentWorkflowID(p.paidID), false); err != nil {
+	if paid, err = s.historyCost(ctx, workflows.PaymentWorkflowID(p.paidID)); err != nil {
 		s.b.Fatal(err)
 	}
-	progress("scale: paid payment: %s; the probes' webhook receiver got %d deliveries", paid, p.webhooks.Load())
+	progress("scale: paid payment: %s; the probes' webhook receiver got %d deliveries", costLine(paid), p.webhooks.Load())
 	if p.skipExpiry {
-		return paid, historyCount{}
+		return paid, workflows.Cost{}
 	}
 	if wait := time.Until(p.expiresAt); wait > 0 {
 		progress("scale: waiting %s for the expiry probe", wait.Round(time.Second))
@@ -1394,10 +1300,10 @@ func (s *scaleRun) finishProbes(ctx context.Context) (paid, expired historyCount
 	}
 	// Its webhook delivery and the state save finish right after.
 	time.Sleep(5 * time.Second)
-	if expired, err = s.countHistory(ctx, workflows.PaymentWorkflowID(p.expiredID), false); err != nil {
+	if expired, err = s.historyCost(ctx, workflows.PaymentWorkflowID(p.expiredID)); err != nil {
 		s.b.Fatal(err)
 	}
-	progress("scale: expired payment (late window still open): %s", expired)
+	progress("scale: expired payment (late window still open): %s", costLine(expired))
 	return paid, expired
 }
 
@@ -1531,7 +1437,7 @@ func scaleTargets(rs []scaleResult, flat scanFlat) string {
 const actionPrice = 50.0 / 1e6
 
 // scaleReport renders the figures as the README's Markdown.
-func scaleReport(rs []scaleResult, paid, expired historyCount, cfg Config) string {
+func scaleReport(rs []scaleResult, paid, expired workflows.Cost, cfg Config) string {
 	var b strings.Builder
 	idle := rs[0]
 	fmt.Fprintf(&b, "\nworkflow cache %d, history cache %d; idle: RSS %.0f MB (%.0f MB after FreeOSMemory), heap %.0f MB, %d goroutines, temporal.db %.1f MB, PostgreSQL %.1f MB\n\n",
@@ -1579,13 +1485,13 @@ func scaleReport(rs []scaleResult, paid, expired historyCount, cfg Config) strin
 	b.WriteString("\n| lifecycle | history events | billable actions | per 1,000 payments at $50 per million |\n|---|---|---|---|\n")
 	for _, row := range []struct {
 		name string
-		h    historyCount
+		h    workflows.Cost
 	}{{"paid (with its webhook)", paid}, {"expired (with its webhook; late window open)", expired}} {
-		if row.h.byType == nil {
+		if row.h.Events == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | $%.2f |\n", row.name, row.h.events, row.h.actions, float64(row.h.actions)*1000*actionPrice)
+		fmt.Fprintf(&b, "| %s | %d | %d | $%.2f |\n", row.name, row.h.Events, row.h.Actions, float64(row.h.Actions)*1000*actionPrice)
 	}
-	fmt.Fprintf(&b, "\npaid: %s\nexpired: %s\n", paid, expired)
+	fmt.Fprintf(&b, "\npaid: %s\nexpired: %s\n", costLine(paid), costLine(expired))
 	return b.String()
 }
